@@ -1,0 +1,30 @@
+# The API image; the worker runs from the same image with `coppice worker`.
+FROM python:3.11-slim
+
+ENV PYTHONDONTWRITEBYTECODE=1 \
+    PYTHONUNBUFFERED=1 \
+    PIP_NO_CACHE_DIR=1 \
+    PIP_DISABLE_PIP_VERSION_CHECK=1 \
+    COPPICE_DATA_DIR=/data
+
+RUN useradd --system --uid 10001 --home-dir /app --no-create-home coppice \
+    && mkdir /data \
+    && chown coppice:coppice /data
+
+WORKDIR /app
+COPY pyproject.toml README.md ./
+COPY engine ./engine
+COPY service ./service
+COPY migrations ./migrations
+RUN pip install '.[service]'
+
+USER coppice
+# Only the default SQLite database lives here; with PostgreSQL nothing durable does.
+VOLUME ["/data"]
+EXPOSE 8000
+
+# python:3.11-slim has no curl; the standard library's urlopen fails on any non-2xx answer.
+HEALTHCHECK --interval=15s --timeout=5s --start-period=30s --retries=3 \
+    CMD ["python", "-c", "import urllib.request; urllib.request.urlopen('http://127.0.0.1:8000/v2/health/ready', timeout=4)"]
+
+CMD ["coppice", "serve", "--host", "0.0.0.0", "--port", "8000"]

@@ -1,0 +1,50 @@
+# Every target that needs Python bootstraps .venv itself, so a fresh clone only
+# needs `make serve` or `make test`.
+
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+HOST ?= 127.0.0.1
+PORT ?= 8000
+# Narrow the test run without editing the recipe, e.g. `make test PYTEST_ARGS=tests/service`.
+PYTEST_ARGS ?=
+
+.PHONY: serve test lint format bench clean
+
+# The stamp is rebuilt whenever pyproject.toml changes, so new dependencies
+# arrive with the next `make` instead of a hand-run pip command.
+$(VENV)/.installed: pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet -e '.[dev]'
+	touch $@
+
+$(VENV)/.bench-installed: $(VENV)/.installed
+	$(BIN)/python -m pip install --quiet -e '.[bench]'
+	touch $@
+
+serve: $(VENV)/.installed
+	$(BIN)/coppice migrate
+	$(BIN)/coppice serve --host $(HOST) --port $(PORT)
+
+test: $(VENV)/.installed
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+	$(BIN)/mypy
+	$(BIN)/pytest $(PYTEST_ARGS)
+
+lint: $(VENV)/.installed
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+	$(BIN)/mypy
+
+format: $(VENV)/.installed
+	$(BIN)/ruff format .
+	$(BIN)/ruff check --fix .
+
+bench: $(VENV)/.bench-installed
+	$(BIN)/python -m benchmarks.run
+
+clean:
+	rm -rf $(VENV) build dist *.egg-info .pytest_cache .mypy_cache .ruff_cache
+	find . -name __pycache__ -type d -prune -exec rm -rf {} +

@@ -1,0 +1,1 @@
+"""Coppice engine: ensemble learning in pure NumPy."""

@@ -1,0 +1,129 @@
+"""Input checks shared by all estimators: arrays, targets, weights and seeds."""
+
+from __future__ import annotations
+
+import numbers
+from typing import Any
+
+import numpy as np
+from numpy.typing import NDArray
+
+__all__ = [
+    "check_X",
+    "check_sample_weight",
+    "check_target",
+    "resolve_seed_sequence",
+    "spawn_seeds",
+]
+
+
+def check_X(X: Any, *, n_features: int | None = None, name: str = "X") -> NDArray[np.float64]:
+    """Return ``X`` as a C-contiguous 2-D float64 array; NaN (missing) allowed, inf refused.
+
+    Parameters
+    ----------
+    X : array-like of shape (n_samples, n_features)
+    n_features : int, optional
+        When given (at predict time), the number of columns ``X`` must have.
+    """
+    if hasattr(X, "toarray") or hasattr(X, "tocsr"):
+        raise TypeError(f"Sparse input is not supported; pass a dense array as {name}.")
+    array = np.asarray(X)
+    if np.iscomplexobj(array):
+        raise ValueError("Complex data not supported.")
+    if array.dtype.kind in "OUS":
+        try:
+            array = array.astype(np.float64)
+        except (TypeError, ValueError):
+            raise ValueError(
+                f"{name} must be numeric; encode categorical columns as integer codes "
+                "and pass their indices in categorical_features."
+            ) from None
+    if array.ndim != 2:
+        raise ValueError(
+            f"Expected a 2D array for {name}, got {array.ndim}D. Reshape your data with "
+            "array.reshape(-1, 1) for a single feature or array.reshape(1, -1) for a single sample."
+        )
+    if array.shape[0] == 0:
+        raise ValueError(f"{name} has 0 samples (shape={array.shape}); a minimum of 1 is required.")
+    if array.shape[1] == 0:
+        raise ValueError(
+            f"{name} has 0 features (shape={array.shape}); a minimum of 1 is required."
+        )
+    array = np.ascontiguousarray(array, dtype=np.float64)
+    if np.isinf(array).any():
+        raise ValueError(f"{name} contains infinity; use NaN for missing values.")
+    if n_features is not None and array.shape[1] != n_features:
+        raise ValueError(
+            f"{name} has {array.shape[1]} features, but the estimator was fitted with "
+            f"{n_features} features."
+        )
+    return array
+
+
+def check_target(y: Any, n_samples: int, *, numeric: bool) -> NDArray[Any]:
+    """Return ``y`` as a 1-D array of length ``n_samples``.
+
+    Regression targets must be finite floats; classification labels may be any hashable
+    scalars numpy can sort (ints, strings, bools).
+    """
+    if y is None:
+        raise ValueError("This estimator requires y to be passed, but the target y is None.")
+    array = np.asarray(y)
+    if array.ndim == 2 and array.shape[1] == 1:
+        array = array.ravel()
+    if array.ndim != 1:
+        raise ValueError(f"y must be 1-dimensional; got shape {array.shape}.")
+    if array.shape[0] != n_samples:
+        raise ValueError(
+            f"Found input variables with inconsistent numbers of samples: X has {n_samples} "
+            f"rows, y has {array.shape[0]}."
+        )
+    if numeric:
+        try:
+            array = array.astype(np.float64)
+        except (TypeError, ValueError):
+            raise ValueError("A regression target y must be numeric.") from None
+        if not np.isfinite(array).all():
+            raise ValueError("y contains NaN or infinity; drop or impute those rows.")
+    elif array.dtype.kind == "f" and not np.isfinite(array).all():
+        raise ValueError("y contains NaN or infinity; class labels must be finite.")
+    elif array.dtype.kind == "O" and any(v is None for v in array):
+        raise ValueError("y contains None; class labels must all be present.")
+    return array
+
+
+def check_sample_weight(sample_weight: Any, n_samples: int) -> NDArray[np.float64]:
+    """Return non-negative float64 weights of length ``n_samples`` (ones when None)."""
+    if sample_weight is None:
+        return np.ones(n_samples, dtype=np.float64)
+    if isinstance(sample_weight, numbers.Number):
+        return np.full(n_samples, float(sample_weight))  # type: ignore[arg-type]
+    weights = np.asarray(sample_weight, dtype=np.float64)
+    if weights.ndim != 1 or weights.shape[0] != n_samples:
+        raise ValueError(f"sample_weight must have shape ({n_samples},); got {weights.shape}.")
+    if not np.isfinite(weights).all() or (weights < 0).any():
+        raise ValueError("sample_weight must be finite and non-negative.")
+    if weights.sum() <= 0:
+        raise ValueError("sample_weight sums to zero; at least one sample needs weight.")
+    return np.ascontiguousarray(weights)
+
+
+def resolve_seed_sequence(random_state: Any) -> np.random.SeedSequence:
+    """Resolve ``random_state`` once, into the root of all randomness of one ``fit``.
+
+    An integer gives a reproducible root; None draws fresh entropy; a Generator contributes
+    one draw, so passing the same Generator twice gives two different fits.
+    """
+    if random_state is None:
+        return np.random.SeedSequence()
+    if isinstance(random_state, np.random.Generator):
+        return np.random.SeedSequence(int(random_state.integers(2**63)))
+    if isinstance(random_state, np.random.RandomState):
+        return np.random.SeedSequence(int(random_state.randint(2**31)))
+    return np.random.SeedSequence(int(random_state))
+
+
+def spawn_seeds(root: np.random.SeedSequence, n: int) -> list[np.random.SeedSequence]:
+    """``n`` independent child seeds, spawned in the parent before any work is dispatched."""
+    return root.spawn(n)

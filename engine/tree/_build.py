@@ -1,0 +1,130 @@
+"""From shared binned data to one fitted :class:`Tree`.
+
+Single trees, forests and bagging all end here. ``build_tree`` receives the (possibly
+shared-memory) binned matrix of the whole training set plus one tree's row weights, so a
+forest worker never receives the data itself, only a seed and a spec.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+from numpy.typing import NDArray
+
+from engine.tree._binning import BinMapper
+from engine.tree._criteria import Criterion
+from engine.tree._grower import GrowthLimits, grow_tree
+from engine.tree._splitter import SplitContext
+from engine.tree._tree import Tree
+
+__all__ = ["BinnedData", "TreeSpec", "build_tree", "resolve_max_features"]
+
+
+@dataclass(frozen=True)
+class TreeSpec:
+    """Hyperparameters of one tree, resolved against the data (small and picklable)."""
+
+    criterion: Criterion
+    random_splits: bool
+    limits: GrowthLimits
+    n_classes: int  # 0 for regression
+
+
+@dataclass(frozen=True)
+class BinnedData:
+    """The training set as trees see it.
+
+    Attributes
+    ----------
+    binned : ndarray of uint8, shape (n_samples, n_features)
+    target : ndarray, shape (n_samples,)
+        Class indices (int64) for classification, float64 targets for regression.
+    thresholds, bin_values, is_categorical : arrays from :class:`BinMapper`
+    """
+
+    binned: NDArray[np.uint8]
+    target: NDArray[Any]
+    thresholds: NDArray[np.float64]
+    bin_values: NDArray[np.float64]
+    is_categorical: NDArray[np.bool_]
+
+    @classmethod
+    def from_mapper(
+        cls, binned: NDArray[np.uint8], target: NDArray[Any], mapper: BinMapper
+    ) -> BinnedData:
+        return cls(binned, target, mapper.thresholds_, mapper.bin_values_, mapper.is_categorical_)
+
+    def as_arrays(self) -> dict[str, NDArray[Any]]:
+        return {
+            "binned": self.binned,
+            "target": self.target,
+            "thresholds": self.thresholds,
+            "bin_values": self.bin_values,
+            "is_categorical": self.is_categorical,
+        }
+
+    @classmethod
+    def from_arrays(cls, arrays: Any) -> BinnedData:
+        return cls(
+            arrays["binned"],
+            arrays["target"],
+            arrays["thresholds"],
+            arrays["bin_values"],
+            arrays["is_categorical"],
+        )
+
+
+def build_tree(
+    data: BinnedData,
+    weights: NDArray[np.float64],
+    spec: TreeSpec,
+    rng: np.random.Generator,
+    feature_subset: NDArray[np.int64] | None = None,
+) -> Tree:
+    """Grow one tree on the rows of ``data`` with positive weight.
+
+    Parameters
+    ----------
+    weights : ndarray of float64, shape (n_samples,)
+        Per-row weight: sample weight × class weight × bootstrap count (0 = row unused).
+    """
+    rows = np.flatnonzero(weights > 0)
+    binned = data.binned[rows]
+    row_weights = weights[rows]
+    if spec.n_classes:
+        classes = data.target[rows]
+        channels = np.zeros((rows.size, spec.n_classes))
+        channels[np.arange(rows.size), classes] = row_weights
+        targets = None
+    else:
+        targets = data.target[rows].astype(np.float64)
+        channels = np.stack([row_weights, row_weights * targets], axis=1)
+    ctx = SplitContext(
+        binned=binned,
+        channels=channels,
+        criterion=spec.criterion,
+        is_categorical=data.is_categorical,
+        bin_values=data.bin_values,
+        min_samples_leaf=spec.limits.min_samples_leaf,
+        min_weight_leaf=spec.limits.min_weight_leaf,
+        random_splits=spec.random_splits,
+    )
+    return grow_tree(ctx, targets, data.thresholds, spec.limits, rng, feature_subset)
+
+
+def resolve_max_features(max_features: Any, n_features: int) -> int:
+    """Number of candidate features per split from the ``max_features`` parameter."""
+    if max_features is None:
+        return n_features
+    if max_features == "sqrt":
+        return max(1, int(math.sqrt(n_features)))
+    if max_features == "log2":
+        return max(1, int(math.log2(n_features)))
+    if isinstance(max_features, float):
+        return max(1, int(max_features * n_features))
+    if max_features > n_features:
+        raise ValueError(f"max_features={max_features} exceeds the {n_features} features of X.")
+    return int(max_features)

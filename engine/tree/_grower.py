@@ -1,0 +1,440 @@
+"""Growing one tree on binned data.
+
+Without ``max_leaf_nodes`` the tree grows level by level: every open node of a depth is
+searched in one vectorised batch (:func:`engine.tree._splitter.find_splits`), so the Python
+overhead is per level, not per node. With ``max_leaf_nodes`` it grows best-first: the open
+leaf whose split decreases impurity most is split next, until the leaf budget is spent.
+"""
+
+from __future__ import annotations
+
+import heapq
+from dataclasses import dataclass, field
+
+import numpy as np
+from numpy.typing import NDArray
+
+from engine.tree._binning import MISSING_BIN
+from engine.tree._criteria import CLASSIFICATION_CRITERIA, impurity
+from engine.tree._splitter import SplitContext, Splits, find_splits
+from engine.tree._tree import NODE_DTYPE, Tree
+
+__all__ = ["GrowthLimits", "grow_tree"]
+
+# Nodes whose impurity is below this are pure; splitting them only chases rounding noise.
+IMPURITY_EPSILON = 1e-12
+
+
+@dataclass(frozen=True)
+class GrowthLimits:
+    """Stopping rules and feature sampling of one tree."""
+
+    max_depth: int | None = None
+    min_samples_split: int = 2
+    min_samples_leaf: int = 1
+    min_weight_leaf: float = 0.0
+    min_impurity_decrease: float = 0.0
+    max_features: int | None = None  # candidate features drawn per split; None = all
+    max_leaf_nodes: int | None = None
+
+
+@dataclass
+class _NodeTable:
+    """Nodes as they are created, flattened into a :class:`Tree` at the end."""
+
+    columns: dict[str, list[NDArray[np.generic]]] = field(default_factory=dict)
+    values: list[NDArray[np.float64]] = field(default_factory=list)
+    bitsets: list[NDArray[np.uint8]] = field(default_factory=list)
+    n_nodes: int = 0
+    n_bitsets: int = 0
+
+    def add(self, values: NDArray[np.float64], **columns: NDArray[np.generic]) -> NDArray[np.intp]:
+        ids = np.arange(self.n_nodes, self.n_nodes + values.shape[0])
+        self.n_nodes += values.shape[0]
+        self.values.append(values)
+        for name, column in columns.items():
+            self.columns.setdefault(name, []).append(np.asarray(column))
+        return ids
+
+    def finish(self, n_features: int, split_columns: dict[str, NDArray[np.generic]]) -> Tree:
+        nodes = np.zeros(self.n_nodes, dtype=NODE_DTYPE)
+        for name, parts in self.columns.items():
+            nodes[name] = np.concatenate(parts)
+        for name, column in split_columns.items():
+            nodes[name] = column
+        bitsets = (
+            np.concatenate(self.bitsets) if self.bitsets else np.zeros((0, 32), dtype=np.uint8)
+        )
+        return Tree(nodes, np.concatenate(self.values), bitsets, n_features)
+
+
+class _Growth:
+    """State of one tree being grown: rows, node statistics and split records."""
+
+    def __init__(
+        self,
+        ctx: SplitContext,
+        targets: NDArray[np.float64] | None,
+        thresholds: NDArray[np.float64],
+        limits: GrowthLimits,
+        rng: np.random.Generator,
+        feature_subset: NDArray[np.int64] | None,
+    ) -> None:
+        self.ctx = ctx
+        self.targets = targets
+        self.thresholds = thresholds
+        self.limits = limits
+        self.rng = rng
+        n_features = ctx.binned.shape[1]
+        self.candidates = (
+            np.arange(n_features) if feature_subset is None else np.asarray(feature_subset)
+        )
+        self.table = _NodeTable()
+        size = 64
+        self.split_feature = np.full(size, -1, dtype=np.int64)
+        self.split_left = np.full(size, -1, dtype=np.int64)
+        self.split_threshold = np.zeros(size)
+        self.split_missing_left = np.zeros(size, dtype=bool)
+        self.split_category = np.full(size, -1, dtype=np.int64)
+        self.root_weight = 0.0
+
+    # -- node statistics --------------------------------------------------------------
+
+    def summarise(
+        self, rows: NDArray[np.intp], slot_of_row: NDArray[np.intp], n_slots: int
+    ) -> tuple[NDArray[np.float64], NDArray[np.int64], NDArray[np.float64], NDArray[np.float64]]:
+        """Channel totals, row counts, values and impurities of a batch of nodes."""
+        channels = self.ctx.channels[rows]
+        totals = np.empty((n_slots, channels.shape[1]))
+        for c in range(channels.shape[1]):
+            totals[:, c] = np.bincount(slot_of_row, weights=channels[:, c], minlength=n_slots)
+        counts = np.bincount(slot_of_row, minlength=n_slots).astype(np.int64)
+        if self.ctx.criterion in CLASSIFICATION_CRITERIA:
+            weight = totals.sum(axis=1)
+            values = totals / weight[:, None]
+            impurities = impurity(totals, self.ctx.criterion)
+        else:
+            assert self.targets is not None
+            weight = totals[:, 0]
+            mean = totals[:, 1] / weight
+            deviation = self.targets[rows] - mean[slot_of_row]
+            squared = np.bincount(
+                slot_of_row, weights=channels[:, 0] * deviation**2, minlength=n_slots
+            )
+            values = mean[:, None]
+            impurities = squared / weight
+        return totals, counts, values, impurities
+
+    def record(
+        self,
+        totals: NDArray[np.float64],
+        counts: NDArray[np.int64],
+        values: NDArray[np.float64],
+        impurities: NDArray[np.float64],
+        depth: int | NDArray[np.int64],
+    ) -> NDArray[np.intp]:
+        weight = totals[:, 0] if self.ctx.criterion == "squared_error" else totals.sum(axis=1)
+        return self.table.add(
+            values,
+            impurity=impurities,
+            n_samples=counts,
+            weighted_n_samples=weight,
+            depth=np.broadcast_to(depth, counts.shape),
+        )
+
+    def splittable(
+        self,
+        totals: NDArray[np.float64],
+        counts: NDArray[np.int64],
+        impurities: NDArray[np.float64],
+        depth: int,
+    ) -> NDArray[np.bool_]:
+        limits = self.limits
+        weight = totals[:, 0] if self.ctx.criterion == "squared_error" else totals.sum(axis=1)
+        ok = (
+            (counts >= limits.min_samples_split)
+            & (counts >= 2 * limits.min_samples_leaf)
+            & (weight >= 2 * limits.min_weight_leaf)
+            & (impurities > IMPURITY_EPSILON)
+        )
+        if limits.max_depth is not None and depth >= limits.max_depth:
+            ok[:] = False
+        return ok
+
+    # -- split search -------------------------------------------------------------------
+
+    def search(
+        self,
+        rows: NDArray[np.intp],
+        slot_of_row: NDArray[np.intp],
+        totals: NDArray[np.float64],
+        counts: NDArray[np.int64],
+    ) -> Splits:
+        """Best splits of a batch, drawing ``max_features`` candidates per node.
+
+        As in scikit-learn, a node whose drawn features admit no valid split keeps drawing
+        from its remaining features before it is declared a leaf.
+        """
+        n_slots = totals.shape[0]
+        n_candidates = self.candidates.size
+        per_round = self.limits.max_features or n_candidates
+        if per_round >= n_candidates:
+            features = np.broadcast_to(self.candidates, (n_slots, n_candidates))
+            return find_splits(
+                self.ctx,
+                rows,
+                slot_of_row,
+                np.ascontiguousarray(features),
+                totals,
+                counts,
+                self.rng,
+            )
+        order = self.rng.random((n_slots, n_candidates)).argsort(axis=1)
+        drawn = self.candidates[order]
+        result: Splits | None = None
+        pending = np.arange(n_slots)
+        for start in range(0, n_candidates, per_round):
+            features = drawn[pending, start : start + per_round]
+            if features.shape[1] < per_round:
+                pad = np.full((pending.size, per_round - features.shape[1]), -1)
+                features = np.concatenate([features, pad], axis=1)
+            batch_rows, batch_slots = _select_slots(rows, slot_of_row, pending, n_slots)
+            splits = find_splits(
+                self.ctx,
+                batch_rows,
+                batch_slots,
+                features,
+                totals[pending],
+                counts[pending],
+                self.rng,
+            )
+            result = splits if result is None else _merge(result, splits, pending)
+            pending = pending[~splits.found]
+            if pending.size == 0:
+                break
+        assert result is not None
+        return result
+
+    # -- split bookkeeping --------------------------------------------------------------
+
+    def apply_splits(
+        self, node_ids: NDArray[np.intp], splits: Splits, chosen: NDArray[np.bool_]
+    ) -> NDArray[np.intp]:
+        """Record the chosen splits; return the id of each new left child."""
+        ids = node_ids[chosen]
+        needed = int(ids.max()) + 1 if ids.size else 0
+        if needed > self.split_feature.size:
+            self._grow_split_arrays(needed)
+        first_child = self.table.n_nodes
+        left_ids = first_child + 2 * np.arange(ids.size)
+        feature = splits.feature[chosen]
+        split_bin = splits.bin[chosen]
+        self.split_feature[ids] = feature
+        self.split_left[ids] = left_ids
+        self.split_missing_left[ids] = splits.missing_left[chosen]
+        categorical = self.ctx.is_categorical[feature]
+        self.split_threshold[ids] = np.where(
+            categorical, np.nan, self.thresholds[feature, np.minimum(split_bin, MISSING_BIN - 1)]
+        )
+        if categorical.any():
+            codes = splits.left_codes[chosen][categorical]
+            self.table.bitsets.append(np.packbits(codes, axis=1, bitorder="little"))
+            start = self.table.n_bitsets
+            self.table.n_bitsets += int(categorical.sum())
+            self.split_category[ids[categorical]] = np.arange(start, self.table.n_bitsets)
+        return left_ids
+
+    def _grow_split_arrays(self, needed: int) -> None:
+        size = max(needed, 2 * self.split_feature.size)
+        for name, fill in (
+            ("split_feature", -1),
+            ("split_left", -1),
+            ("split_threshold", 0.0),
+            ("split_missing_left", False),
+            ("split_category", -1),
+        ):
+            old = getattr(self, name)
+            new = np.full(size, fill, dtype=old.dtype)
+            new[: old.size] = old
+            setattr(self, name, new)
+
+    def goes_right(
+        self,
+        rows: NDArray[np.intp],
+        slot_of_row: NDArray[np.intp],
+        splits: Splits,
+    ) -> NDArray[np.bool_]:
+        codes = self.ctx.binned[rows, splits.feature[slot_of_row]]
+        return ~splits.left_codes[slot_of_row, codes]
+
+    def finish(self) -> Tree:
+        n = self.table.n_nodes
+        self._grow_split_arrays(n)
+        left = self.split_left[:n]
+        return self.table.finish(
+            self.ctx.binned.shape[1],
+            {
+                "left_child": left,
+                "right_child": np.where(left >= 0, left + 1, -1),
+                "feature": self.split_feature[:n],
+                "threshold": np.where(left >= 0, self.split_threshold[:n], 0.0),
+                "missing_left": self.split_missing_left[:n],
+                "category_split": self.split_category[:n],
+            },
+        )
+
+
+def _select_slots(
+    rows: NDArray[np.intp], slot_of_row: NDArray[np.intp], slots: NDArray[np.intp], n_slots: int
+) -> tuple[NDArray[np.intp], NDArray[np.intp]]:
+    """Rows of the given slots, renumbered ``0..len(slots)-1``."""
+    if slots.size == n_slots:
+        return rows, slot_of_row
+    renumber = np.full(n_slots, -1, dtype=np.intp)
+    renumber[slots] = np.arange(slots.size)
+    new_slot = renumber[slot_of_row]
+    keep = new_slot >= 0
+    return rows[keep], new_slot[keep]
+
+
+def _merge(result: Splits, update: Splits, slots: NDArray[np.intp]) -> Splits:
+    """Overwrite the entries of ``slots`` that ``update`` found splits for."""
+    found = slots[update.found]
+    for name in ("found", "gain", "feature", "bin", "missing_left", "left_codes"):
+        getattr(result, name)[found] = getattr(update, name)[update.found]
+    return result
+
+
+def grow_tree(
+    ctx: SplitContext,
+    targets: NDArray[np.float64] | None,
+    thresholds: NDArray[np.float64],
+    limits: GrowthLimits,
+    rng: np.random.Generator,
+    feature_subset: NDArray[np.int64] | None = None,
+) -> Tree:
+    """Grow one tree on all rows of ``ctx.binned`` (rows of zero weight must be dropped first).
+
+    Parameters
+    ----------
+    ctx : SplitContext
+        Binned rows and their channels.
+    targets : ndarray of float64, shape (n_rows,), optional
+        Regression targets (for exact node variances); None for classification.
+    thresholds : ndarray of float64, shape (n_features, 255)
+        Raw-value threshold of each bin boundary (``BinMapper.thresholds_``).
+    limits : GrowthLimits
+    rng : Generator
+        The tree's own random stream (feature draws, random thresholds).
+    feature_subset : ndarray of int64, optional
+        Features the tree may split on (a random subspace); default all.
+    """
+    growth = _Growth(ctx, targets, thresholds, limits, rng, feature_subset)
+    if limits.max_leaf_nodes is None:
+        _grow_level_wise(growth)
+    else:
+        _grow_best_first(growth, limits.max_leaf_nodes)
+    return growth.finish()
+
+
+def _grow_level_wise(growth: _Growth) -> None:
+    n_rows = growth.ctx.binned.shape[0]
+    rows = np.arange(n_rows, dtype=np.intp)
+    slot_of_row = np.zeros(n_rows, dtype=np.intp)
+    n_slots, depth = 1, 0
+    while n_slots:
+        totals, counts, values, impurities = growth.summarise(rows, slot_of_row, n_slots)
+        node_ids = growth.record(totals, counts, values, impurities, depth)
+        if depth == 0:
+            growth.root_weight = float(growth.table.columns["weighted_n_samples"][0][0])
+        open_nodes = growth.splittable(totals, counts, impurities, depth)
+        if not open_nodes.any():
+            break
+        slots = np.flatnonzero(open_nodes)
+        batch_rows, batch_slots = _select_slots(rows, slot_of_row, slots, n_slots)
+        splits = growth.search(batch_rows, batch_slots, totals[slots], counts[slots])
+        chosen = splits.found & (
+            splits.gain / growth.root_weight + IMPURITY_EPSILON
+            >= growth.limits.min_impurity_decrease
+        )
+        if not chosen.any():
+            break
+        growth.apply_splits(node_ids[slots], splits, chosen)
+        # Rows of chosen nodes move to their children; child slots keep parent order so
+        # the rows stay grouped by slot, which keeps the next level's key sort cheap.
+        keep_slot = np.full(slots.size, -1, dtype=np.intp)
+        keep_slot[chosen] = np.arange(int(chosen.sum()))
+        batch_rank = keep_slot[batch_slots]
+        moving = batch_rank >= 0
+        rows, batch_slots, batch_rank = batch_rows[moving], batch_slots[moving], batch_rank[moving]
+        right = growth.goes_right(rows, batch_slots, splits)
+        slot_of_row = 2 * batch_rank + right
+        order = np.argsort(slot_of_row, kind="stable")
+        rows, slot_of_row = rows[order], slot_of_row[order]
+        n_slots = 2 * int(chosen.sum())
+        depth += 1
+
+
+def _grow_best_first(growth: _Growth, max_leaf_nodes: int) -> None:
+    n_rows = growth.ctx.binned.shape[0]
+    all_rows = np.arange(n_rows, dtype=np.intp)
+    totals, counts, values, impurities = growth.summarise(
+        all_rows, np.zeros(n_rows, dtype=np.intp), 1
+    )
+    root = growth.record(totals, counts, values, impurities, 0)
+    growth.root_weight = float(growth.table.columns["weighted_n_samples"][0][0])
+    heap: list[tuple[float, int, int, NDArray[np.intp], Splits, int]] = []
+    tie = 0
+
+    def consider(
+        node_ids: NDArray[np.intp],
+        row_sets: list[NDArray[np.intp]],
+        totals: NDArray[np.float64],
+        counts: NDArray[np.int64],
+        impurities: NDArray[np.float64],
+        depth: int,
+    ) -> None:
+        nonlocal tie
+        open_nodes = growth.splittable(totals, counts, impurities, depth)
+        slots = np.flatnonzero(open_nodes)
+        if slots.size == 0:
+            return
+        batch_rows = np.concatenate([row_sets[s] for s in slots])
+        batch_slots = np.repeat(np.arange(slots.size), [row_sets[s].size for s in slots])
+        splits = growth.search(batch_rows, batch_slots, totals[slots], counts[slots])
+        for k, slot in enumerate(slots):
+            gain = float(splits.gain[k])
+            if not splits.found[k] or (
+                gain / growth.root_weight + IMPURITY_EPSILON < growth.limits.min_impurity_decrease
+            ):
+                continue
+            single = _take(splits, k)
+            heapq.heappush(heap, (-gain, tie, int(node_ids[slot]), row_sets[slot], single, depth))
+            tie += 1
+
+    consider(root, [all_rows], totals, counts, impurities, 0)
+    n_leaves = 1
+    while heap and n_leaves < max_leaf_nodes:
+        _, _, node_id, rows, split, depth = heapq.heappop(heap)
+        growth.apply_splits(np.array([node_id]), split, np.array([True]))
+        right = growth.goes_right(rows, np.zeros(rows.size, dtype=np.intp), split)
+        children = [rows[~right], rows[right]]
+        slot_of_row = right.astype(np.intp)
+        ordered = np.concatenate(children)
+        totals, counts, values, impurities = growth.summarise(
+            ordered, np.sort(slot_of_row, kind="stable"), 2
+        )
+        child_ids = growth.record(totals, counts, values, impurities, depth + 1)
+        n_leaves += 1
+        consider(child_ids, children, totals, counts, impurities, depth + 1)
+
+
+def _take(splits: Splits, k: int) -> Splits:
+    return Splits(
+        found=splits.found[k : k + 1],
+        gain=splits.gain[k : k + 1],
+        feature=splits.feature[k : k + 1],
+        bin=splits.bin[k : k + 1],
+        missing_left=splits.missing_left[k : k + 1],
+        left_codes=splits.left_codes[k : k + 1],
+    )

@@ -1,0 +1,406 @@
+"""Vectorised split search for a batch of nodes.
+
+All nodes of one tree level are searched at once. For every (node, candidate feature) pair —
+a *segment* — the rows' bins are aggregated into a *group table*: one entry per distinct bin
+present in the segment, with its channel sums. Sorting the keys ``(segment, bin)`` yields the
+table in O(rows × features) work however small the nodes are, which is what deep forest
+trees need; a dense 256-bin histogram per node would cost more than the rows themselves.
+
+On the group table every split candidate is a prefix of a segment's groups:
+
+* numeric features: groups in bin order, split "bin ≤ b";
+* categorical features: groups ordered by their target statistic (the proportion of the
+  positive class, the class mean, or the mean target), which finds the best binary partition
+  of the categories without enumerating the ``2^(k−1) − 1`` of them (Breiman et al., exact
+  for two classes and for regression, a heuristic beyond);
+* missing values (bin 255) are tried on both sides and the better side is learned.
+
+:func:`find_splits_naive` is the plain-loop reference the tests hold this module equal to.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+from numpy.typing import NDArray
+
+from engine.tree._binning import MISSING_BIN
+from engine.tree._criteria import Criterion, score, sum_channels
+
+__all__ = ["SplitContext", "Splits", "find_splits", "find_splits_naive"]
+
+N_CODES = 256
+
+
+@dataclass(frozen=True)
+class SplitContext:
+    """What stays fixed while one tree grows.
+
+    Attributes
+    ----------
+    binned : ndarray of uint8, shape (n_rows, n_features)
+        Bin codes of the tree's rows.
+    channels : ndarray of float64, shape (n_rows, n_channels)
+        Per-row statistics: weighted one-hot classes, or ``(w, w·y)`` for regression.
+    is_categorical : ndarray of bool, shape (n_features,)
+    bin_values : ndarray of float64, shape (n_features, 256)
+        Representative raw value per bin (for random thresholds).
+    """
+
+    binned: NDArray[np.uint8]
+    channels: NDArray[np.float64]
+    criterion: Criterion
+    is_categorical: NDArray[np.bool_]
+    bin_values: NDArray[np.float64]
+    min_samples_leaf: int = 1
+    min_weight_leaf: float = 0.0
+    random_splits: bool = False
+
+
+@dataclass
+class Splits:
+    """The best split of each node in a batch of ``S`` nodes.
+
+    ``left_codes[s, c]`` tells whether bin code ``c`` (255 = missing) goes left; it encodes
+    numeric thresholds, categorical partitions and the missing direction in one table.
+    """
+
+    found: NDArray[np.bool_]
+    gain: NDArray[np.float64]
+    feature: NDArray[np.int64]
+    bin: NDArray[np.int64]
+    missing_left: NDArray[np.bool_]
+    left_codes: NDArray[np.bool_]
+
+
+# The dense path counts every (segment, bin) cell with ``bincount``; it wins while the cells
+# are few compared with the rows, i.e. for the large nodes near the root.
+DENSE_CELLS_PER_ROW = 2
+
+
+def _group_table(
+    ctx: SplitContext,
+    rows: NDArray[np.intp],
+    slot_of_row: NDArray[np.intp],
+    features: NDArray[np.int64],
+) -> tuple[NDArray[np.int64], NDArray[np.int64], NDArray[np.int64], NDArray[np.float64]]:
+    """Distinct (segment, bin) groups sorted by segment then bin, with counts and sums.
+
+    Segments are numbered feature-major, ``segment = j · S + slot``, so keys arrive already
+    grouped by segment and the sort only has to order bins within each segment.
+    """
+    n_slots, n_per_node = features.shape
+    n_rows = rows.size
+    row_features = np.maximum(features, 0)[slot_of_row]
+    bins = ctx.binned[rows[:, None], row_features].T
+    segment = np.arange(n_per_node)[:, None] * n_slots + slot_of_row[None, :]
+    keys = ((segment << 8) | bins).ravel()
+    row_channels = ctx.channels[rows]
+    n_cells = n_slots * n_per_node * N_CODES
+    if n_cells <= DENSE_CELLS_PER_ROW * keys.size:
+        cell_counts = np.bincount(keys, minlength=n_cells)
+        group_keys = np.flatnonzero(cell_counts)
+        counts = cell_counts[group_keys]
+        sums = np.empty((group_keys.size, row_channels.shape[1]))
+        for c in range(row_channels.shape[1]):
+            weights = np.tile(row_channels[:, c], n_per_node)
+            sums[:, c] = np.bincount(keys, weights=weights, minlength=n_cells)[group_keys]
+    else:
+        order = np.argsort(keys, kind="stable")
+        sorted_keys = keys[order]
+        is_start = np.empty(sorted_keys.size, dtype=bool)
+        is_start[0] = True
+        np.not_equal(sorted_keys[1:], sorted_keys[:-1], out=is_start[1:])
+        starts = np.flatnonzero(is_start)
+        group_keys = sorted_keys[starts]
+        counts = np.diff(np.append(starts, sorted_keys.size))
+        sums = np.add.reduceat(row_channels[order % n_rows], starts, axis=0)
+    return group_keys >> 8, group_keys & 0xFF, counts, sums
+
+
+def _categorical_order(
+    ctx: SplitContext,
+    segment: NDArray[np.int64],
+    bins: NDArray[np.int64],
+    sums: NDArray[np.float64],
+    segment_feature: NDArray[np.int64],
+    parent_channels: NDArray[np.float64],
+) -> NDArray[np.intp] | None:
+    """Permutation putting each categorical segment's groups in target-statistic order."""
+    if not ctx.is_categorical.any():
+        return None
+    group_feature = segment_feature[segment]
+    is_categorical = ctx.is_categorical[np.maximum(group_feature, 0)] & (group_feature >= 0)
+    if not is_categorical.any():
+        return None
+    n_slots = parent_channels.shape[0]
+    with np.errstate(divide="ignore", invalid="ignore"):
+        if ctx.criterion == "squared_error":
+            statistic = sums[:, 1] / sums[:, 0]
+        else:
+            # Two classes: the positive-class share orders categories optimally. More
+            # classes: order by the share of the node's majority class (a heuristic).
+            target_class = (
+                np.ones(n_slots, dtype=np.int64)
+                if sums.shape[1] == 2
+                else parent_channels.argmax(axis=1)
+            )
+            node = segment % n_slots
+            statistic = sums[np.arange(sums.shape[0]), target_class[node]] / sums.sum(axis=1)
+    sort_value = np.where(is_categorical, np.nan_to_num(statistic), bins.astype(np.float64))
+    sort_value[bins == MISSING_BIN] = np.inf
+    return np.lexsort((sort_value, segment))
+
+
+def find_splits(
+    ctx: SplitContext,
+    rows: NDArray[np.intp],
+    slot_of_row: NDArray[np.intp],
+    features: NDArray[np.int64],
+    parent_channels: NDArray[np.float64],
+    parent_counts: NDArray[np.int64],
+    rng: np.random.Generator | None = None,
+) -> Splits:
+    """Best split of each node of a batch.
+
+    Parameters
+    ----------
+    rows : ndarray of intp, shape (R,)
+        Rows of all nodes in the batch, grouped by node (sorted by ``slot_of_row``).
+    slot_of_row : ndarray of intp, shape (R,)
+        Node slot ``0..S-1`` of each row.
+    features : ndarray of int64, shape (S, F)
+        Candidate features per node; ``-1`` pads nodes with fewer candidates.
+    parent_channels : ndarray of float64, shape (S, n_channels)
+        Channel totals of each node (all its rows, missing included).
+    parent_counts : ndarray of int64, shape (S,)
+        Row counts of each node.
+    rng : Generator, optional
+        Needed for random thresholds (``ctx.random_splits``).
+    """
+    n_slots, n_per_node = features.shape
+    segment_feature = features.T.ravel()  # feature of segment j·S + slot
+    segment, bins, counts, sums = _group_table(ctx, rows, slot_of_row, features)
+    permutation = _categorical_order(ctx, segment, bins, sums, segment_feature, parent_channels)
+    if permutation is not None:
+        segment, bins, counts, sums = (
+            segment[permutation],
+            bins[permutation],
+            counts[permutation],
+            sums[permutation],
+        )
+    n_groups = segment.size
+    n_segments = n_slots * n_per_node
+    node = segment % n_slots
+    is_missing = bins == MISSING_BIN
+    any_missing = bool(is_missing.any())
+
+    # Every node has at least one row, so every segment owns at least one group.
+    segment_first = np.flatnonzero(np.diff(segment, prepend=-1) != 0)
+    missing_sums = np.zeros((n_segments, sums.shape[1]))
+    missing_counts = np.zeros(n_segments, dtype=np.int64)
+    if any_missing:
+        missing_sums[segment[is_missing]] = sums[is_missing]
+        missing_counts[segment[is_missing]] = counts[is_missing]
+
+    cumulative = np.cumsum(sums, axis=0)
+    prefix = cumulative - (cumulative[segment_first] - sums[segment_first])[segment]
+    cumulative_counts = np.cumsum(counts)
+    prefix_counts = (
+        cumulative_counts - (cumulative_counts[segment_first] - counts[segment_first])[segment]
+    )
+
+    next_segment = np.append(segment[1:], -1)
+    next_missing = np.append(is_missing[1:], False)
+    is_last_present = ~is_missing & ((next_segment != segment) | next_missing)
+    has_missing = missing_counts[segment] > 0
+    candidate = ~is_missing & (~is_last_present | has_missing)
+    candidate &= segment_feature[segment] >= 0
+    if ctx.random_splits:
+        candidate &= _random_threshold_mask(
+            ctx, segment, bins, is_missing, segment_feature, segment_first, rng
+        )
+
+    # Evaluate candidates only; option 0 sends missing rows right, option 1 left.
+    index = np.flatnonzero(candidate)
+    cand_node = node[index]
+    left = prefix[index][:, None, :]
+    left_counts = prefix_counts[index][:, None]
+    if any_missing:
+        left = np.concatenate([left, left + missing_sums[segment[index]][:, None, :]], axis=1)
+        left_counts = np.concatenate(
+            [left_counts, left_counts + missing_counts[segment[index]][:, None]], axis=1
+        )
+    parent = parent_channels[cand_node][:, None, :]
+    right = parent - left
+    right_counts = parent_counts[cand_node][:, None] - left_counts
+    parent_score = score(parent_channels, ctx.criterion)[cand_node]
+    gain = score(left, ctx.criterion) + score(right, ctx.criterion) - parent_score[:, None]
+    left_weight = _weight(left, ctx.criterion)
+    right_weight = _weight(right, ctx.criterion)
+    valid = (
+        (left_counts >= ctx.min_samples_leaf)
+        & (right_counts >= ctx.min_samples_leaf)
+        & (left_weight > 0)
+        & (right_weight > 0)
+        & (left_weight >= ctx.min_weight_leaf)
+        & (right_weight >= ctx.min_weight_leaf)
+    )
+    if any_missing:
+        valid[:, 1] &= has_missing[index]  # without missing rows both options coincide
+    gain = np.where(valid, gain, -np.inf)
+    option = gain.argmax(axis=1)
+    group_gain = np.full(n_groups, -np.inf)
+    group_gain[index] = gain[np.arange(index.size), option]
+    group_option = np.zeros(n_groups, dtype=np.int64)
+    group_option[index] = option
+
+    # Best group per segment, then best segment (candidate feature) per node.
+    segment_best = np.maximum.reduceat(group_gain, segment_first)
+    is_best = (group_gain == segment_best[segment]) & np.isfinite(group_gain)
+    segment_best_group = np.minimum.reduceat(
+        np.where(is_best, np.arange(n_groups), n_groups - 1), segment_first
+    )
+    by_feature = segment_best.reshape(n_per_node, n_slots)
+    best_j = by_feature.argmax(axis=0)
+    slots = np.arange(n_slots)
+    node_best = by_feature[best_j, slots]
+    best = segment_best_group.reshape(n_per_node, n_slots)[best_j, slots]
+    found = np.isfinite(node_best)
+
+    best_segment = best_j * n_slots + slots
+    feature = segment_feature[best_segment]
+    split_bin = bins[best]
+    missing_left = group_option[best] == 1
+    # No missing rows seen here: at predict time they follow the heavier child.
+    left_weight_best = _weight(prefix[best], ctx.criterion)
+    heavier_left = left_weight_best >= _weight(parent_channels, ctx.criterion) - left_weight_best
+    missing_left = np.where(has_missing[best], missing_left, heavier_left)
+
+    left_codes = np.arange(N_CODES)[None, :] <= split_bin[:, None]
+    categorical = ctx.is_categorical[np.maximum(feature, 0)] & found
+    if categorical.any():
+        left_codes[categorical] = missing_left[categorical, None]
+        in_best_segment = (segment == best_segment[node]) & categorical[node] & ~is_missing
+        goes_left = np.arange(n_groups) <= best[node]
+        left_codes[node[in_best_segment], bins[in_best_segment]] = goes_left[in_best_segment]
+    left_codes[:, MISSING_BIN] = missing_left
+
+    return Splits(
+        found=found,
+        gain=np.where(found, np.maximum(node_best, 0.0), 0.0),
+        feature=np.where(found, feature, -1),
+        bin=split_bin,
+        missing_left=missing_left,
+        left_codes=left_codes,
+    )
+
+
+def _weight(channels: NDArray[np.float64], criterion: Criterion) -> NDArray[np.float64]:
+    if criterion == "squared_error":
+        return channels[..., 0]
+    return sum_channels(channels)
+
+
+def _random_threshold_mask(
+    ctx: SplitContext,
+    segment: NDArray[np.int64],
+    bins: NDArray[np.int64],
+    is_missing: NDArray[np.bool_],
+    segment_feature: NDArray[np.int64],
+    segment_first: NDArray[np.intp],
+    rng: np.random.Generator | None,
+) -> NDArray[np.bool_]:
+    """Keep one candidate per segment: the cut at a threshold drawn uniformly at random.
+
+    Numeric features draw the threshold uniformly between the smallest and largest value
+    present in the node (bin representatives, in value space), as extremely randomised
+    trees prescribe; categorical features draw a uniform cut of their ordered categories.
+    """
+    if rng is None:
+        raise ValueError("random splits need a random generator")
+    feature = np.maximum(segment_feature[segment], 0)
+    position = np.arange(segment.size) - segment_first[segment]
+    value = np.where(
+        ctx.is_categorical[feature], position.astype(np.float64), ctx.bin_values[feature, bins]
+    )
+    value[is_missing] = np.inf
+    n_segments = segment_feature.size
+    low = np.full(n_segments, np.inf)
+    high = np.full(n_segments, -np.inf)
+    present = ~is_missing
+    np.minimum.at(low, segment[present], value[present])
+    np.maximum.at(high, segment[present], value[present])
+    span = np.where(high > low, high - low, 0.0)
+    threshold = low + rng.random(n_segments) * span
+    next_value = np.append(value[1:], np.inf)
+    next_value[np.append(segment[1:] != segment[:-1], True)] = np.inf
+    return (value <= threshold[segment]) & (next_value > threshold[segment])
+
+
+def find_splits_naive(
+    ctx: SplitContext,
+    rows: NDArray[np.intp],
+    slot_of_row: NDArray[np.intp],
+    features: NDArray[np.int64],
+) -> tuple[NDArray[np.float64], NDArray[np.int64]]:
+    """Plain-loop reference: the best gain and feature of each node (no random splits).
+
+    Evaluates every numeric threshold and every prefix of the categories in statistic order,
+    with missing values sent either way, exactly as :func:`find_splits` should.
+    """
+    n_slots = features.shape[0]
+    best_gain = np.full(n_slots, -np.inf)
+    best_feature = np.full(n_slots, -1, dtype=np.int64)
+    for slot in range(n_slots):
+        node_rows = rows[slot_of_row == slot]
+        channels = ctx.channels[node_rows]
+        parent = channels.sum(axis=0)
+        parent_score = float(score(parent, ctx.criterion))
+        for feature in features[slot]:
+            if feature < 0:
+                continue
+            codes = ctx.binned[node_rows, feature].astype(np.int64)
+            present = sorted(set(codes.tolist()) - {MISSING_BIN})
+            if ctx.is_categorical[feature]:
+                present.sort(key=lambda c: _naive_statistic(ctx, channels, codes, c, parent))
+            missing = codes == MISSING_BIN
+            for cut in range(len(present)):
+                left_set = set(present[: cut + 1])
+                base_left = np.isin(codes, list(left_set))
+                for missing_left in (False, True):
+                    if missing_left and not missing.any():
+                        continue
+                    left = base_left | (missing & missing_left)
+                    if left.all() or not left.any():
+                        continue
+                    n_left, n_right = int(left.sum()), int((~left).sum())
+                    if min(n_left, n_right) < ctx.min_samples_leaf:
+                        continue
+                    left_sum, right_sum = channels[left].sum(0), channels[~left].sum(0)
+                    weights = (_weight(left_sum, ctx.criterion), _weight(right_sum, ctx.criterion))
+                    if min(weights) <= 0 or min(weights) < ctx.min_weight_leaf:
+                        continue
+                    gain = float(
+                        score(left_sum, ctx.criterion)
+                        + score(right_sum, ctx.criterion)
+                        - parent_score
+                    )
+                    if gain > best_gain[slot]:
+                        best_gain[slot], best_feature[slot] = gain, feature
+    return best_gain, best_feature
+
+
+def _naive_statistic(
+    ctx: SplitContext,
+    channels: NDArray[np.float64],
+    codes: NDArray[np.int64],
+    code: int,
+    parent: NDArray[np.float64],
+) -> float:
+    total = channels[codes == code].sum(axis=0)
+    if ctx.criterion == "squared_error":
+        return float(total[1] / total[0])
+    target = 1 if total.size == 2 else int(parent.argmax())
+    return float(total[target] / total.sum())

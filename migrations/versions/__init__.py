@@ -1,0 +1,1 @@
+"""Alembic revisions, oldest first by ``down_revision``; Alembic skips this file."""

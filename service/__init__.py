@@ -1,0 +1,1 @@
+"""Coppice HTTP service."""

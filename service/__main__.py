@@ -1,0 +1,5 @@
+"""``python -m service`` is the ``coppice`` command."""
+
+from service.cli import main
+
+raise SystemExit(main())

@@ -1,0 +1,90 @@
+"""The ``coppice`` command: ``serve``, ``worker`` and ``migrate``."""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import sys
+from collections.abc import Callable, Sequence
+
+from pydantic import ValidationError
+
+from service.config import Settings
+
+
+def _migrate(settings: Settings) -> None:
+    # Imported here so `coppice --help` stays fast and free of the database stack.
+    from service.db.migrate import upgrade_to_head
+
+    upgrade_to_head(settings.resolved_database_url)
+
+
+def _cmd_migrate(args: argparse.Namespace, settings: Settings) -> int:
+    _migrate(settings)
+    return 0
+
+
+def _cmd_serve(args: argparse.Namespace, settings: Settings) -> int:
+    import uvicorn
+
+    from service.app import create_app
+
+    overrides = {
+        name: value for name in ("host", "port") if (value := getattr(args, name)) is not None
+    }
+    # model_validate, unlike model_copy, range-checks the command-line values too.
+    settings = Settings.model_validate(settings.model_dump() | overrides)
+    # Migrating first means a fresh data dir or an upgraded release serves at once.
+    _migrate(settings)
+    uvicorn.run(create_app(settings), host=settings.host, port=settings.port)
+    return 0
+
+
+def _cmd_worker(args: argparse.Namespace, settings: Settings) -> int:
+    print(
+        "coppice worker: not implemented yet; the training worker arrives with the "
+        "job-queue work in service/worker/.",
+        file=sys.stderr,
+    )
+    return 2
+
+
+Command = Callable[[argparse.Namespace, Settings], int]
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="coppice",
+        description="Coppice: train and serve ensemble ML models over HTTP. "
+        "Configured by COPPICE_* environment variables.",
+    )
+    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    serve = commands.add_parser("serve", help="migrate the database, then serve the HTTP API")
+    serve.add_argument("--host", help="interface to bind (default: COPPICE_HOST or 127.0.0.1)")
+    serve.add_argument("--port", type=int, help="port to bind (default: COPPICE_PORT or 8000)")
+    serve.set_defaults(handler=_cmd_serve)
+
+    worker = commands.add_parser("worker", help="run training jobs from the queue")
+    worker.set_defaults(handler=_cmd_worker)
+
+    migrate = commands.add_parser("migrate", help="upgrade the database to the newest schema")
+    migrate.set_defaults(handler=_cmd_migrate)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of the ``coppice`` console script; returns the process exit code."""
+    args = build_parser().parse_args(argv)
+    # Without a handler Alembic's progress lines ("Running upgrade ...") would be dropped;
+    # basicConfig is a no-op where logging is already configured (under pytest, say).
+    logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
+    # Alembic announces each of its plugins at INFO on every start; operators need none of it.
+    logging.getLogger("alembic.runtime.plugins").setLevel(logging.WARNING)
+    handler: Command = args.handler
+    try:
+        return handler(args, Settings())
+    except ValidationError as error:
+        # A mistyped COPPICE_* variable is a user error: say which, without a traceback.
+        print(f"coppice: invalid configuration: {error}", file=sys.stderr)
+        return 2

@@ -1,0 +1,1 @@
+"""Database layer: declarative base, engine factory and migrations runner."""

@@ -1,0 +1,163 @@
+"""One error hierarchy and one renderer: every ``/v1`` failure is RFC 9457 problem details.
+
+Domain code raises a ``CoppiceError`` subclass and never builds HTTP responses; the handlers
+registered by ``install_error_handlers`` turn those, FastAPI's ``HTTPException`` (including
+Starlette's 404 for unknown paths) and request-validation failures into
+``application/problem+json``. The ``/v2`` inference protocol has its own error shape,
+``{"error": "..."}``, which clients such as tritonclient expect, so ``/v2`` paths get that one.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from http import HTTPStatus
+from typing import Any, ClassVar, TypedDict
+
+from fastapi import FastAPI, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse
+from starlette.exceptions import HTTPException as StarletteHTTPException
+
+PROBLEM_MEDIA_TYPE = "application/problem+json"
+INFERENCE_PREFIX = "/v2/"
+
+
+class FieldError(TypedDict):
+    """One invalid field: where it is in the request and what is wrong with it."""
+
+    loc: list[str | int]
+    msg: str
+
+
+class CoppiceError(Exception):
+    """The server could not complete the request."""
+
+    status: ClassVar[int] = HTTPStatus.INTERNAL_SERVER_ERROR
+    # "about:blank" tells clients the status code says it all (RFC 9457, section 4.2.1);
+    # a subclass with a documented problem page sets its own URI.
+    type: ClassVar[str] = "about:blank"
+
+    def __init__(
+        self,
+        detail: str | None = None,
+        *,
+        errors: Sequence[FieldError] | None = None,
+    ) -> None:
+        # The docstring is the default message, so each subclass documents itself once.
+        self.detail = detail or (self.__doc__ or "").strip()
+        self.errors = list(errors) if errors is not None else None
+        super().__init__(self.detail)
+
+    @property
+    def title(self) -> str:
+        return HTTPStatus(self.status).phrase
+
+
+class InvalidInput(CoppiceError):
+    """The request is well-formed but its values cannot be used."""
+
+    status = HTTPStatus.UNPROCESSABLE_ENTITY
+
+
+class NotFound(CoppiceError):
+    """No resource has that id."""
+
+    status = HTTPStatus.NOT_FOUND
+
+
+class Conflict(CoppiceError):
+    """The resource is in a state that does not allow this request."""
+
+    status = HTTPStatus.CONFLICT
+
+
+class PayloadTooLarge(CoppiceError):
+    """The request body is larger than this server accepts."""
+
+    status = HTTPStatus.REQUEST_ENTITY_TOO_LARGE
+
+
+class NotReady(CoppiceError):
+    """The service is not ready to handle this request; try again shortly."""
+
+    status = HTTPStatus.SERVICE_UNAVAILABLE
+
+
+def problem_response(
+    request: Request,
+    *,
+    status: int,
+    detail: str,
+    title: str | None = None,
+    type_: str = "about:blank",
+    errors: Sequence[FieldError] | None = None,
+    headers: Mapping[str, str] | None = None,
+) -> JSONResponse:
+    """Render one problem; ``/v2`` paths get the inference protocol's ``{"error": ...}``."""
+    if request.url.path.startswith(INFERENCE_PREFIX):
+        return JSONResponse({"error": detail}, status_code=status, headers=headers)
+    body: dict[str, Any] = {
+        "type": type_,
+        "title": title or HTTPStatus(status).phrase,
+        "status": int(status),
+        "detail": detail,
+        "instance": request.url.path,
+    }
+    if errors is not None:
+        body["errors"] = list(errors)
+    return JSONResponse(body, status_code=status, headers=headers, media_type=PROBLEM_MEDIA_TYPE)
+
+
+async def _coppice_error(request: Request, exc: Exception) -> JSONResponse:
+    assert isinstance(exc, CoppiceError)
+    return problem_response(
+        request,
+        status=exc.status,
+        title=exc.title,
+        detail=exc.detail,
+        type_=exc.type,
+        errors=exc.errors,
+    )
+
+
+async def _http_exception(request: Request, exc: Exception) -> JSONResponse:
+    assert isinstance(exc, StarletteHTTPException)
+    phrase = HTTPStatus(exc.status_code).phrase
+    detail = exc.detail if isinstance(exc.detail, str) and exc.detail else phrase
+    if exc.status_code == HTTPStatus.NOT_FOUND and detail == phrase:
+        detail = f"There is nothing at {request.url.path}; check the path against /docs."
+    return problem_response(request, status=exc.status_code, detail=detail, headers=exc.headers)
+
+
+async def _validation_error(request: Request, exc: Exception) -> JSONResponse:
+    assert isinstance(exc, RequestValidationError)
+    errors: list[FieldError] = [
+        {"loc": list(error.get("loc", ())), "msg": str(error.get("msg", ""))}
+        for error in exc.errors()
+    ]
+    if len(errors) == 1:
+        location = ".".join(str(part) for part in errors[0]["loc"])
+        detail = f"{location}: {errors[0]['msg']}."
+    else:
+        detail = f"{len(errors)} fields of the request are invalid; see errors."
+    return problem_response(
+        request, status=HTTPStatus.UNPROCESSABLE_ENTITY, detail=detail, errors=errors
+    )
+
+
+async def _unhandled(request: Request, exc: Exception) -> JSONResponse:
+    # Starlette re-raises after this response is sent, so the traceback is still logged
+    # by the server; clients get the same shape as every other error and no internals.
+    return problem_response(
+        request,
+        status=HTTPStatus.INTERNAL_SERVER_ERROR,
+        detail="The server failed to handle this request; it has been logged.",
+    )
+
+
+def install_error_handlers(app: FastAPI) -> None:
+    """Register the renderers on ``app``; ``create_app`` calls this once."""
+    app.add_exception_handler(CoppiceError, _coppice_error)
+    app.add_exception_handler(StarletteHTTPException, _http_exception)
+    app.add_exception_handler(RequestValidationError, _validation_error)
+    app.add_exception_handler(Exception, _unhandled)

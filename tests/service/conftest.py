@@ -1,0 +1,79 @@
+"""Service fixtures: per-test settings, a running app and its HTTP client, PostgreSQL."""
+
+from __future__ import annotations
+
+import os
+import uuid
+from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
+
+import httpx
+import pytest
+from fastapi import FastAPI
+from sqlalchemy import create_engine, text
+from sqlalchemy.engine import make_url
+from sqlalchemy.exc import OperationalError
+
+from service.app import create_app
+from service.config import Settings
+
+DEFAULT_POSTGRES_URL = "postgresql+psycopg://postgres@127.0.0.1:5432/test"
+
+
+@pytest.fixture
+def settings(tmp_path: Path) -> Settings:
+    """Settings isolated to this test: a fresh data dir and its own SQLite file.
+
+    ``database_url=None`` is passed explicitly so a ``COPPICE_DATABASE_URL`` in the
+    developer's shell cannot point the test at a real database.
+    """
+    return Settings(data_dir=tmp_path / "data", database_url=None)
+
+
+@pytest.fixture
+def coppice_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """Point ``COPPICE_*`` variables at ``tmp_path`` for code that builds its own Settings."""
+    for name in list(os.environ):
+        if name.startswith("COPPICE_"):
+            monkeypatch.delenv(name)
+    monkeypatch.setenv("COPPICE_DATA_DIR", str(tmp_path))
+    return tmp_path
+
+
+@pytest.fixture
+async def app(settings: Settings) -> AsyncIterator[FastAPI]:
+    """A real app with its lifespan running, as uvicorn would run it."""
+    application = create_app(settings)
+    async with application.router.lifespan_context(application):
+        yield application
+
+
+@pytest.fixture
+async def client(app: FastAPI) -> AsyncIterator[httpx.AsyncClient]:
+    transport = httpx.ASGITransport(app=app)
+    async with httpx.AsyncClient(transport=transport, base_url="http://test") as http:
+        yield http
+
+
+@pytest.fixture
+def postgres_url() -> Iterator[str]:
+    """URL of a throwaway PostgreSQL database, dropped after the test.
+
+    The server comes from ``COPPICE_TEST_POSTGRES_URL`` (default: the local one with trust
+    auth); the test is skipped when that server cannot be reached.
+    """
+    admin_url = make_url(os.environ.get("COPPICE_TEST_POSTGRES_URL", DEFAULT_POSTGRES_URL))
+    admin = create_engine(admin_url, isolation_level="AUTOCOMMIT")
+    name = f"coppice_test_{uuid.uuid4().hex[:12]}"
+    try:
+        with admin.connect() as connection:
+            connection.execute(text(f'CREATE DATABASE "{name}"'))
+    except OperationalError as error:
+        admin.dispose()
+        pytest.skip(f"PostgreSQL is not reachable: {error.orig}")
+    try:
+        yield admin_url.set(database=name).render_as_string(hide_password=False)
+    finally:
+        with admin.connect() as connection:
+            connection.execute(text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
+        admin.dispose()

@@ -1,0 +1,58 @@
+"""The /v2 health endpoints and the error shape of unknown paths, through the real ASGI app."""
+
+from __future__ import annotations
+
+import httpx
+import pytest
+from fastapi import FastAPI
+from sqlalchemy import create_engine
+
+from service.deps import Resources
+
+pytestmark = pytest.mark.anyio
+
+
+async def test_live(client: httpx.AsyncClient) -> None:
+    response = await client.get("/v2/health/live")
+
+    assert response.status_code == 200
+    assert response.json() == {"live": True}
+
+
+async def test_ready(client: httpx.AsyncClient) -> None:
+    response = await client.get("/v2/health/ready")
+
+    assert response.status_code == 200
+    assert response.json() == {"ready": True}
+
+
+async def test_not_ready_when_database_unreachable(app: FastAPI, client: httpx.AsyncClient) -> None:
+    resources: Resources = app.state.resources
+    unreachable = create_engine("sqlite:////nonexistent-dir/coppice.db")
+    app.state.resources = Resources(settings=resources.settings, db_engine=unreachable)
+
+    response = await client.get("/v2/health/ready")
+
+    assert response.status_code == 503
+    assert response.json() == {"ready": False}
+
+
+async def test_unknown_v1_path_is_problem_json(client: httpx.AsyncClient) -> None:
+    response = await client.get("/v1/no-such-resource")
+
+    assert response.status_code == 404
+    assert response.headers["content-type"] == "application/problem+json"
+    body = response.json()
+    assert body["type"] == "about:blank"
+    assert body["title"] == "Not Found"
+    assert body["status"] == 404
+    assert body["instance"] == "/v1/no-such-resource"
+    assert "/v1/no-such-resource" in body["detail"]
+
+
+async def test_unknown_v2_path_uses_inference_protocol_error(client: httpx.AsyncClient) -> None:
+    response = await client.get("/v2/no-such-thing")
+
+    assert response.status_code == 404
+    assert response.headers["content-type"] == "application/json"
+    assert set(response.json()) == {"error"}
