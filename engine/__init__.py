@@ -1,1 +1,35 @@
-"""Coppice engine: ensemble learning in pure NumPy."""
+"""Coppice engine: ensemble learning in pure NumPy.
+
+Estimators follow scikit-learn's contract (``fit``/``predict``/``predict_proba``/``score``,
+``get_params``/``set_params``) without importing scikit-learn::
+
+    from engine import RandomForestClassifier
+
+    model = RandomForestClassifier(n_estimators=200, n_jobs=2, random_state=0).fit(X, y)
+"""
+
+from engine.callbacks import ProgressEvent, TrainingInterrupted
+from engine.ensemble import (
+    BaggingClassifier,
+    BaggingRegressor,
+    ExtraTreesClassifier,
+    ExtraTreesRegressor,
+    RandomForestClassifier,
+    RandomForestRegressor,
+)
+from engine.inspection import permutation_importance
+from engine.tree import DecisionTreeClassifier, DecisionTreeRegressor
+
+__all__ = [
+    "BaggingClassifier",
+    "BaggingRegressor",
+    "DecisionTreeClassifier",
+    "DecisionTreeRegressor",
+    "ExtraTreesClassifier",
+    "ExtraTreesRegressor",
+    "ProgressEvent",
+    "RandomForestClassifier",
+    "RandomForestRegressor",
+    "TrainingInterrupted",
+    "permutation_importance",
+]
