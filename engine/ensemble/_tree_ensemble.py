@@ -30,9 +30,20 @@ from engine.parallel import SharedData, make_executor
 from engine.tree._binning import BinMapper, categorical_mask
 from engine.tree._build import BinnedData, TreeSpec, build_tree
 from engine.tree._classes import resolve_limits
+from engine.tree._packed import PackedTrees
 from engine.tree._tree import Tree
 
 __all__ = ["BaseTreeEnsemble"]
+
+# (row, tree) pairs traversed per prediction chunk: bounds memory for large batches.
+PREDICT_PAIRS_PER_CHUNK = 2_000_000
+
+
+def _one_hot_argmax(values: NDArray[np.float64]) -> NDArray[np.float64]:
+    """Each member's class vote: 1 for its most probable class, along the last axis."""
+    votes = np.zeros_like(values)
+    np.put_along_axis(votes, values.argmax(axis=-1)[..., None], 1.0, axis=-1)
+    return votes
 
 
 @dataclass(frozen=True)
@@ -204,9 +215,7 @@ class BaseTreeEnsemble(BaseEstimator):
 
     def _member_votes(self, values: NDArray[np.float64]) -> NDArray[np.float64]:
         if self._classification and self._hard_voting:
-            votes = np.zeros_like(values)
-            votes[np.arange(values.shape[0]), values.argmax(axis=1)] = 1.0
-            return votes
+            return _one_hot_argmax(values)
         return values
 
     def _oob_error(
@@ -258,11 +267,32 @@ class BaseTreeEnsemble(BaseEstimator):
         mapper = getattr(self, "bin_mapper_", None)
         return X if mapper is None else mapper.encode_for_prediction(X)
 
+    def _packed(self) -> PackedTrees | None:
+        """All member trees packed for joint traversal (built on first use, not persisted)."""
+        if not all(isinstance(member, Tree) for member in self.members_):
+            return None
+        cached = self.__dict__.get("_packed_cache")
+        if cached is None or cached.n_trees != len(self.members_):
+            cached = PackedTrees(self.members_)
+            self.__dict__["_packed_cache"] = cached
+        return cached
+
     def _mean_member_output(self, X: NDArray[np.float64]) -> NDArray[np.float64]:
-        total = self._member_votes(self.members_[0].predict(X))
-        for member in self.members_[1:]:
-            total += self._member_votes(member.predict(X))
-        return total / len(self.members_)
+        packed = self._packed()
+        if packed is None:
+            total = self._member_votes(self.members_[0].predict(X))
+            for member in self.members_[1:]:
+                total += self._member_votes(member.predict(X))
+            return total / len(self.members_)
+        # Chunks bound the (trees × rows × outputs) leaf-value block held at once.
+        chunk = max(1, PREDICT_PAIRS_PER_CHUNK // packed.n_trees)
+        parts = []
+        for start in range(0, X.shape[0], chunk):
+            values = packed.leaf_values(X[start : start + chunk])
+            if self._classification and self._hard_voting:
+                values = _one_hot_argmax(values)
+            parts.append(values.mean(axis=0))
+        return np.concatenate(parts)
 
     @property
     def trees_(self) -> list[Tree]:
@@ -275,7 +305,10 @@ class BaseTreeEnsemble(BaseEstimator):
     def apply(self, X: Any) -> NDArray[np.intp]:
         """Leaf index of every sample in every member, shape (n_samples, n_estimators)."""
         X = self._prepare(X)
-        return np.stack([tree.apply(X) for tree in self.trees_], axis=1)
+        packed = self._packed()
+        if packed is None:
+            raise AttributeError(f"{type(self).__name__} members are not trees.")
+        return packed.local_leaves(X)
 
     # -- inspection ---------------------------------------------------------------------
 

@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from engine.tree._binning import BinMapper
+from engine.tree._binning import MISSING_BIN, BinMapper
 from engine.tree._criteria import Criterion
 from engine.tree._grower import GrowthLimits, grow_tree
 from engine.tree._splitter import SplitContext
@@ -50,12 +50,20 @@ class BinnedData:
     thresholds: NDArray[np.float64]
     bin_values: NDArray[np.float64]
     is_categorical: NDArray[np.bool_]
+    n_bins: NDArray[np.int32]
 
     @classmethod
     def from_mapper(
         cls, binned: NDArray[np.uint8], target: NDArray[Any], mapper: BinMapper
     ) -> BinnedData:
-        return cls(binned, target, mapper.thresholds_, mapper.bin_values_, mapper.is_categorical_)
+        return cls(
+            binned,
+            target,
+            mapper.thresholds_,
+            mapper.bin_values_,
+            mapper.is_categorical_,
+            mapper.n_bins_,
+        )
 
     def as_arrays(self) -> dict[str, NDArray[Any]]:
         return {
@@ -64,6 +72,7 @@ class BinnedData:
             "thresholds": self.thresholds,
             "bin_values": self.bin_values,
             "is_categorical": self.is_categorical,
+            "n_bins": self.n_bins,
         }
 
     @classmethod
@@ -74,6 +83,7 @@ class BinnedData:
             arrays["thresholds"],
             arrays["bin_values"],
             arrays["is_categorical"],
+            arrays["n_bins"],
         )
 
 
@@ -101,6 +111,7 @@ def build_tree(
         targets = None
     else:
         targets = data.target[rows].astype(np.float64)
+        classes = None
         channels = np.stack([row_weights, row_weights * targets], axis=1)
     ctx = SplitContext(
         binned=binned,
@@ -111,6 +122,10 @@ def build_tree(
         min_samples_leaf=spec.limits.min_samples_leaf,
         min_weight_leaf=spec.limits.min_weight_leaf,
         random_splits=spec.random_splits,
+        n_bins=data.n_bins,
+        classes=classes if spec.n_classes else None,
+        weights=row_weights if spec.n_classes else None,
+        has_missing=bool((binned == MISSING_BIN).any()),
     )
     return grow_tree(ctx, targets, data.thresholds, spec.limits, rng, feature_subset)
 

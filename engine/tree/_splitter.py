@@ -56,6 +56,10 @@ class SplitContext:
     min_samples_leaf: int = 1
     min_weight_leaf: float = 0.0
     random_splits: bool = False
+    n_bins: NDArray[np.int32] | None = None  # non-missing bins per feature
+    classes: NDArray[np.int64] | None = None  # class index per row (classification)
+    weights: NDArray[np.float64] | None = None  # weight per row (classification)
+    has_missing: bool = True  # False lets kernels skip missing-value bookkeeping
 
 
 @dataclass
@@ -179,6 +183,12 @@ def find_splits(
     rng : Generator, optional
         Needed for random thresholds (``ctx.random_splits``).
     """
+    if ctx.random_splits and rng is not None and not ctx.is_categorical.any():
+        from engine.tree._random_splitter import find_random_splits
+
+        return find_random_splits(
+            ctx, rows, slot_of_row, features, parent_channels, parent_counts, rng
+        )
     n_slots, n_per_node = features.shape
     segment_feature = features.T.ravel()  # feature of segment j·S + slot
     segment, bins, counts, sums = _group_table(ctx, rows, slot_of_row, features)
@@ -237,8 +247,8 @@ def find_splits(
     right_counts = parent_counts[cand_node][:, None] - left_counts
     parent_score = score(parent_channels, ctx.criterion)[cand_node]
     gain = score(left, ctx.criterion) + score(right, ctx.criterion) - parent_score[:, None]
-    left_weight = _weight(left, ctx.criterion)
-    right_weight = _weight(right, ctx.criterion)
+    left_weight = weight_of(left, ctx.criterion)
+    right_weight = weight_of(right, ctx.criterion)
     valid = (
         (left_counts >= ctx.min_samples_leaf)
         & (right_counts >= ctx.min_samples_leaf)
@@ -274,8 +284,8 @@ def find_splits(
     split_bin = bins[best]
     missing_left = group_option[best] == 1
     # No missing rows seen here: at predict time they follow the heavier child.
-    left_weight_best = _weight(prefix[best], ctx.criterion)
-    heavier_left = left_weight_best >= _weight(parent_channels, ctx.criterion) - left_weight_best
+    left_weight_best = weight_of(prefix[best], ctx.criterion)
+    heavier_left = left_weight_best >= weight_of(parent_channels, ctx.criterion) - left_weight_best
     missing_left = np.where(has_missing[best], missing_left, heavier_left)
 
     left_codes = np.arange(N_CODES)[None, :] <= split_bin[:, None]
@@ -297,7 +307,7 @@ def find_splits(
     )
 
 
-def _weight(channels: NDArray[np.float64], criterion: Criterion) -> NDArray[np.float64]:
+def weight_of(channels: NDArray[np.float64], criterion: Criterion) -> NDArray[np.float64]:
     if criterion == "squared_error":
         return channels[..., 0]
     return sum_channels(channels)
@@ -379,7 +389,10 @@ def find_splits_naive(
                     if min(n_left, n_right) < ctx.min_samples_leaf:
                         continue
                     left_sum, right_sum = channels[left].sum(0), channels[~left].sum(0)
-                    weights = (_weight(left_sum, ctx.criterion), _weight(right_sum, ctx.criterion))
+                    weights = (
+                        weight_of(left_sum, ctx.criterion),
+                        weight_of(right_sum, ctx.criterion),
+                    )
                     if min(weights) <= 0 or min(weights) < ctx.min_weight_leaf:
                         continue
                     gain = float(

@@ -1,0 +1,149 @@
+"""Split search for extremely randomised trees on numeric features.
+
+Each (node, candidate feature) segment gets one threshold drawn uniformly between the smallest
+and the largest value present in the node (bin representatives, in value space), so there is
+no need to order the rows: per segment we only need its min and max bin and, once the
+threshold is drawn, the channel sums of the rows left of it, right of it and missing. All of
+that is a few ``reduceat``/``bincount`` passes over the rows, which is why extra trees are
+much cheaper to grow than best-split trees.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numpy.typing import NDArray
+
+from engine.tree._binning import MISSING_BIN
+from engine.tree._criteria import score
+from engine.tree._splitter import N_CODES, SplitContext, Splits, weight_of
+
+__all__ = ["find_random_splits"]
+
+
+def find_random_splits(
+    ctx: SplitContext,
+    rows: NDArray[np.intp],
+    slot_of_row: NDArray[np.intp],
+    features: NDArray[np.int64],
+    parent_channels: NDArray[np.float64],
+    parent_counts: NDArray[np.int64],
+    rng: np.random.Generator,
+) -> Splits:
+    """Best of the random cuts of each node's candidate features (numeric features only).
+
+    Same contract as :func:`engine.tree._splitter.find_splits`.
+    """
+    n_slots, n_per_node = features.shape
+    n_segments = n_slots * n_per_node
+    slot_starts = np.flatnonzero(np.diff(slot_of_row, prepend=-1) != 0)
+    segment_feature = features.T.ravel()  # segment j·S + slot, as in the group table
+    bins = ctx.binned[rows[:, None], np.maximum(features, 0)[slot_of_row]].T
+    missing = (bins == MISSING_BIN) if ctx.has_missing else None
+
+    low = np.minimum.reduceat(bins, slot_starts, axis=1).ravel().astype(np.int64)
+    present_bins = bins if missing is None else np.where(missing, 0, bins)
+    high = np.maximum.reduceat(present_bins, slot_starts, axis=1).ravel().astype(np.int64)
+    if missing is not None:
+        # A segment whose rows are all missing has no present value to cut between.
+        all_missing = np.minimum.reduceat(missing, slot_starts, axis=1).ravel()
+        high[all_missing] = -1
+    has_present = high >= 0
+    feature = np.maximum(segment_feature, 0)
+    low_value = ctx.bin_values[feature, np.minimum(low, MISSING_BIN - 1)]
+    high_value = ctx.bin_values[feature, np.maximum(high, 0)]
+    threshold_value = low_value + rng.random(n_segments) * (high_value - low_value)
+    cut = np.full(n_segments, -1, dtype=np.int64)
+    drawn = np.flatnonzero(has_present)
+    drawn = drawn[np.argsort(feature[drawn], kind="stable")]
+    boundaries = np.flatnonzero(np.diff(feature[drawn], prepend=-1) != 0)
+    for start, stop in zip(boundaries, [*boundaries[1:], drawn.size], strict=True):
+        f = int(feature[drawn[start]])
+        representatives = ctx.bin_values[f, : int(ctx.n_bins[f])]
+        block = drawn[start:stop]
+        cut[block] = np.searchsorted(representatives, threshold_value[block], side="right") - 1
+    # A cut at or beyond the largest present bin would leave the right side without any
+    # present value: that happens only when low == high (a constant feature in the node).
+    cut = np.minimum(cut, high - 1)
+
+    segment = np.arange(n_per_node)[:, None] * n_slots + slot_of_row[None, :]
+    side = (bins > cut[segment]).view(np.int8)
+    if missing is not None:
+        side = np.where(missing, np.int8(2), side)
+    keys = (segment * 3 + side).ravel()
+    sums = _side_sums(ctx, rows, keys, n_segments * 3, n_per_node)
+    counts = np.bincount(keys, minlength=n_segments * 3).reshape(n_segments, 3)
+    sums = sums.reshape(n_segments, 3, -1)
+
+    node = np.arange(n_segments) % n_slots
+    has_missing = counts[:, 2] > 0
+    left = np.stack([sums[:, 0], sums[:, 0] + sums[:, 2]], axis=1)
+    left_counts = np.stack([counts[:, 0], counts[:, 0] + counts[:, 2]], axis=1)
+    parent = parent_channels[node][:, None, :]
+    right = parent - left
+    right_counts = parent_counts[node][:, None] - left_counts
+    gain = (
+        score(left, ctx.criterion)
+        + score(right, ctx.criterion)
+        - score(parent_channels, ctx.criterion)[node][:, None]
+    )
+    left_weight = weight_of(left, ctx.criterion)
+    right_weight = weight_of(right, ctx.criterion)
+    valid = (
+        ((cut >= low) & (segment_feature >= 0))[:, None]
+        & (left_counts >= ctx.min_samples_leaf)
+        & (right_counts >= ctx.min_samples_leaf)
+        & (left_weight > 0)
+        & (right_weight > 0)
+        & (left_weight >= ctx.min_weight_leaf)
+        & (right_weight >= ctx.min_weight_leaf)
+    )
+    valid[:, 1] &= has_missing
+    gain = np.where(valid, gain, -np.inf)
+    option = gain.argmax(axis=1)
+    segment_gain = gain[np.arange(n_segments), option]
+
+    by_feature = segment_gain.reshape(n_per_node, n_slots)
+    best_j = by_feature.argmax(axis=0)
+    slots = np.arange(n_slots)
+    node_best = by_feature[best_j, slots]
+    best = best_j * n_slots + slots
+    found = np.isfinite(node_best)
+    split_bin = np.maximum(cut[best], 0)
+    heavier_left = left_weight[best, 0] >= right_weight[best, 0]
+    missing_left = np.where(has_missing[best], option[best] == 1, heavier_left)
+    left_codes = np.arange(N_CODES)[None, :] <= split_bin[:, None]
+    left_codes[:, MISSING_BIN] = missing_left
+    return Splits(
+        found=found,
+        gain=np.where(found, np.maximum(node_best, 0.0), 0.0),
+        feature=np.where(found, segment_feature[best], -1),
+        bin=split_bin,
+        missing_left=missing_left,
+        left_codes=left_codes,
+    )
+
+
+def _side_sums(
+    ctx: SplitContext,
+    rows: NDArray[np.intp],
+    keys: NDArray[np.int64],
+    n_keys: int,
+    n_per_node: int,
+) -> NDArray[np.float64]:
+    """Channel sums per key, shape (n_keys, n_channels).
+
+    For classification the class joins the key, so one weighted ``bincount`` yields every
+    class's sum at once instead of one pass per class.
+    """
+    if ctx.classes is not None and ctx.weights is not None:
+        n_classes = ctx.channels.shape[1]
+        class_keys = keys * n_classes + np.tile(ctx.classes[rows], n_per_node)
+        weights = np.tile(ctx.weights[rows], n_per_node)
+        flat = np.bincount(class_keys, weights=weights, minlength=n_keys * n_classes)
+        return flat.reshape(n_keys, n_classes)
+    row_channels = ctx.channels[rows]
+    sums = np.empty((n_keys, row_channels.shape[1]))
+    for c in range(row_channels.shape[1]):
+        weights = np.tile(row_channels[:, c], n_per_node)
+        sums[:, c] = np.bincount(keys, weights=weights, minlength=n_keys)
+    return sums
