@@ -52,13 +52,18 @@ def find_random_splits(
     low_value = ctx.bin_values[feature, np.minimum(low, MISSING_BIN - 1)]
     high_value = ctx.bin_values[feature, np.maximum(high, 0)]
     threshold_value = low_value + rng.random(n_segments) * (high_value - low_value)
+    n_bins = (
+        ctx.n_bins
+        if ctx.n_bins is not None
+        else np.count_nonzero(~np.isnan(ctx.bin_values), axis=1)
+    )
     cut = np.full(n_segments, -1, dtype=np.int64)
     drawn = np.flatnonzero(has_present)
     drawn = drawn[np.argsort(feature[drawn], kind="stable")]
     boundaries = np.flatnonzero(np.diff(feature[drawn], prepend=-1) != 0)
     for start, stop in zip(boundaries, [*boundaries[1:], drawn.size], strict=True):
         f = int(feature[drawn[start]])
-        representatives = ctx.bin_values[f, : int(ctx.n_bins[f])]
+        representatives = ctx.bin_values[f][: int(n_bins[f])]
         block = drawn[start:stop]
         cut[block] = np.searchsorted(representatives, threshold_value[block], side="right") - 1
     # A cut at or beyond the largest present bin would leave the right side without any
@@ -140,7 +145,7 @@ def _side_sums(
         class_keys = keys * n_classes + np.tile(ctx.classes[rows], n_per_node)
         weights = np.tile(ctx.weights[rows], n_per_node)
         flat = np.bincount(class_keys, weights=weights, minlength=n_keys * n_classes)
-        return flat.reshape(n_keys, n_classes)
+        return flat.reshape(n_keys, n_classes).astype(np.float64, copy=False)
     row_channels = ctx.channels[rows]
     sums = np.empty((n_keys, row_channels.shape[1]))
     for c in range(row_channels.shape[1]):
