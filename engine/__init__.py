@@ -8,6 +8,7 @@ Estimators follow scikit-learn's contract (``fit``/``predict``/``predict_proba``
     model = RandomForestClassifier(n_estimators=200, n_jobs=2, random_state=0).fit(X, y)
 """
 
+from engine import _model_classes  # noqa: F401  (registers the loadable classes)
 from engine.callbacks import ProgressEvent, TrainingInterrupted
 from engine.ensemble import (
     BaggingClassifier,
@@ -18,6 +19,7 @@ from engine.ensemble import (
     RandomForestRegressor,
 )
 from engine.inspection import permutation_importance
+from engine.persistence import ModelFormatError, load_model, model_manifest, save_model
 from engine.tree import DecisionTreeClassifier, DecisionTreeRegressor
 
 __all__ = [
@@ -27,9 +29,13 @@ __all__ = [
     "DecisionTreeRegressor",
     "ExtraTreesClassifier",
     "ExtraTreesRegressor",
+    "ModelFormatError",
     "ProgressEvent",
     "RandomForestClassifier",
     "RandomForestRegressor",
     "TrainingInterrupted",
+    "load_model",
+    "model_manifest",
     "permutation_importance",
+    "save_model",
 ]

@@ -25,6 +25,7 @@ import numbers
 import os
 import pickle
 import signal
+import threading
 import traceback
 import weakref
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -215,14 +216,19 @@ class _Worker:
 
 
 def default_start_method() -> str:
-    """``forkserver`` where the platform has it, else ``spawn``; never ``fork``.
+    """``fork`` in a single-threaded process; otherwise ``forkserver`` (else ``spawn``).
 
     Forking a process that runs threads (a web server, a job worker with a heartbeat thread)
-    copies locks other threads hold, and the child can deadlock on them. ``forkserver`` forks
-    workers from a clean single-threaded server process instead, so after its first start a
-    worker costs a fork rather than a fresh interpreter.
+    copies locks other threads hold, and the child can deadlock on them; there
+    ``forkserver`` forks workers from a clean single-threaded server process instead. A
+    process with no other thread forks safely, and fork spares a plain script the
+    ``if __name__ == "__main__":`` guard that ``forkserver`` and ``spawn`` require (they
+    re-import the main module in every worker).
     """
-    return "forkserver" if "forkserver" in get_all_start_methods() else "spawn"
+    methods = get_all_start_methods()
+    if "fork" in methods and threading.active_count() == 1:
+        return "fork"
+    return "forkserver" if "forkserver" in methods else "spawn"
 
 
 class ProcessExecutor:

@@ -10,7 +10,7 @@ progress callbacks and OOB early stopping are all decided in the parent, identic
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 from numpy.typing import NDArray
@@ -91,6 +91,8 @@ class BaseTreeEnsemble(BaseEstimator):
     _classification: bool = False
     _random_splits: bool = False
     _hard_voting: bool = False
+    # The packed prediction arrays are rebuilt on first use after loading.
+    _persistence_exclude: ClassVar[tuple[str, ...]] = ("_packed_cache",)
 
     n_estimators: int
     n_jobs: int | None

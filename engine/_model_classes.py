@@ -1,0 +1,36 @@
+"""Every class a saved model may contain, registered for :func:`engine.load_model`.
+
+Loading instantiates only registered classes, so this list is the whole surface a model file
+can reach; keep it to estimators and the plain state objects they hold.
+"""
+
+from engine.ensemble._bagging import BaggingClassifier, BaggingRegressor, EstimatorMember
+from engine.ensemble._forest import (
+    ExtraTreesClassifier,
+    ExtraTreesRegressor,
+    RandomForestClassifier,
+    RandomForestRegressor,
+)
+from engine.ensemble._sampling import MemberSampling
+from engine.persistence import register_model_class
+from engine.tree._binning import BinMapper
+from engine.tree._classes import DecisionTreeClassifier, DecisionTreeRegressor
+from engine.tree._tree import Tree
+
+MODEL_CLASSES: tuple[type, ...] = (
+    BaggingClassifier,
+    BaggingRegressor,
+    BinMapper,
+    DecisionTreeClassifier,
+    DecisionTreeRegressor,
+    EstimatorMember,
+    ExtraTreesClassifier,
+    ExtraTreesRegressor,
+    MemberSampling,
+    RandomForestClassifier,
+    RandomForestRegressor,
+    Tree,
+)
+
+for _cls in MODEL_CLASSES:
+    register_model_class(_cls)
