@@ -19,8 +19,9 @@ from engine.tree._tree import Tree
 
 __all__ = ["PackedTrees"]
 
-# Levels between compactions of the active (row, tree) pairs in large batches.
-COMPACT_EVERY = 6
+# Levels between compactions of the active (row, tree) pairs in large batches (small
+# batches only check whether every pair has reached its leaf).
+COMPACT_EVERY = 4
 # Batches with fewer pairs than this never compact: for a single row the bookkeeping would
 # cost more than the wasted work on finished pairs.
 COMPACT_MIN_PAIRS = 4096
@@ -43,7 +44,10 @@ class PackedTrees:
         base = np.repeat(self.offsets, sizes)
         is_leaf = nodes["left_child"] < 0
         self.is_leaf = is_leaf
-        self.left = np.where(is_leaf, np.arange(nodes.size), nodes["left_child"] + base)
+        # Indices stay intp: NumPy converts any other index type on every gather.
+        self.left = np.where(is_leaf, np.arange(nodes.size), nodes["left_child"] + base).astype(
+            np.intp
+        )
         self.feature = np.where(is_leaf, 0, nodes["feature"]).astype(np.intp)
         self.threshold = np.where(is_leaf, np.inf, nodes["threshold"])
         self.missing_left = np.where(is_leaf, True, nodes["missing_left"].astype(bool))
@@ -80,18 +84,23 @@ class PackedTrees:
         compact = n_pairs >= COMPACT_MIN_PAIRS
         for level in range(1, self.max_depth + 1):
             values = flat[row_base + self.feature[current]]
-            goes_right = ~(values <= self.threshold[current])
+            # "x <= threshold goes left"; NaN compares False and is routed just below.
+            goes_right = values > self.threshold[current]
             if has_missing:
                 missing = np.isnan(values)
                 goes_right[missing] = ~self.missing_left[current[missing]]
             if has_categorical:
                 self._route_categorical(current, values, goes_right)
             current = self.left[current] + goes_right
-            if compact and level % COMPACT_EVERY == 0:
-                done = self.is_leaf[current]
+            if level % COMPACT_EVERY:
+                continue
+            done = self.is_leaf[current]
+            if compact:
                 leaf[pair[done]] = current[done]
                 keep = ~done
                 pair, current, row_base = pair[keep], current[keep], row_base[keep]
+            elif done.all():
+                break
         leaf[pair] = current
         return leaf.reshape(self.n_trees, n_samples).T
 
