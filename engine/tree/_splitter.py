@@ -80,7 +80,9 @@ class Splits:
 
 # The dense path counts every (segment, bin) cell with ``bincount``; it wins while the cells
 # are few compared with the rows, i.e. for the large nodes near the root.
-DENSE_CELLS_PER_ROW = 2
+DENSE_CELLS_PER_ROW = 16
+# ... up to this many cells (memory: one float64 array of this size per channel).
+DENSE_MAX_CELLS = 8_000_000
 
 
 def _group_table(
@@ -102,7 +104,7 @@ def _group_table(
     keys = ((segment << 8) | bins).ravel()
     row_channels = ctx.channels[rows]
     n_cells = n_slots * n_per_node * N_CODES
-    if n_cells <= DENSE_CELLS_PER_ROW * keys.size:
+    if n_cells <= min(DENSE_CELLS_PER_ROW * keys.size, DENSE_MAX_CELLS):
         cell_counts = np.bincount(keys, minlength=n_cells)
         group_keys = np.flatnonzero(cell_counts)
         counts = cell_counts[group_keys]
@@ -216,10 +218,6 @@ def find_splits(
 
     cumulative = np.cumsum(sums, axis=0)
     prefix = cumulative - (cumulative[segment_first] - sums[segment_first])[segment]
-    cumulative_counts = np.cumsum(counts)
-    prefix_counts = (
-        cumulative_counts - (cumulative_counts[segment_first] - counts[segment_first])[segment]
-    )
 
     next_segment = np.append(segment[1:], -1)
     next_missing = np.append(is_missing[1:], False)
@@ -232,37 +230,28 @@ def find_splits(
             ctx, segment, bins, is_missing, segment_feature, segment_first, rng
         )
 
-    # Evaluate candidates only; option 0 sends missing rows right, option 1 left.
     index = np.flatnonzero(candidate)
-    cand_node = node[index]
-    left = prefix[index][:, None, :]
-    left_counts = prefix_counts[index][:, None]
-    if any_missing:
-        left = np.concatenate([left, left + missing_sums[segment[index]][:, None, :]], axis=1)
-        left_counts = np.concatenate(
-            [left_counts, left_counts + missing_counts[segment[index]][:, None]], axis=1
+    parent_score = score(parent_channels, ctx.criterion)
+    if not any_missing and ctx.min_samples_leaf <= 1 and ctx.min_weight_leaf <= 0:
+        # Every candidate leaves rows on both sides, so only the weights need checking.
+        gain, option = _plain_gains(ctx, prefix[index], parent_channels, parent_score, node[index])
+    else:
+        gain, option = _checked_gains(
+            ctx,
+            index,
+            node,
+            segment,
+            prefix,
+            _segment_prefix(counts, segment, segment_first),
+            missing_sums,
+            missing_counts,
+            has_missing,
+            parent_channels,
+            parent_score,
+            parent_counts,
         )
-    parent = parent_channels[cand_node][:, None, :]
-    right = parent - left
-    right_counts = parent_counts[cand_node][:, None] - left_counts
-    parent_score = score(parent_channels, ctx.criterion)[cand_node]
-    gain = score(left, ctx.criterion) + score(right, ctx.criterion) - parent_score[:, None]
-    left_weight = weight_of(left, ctx.criterion)
-    right_weight = weight_of(right, ctx.criterion)
-    valid = (
-        (left_counts >= ctx.min_samples_leaf)
-        & (right_counts >= ctx.min_samples_leaf)
-        & (left_weight > 0)
-        & (right_weight > 0)
-        & (left_weight >= ctx.min_weight_leaf)
-        & (right_weight >= ctx.min_weight_leaf)
-    )
-    if any_missing:
-        valid[:, 1] &= has_missing[index]  # without missing rows both options coincide
-    gain = np.where(valid, gain, -np.inf)
-    option = gain.argmax(axis=1)
     group_gain = np.full(n_groups, -np.inf)
-    group_gain[index] = gain[np.arange(index.size), option]
+    group_gain[index] = gain
     group_option = np.zeros(n_groups, dtype=np.int64)
     group_option[index] = option
 
@@ -305,6 +294,80 @@ def find_splits(
         missing_left=missing_left,
         left_codes=left_codes,
     )
+
+
+def _segment_prefix(
+    values: NDArray[np.int64], segment: NDArray[np.int64], segment_first: NDArray[np.intp]
+) -> NDArray[np.int64]:
+    """Inclusive running sum of ``values`` within each segment."""
+    cumulative = np.cumsum(values)
+    return cumulative - (cumulative[segment_first] - values[segment_first])[segment]
+
+
+def _plain_gains(
+    ctx: SplitContext,
+    left: NDArray[np.float64],
+    parent_channels: NDArray[np.float64],
+    parent_score: NDArray[np.float64],
+    candidate_node: NDArray[np.int64],
+) -> tuple[NDArray[np.float64], NDArray[np.int64]]:
+    """Gains when no missing values are present and no leaf-size limit applies."""
+    right = parent_channels[candidate_node] - left
+    gain = score(left, ctx.criterion) + score(right, ctx.criterion) - parent_score[candidate_node]
+    valid = (weight_of(left, ctx.criterion) > 0) & (weight_of(right, ctx.criterion) > 0)
+    return np.where(valid, gain, -np.inf), np.zeros(gain.size, dtype=np.int64)
+
+
+def _checked_gains(
+    ctx: SplitContext,
+    index: NDArray[np.intp],
+    node: NDArray[np.int64],
+    segment: NDArray[np.int64],
+    prefix: NDArray[np.float64],
+    prefix_counts: NDArray[np.int64],
+    missing_sums: NDArray[np.float64],
+    missing_counts: NDArray[np.int64],
+    has_missing: NDArray[np.bool_],
+    parent_channels: NDArray[np.float64],
+    parent_score: NDArray[np.float64],
+    parent_counts: NDArray[np.int64],
+) -> tuple[NDArray[np.float64], NDArray[np.int64]]:
+    """Gains with missing values tried on both sides and leaf limits enforced.
+
+    Returns the better gain of each candidate and its option: 0 sends missing rows right,
+    1 sends them left.
+    """
+    candidate_node = node[index]
+    left = prefix[index][:, None, :]
+    left_counts = prefix_counts[index][:, None]
+    any_missing = bool(has_missing.any())
+    if any_missing:
+        left = np.concatenate([left, left + missing_sums[segment[index]][:, None, :]], axis=1)
+        left_counts = np.concatenate(
+            [left_counts, left_counts + missing_counts[segment[index]][:, None]], axis=1
+        )
+    right = parent_channels[candidate_node][:, None, :] - left
+    right_counts = parent_counts[candidate_node][:, None] - left_counts
+    gain = (
+        score(left, ctx.criterion)
+        + score(right, ctx.criterion)
+        - parent_score[candidate_node][:, None]
+    )
+    left_weight = weight_of(left, ctx.criterion)
+    right_weight = weight_of(right, ctx.criterion)
+    valid = (
+        (left_counts >= ctx.min_samples_leaf)
+        & (right_counts >= ctx.min_samples_leaf)
+        & (left_weight > 0)
+        & (right_weight > 0)
+        & (left_weight >= ctx.min_weight_leaf)
+        & (right_weight >= ctx.min_weight_leaf)
+    )
+    if any_missing:
+        valid[:, 1] &= has_missing[index]  # without missing rows both options coincide
+    gain = np.where(valid, gain, -np.inf)
+    option = gain.argmax(axis=1)
+    return gain[np.arange(index.size), option], option
 
 
 def weight_of(channels: NDArray[np.float64], criterion: Criterion) -> NDArray[np.float64]:
