@@ -130,6 +130,43 @@ def build_tree(
     return grow_tree(ctx, targets, data.thresholds, spec.limits, rng, feature_subset)
 
 
+def build_newton_tree(
+    data: BinnedData,
+    gradient: NDArray[np.float64],
+    hessian: NDArray[np.float64],
+    weights: NDArray[np.float64],
+    spec: TreeSpec,
+    rng: np.random.Generator,
+    feature_subset: NDArray[np.int64] | None = None,
+) -> Tree:
+    """Grow one second-order tree (``spec.criterion`` a :class:`Newton`) on ``(g, h)``.
+
+    Parameters
+    ----------
+    gradient, hessian : ndarray of float64, shape (n_samples,)
+        First and second derivatives of the loss at the current raw scores.
+    weights : ndarray of float64, shape (n_samples,)
+        Row weights (sample weight × subsample mask); rows of weight 0 are left out.
+    """
+    rows = np.flatnonzero(weights > 0)
+    row_weights = weights[rows]
+    channels = np.stack([gradient[rows] * row_weights, hessian[rows] * row_weights], axis=1)
+    binned = data.binned[rows]
+    ctx = SplitContext(
+        binned=binned,
+        channels=channels,
+        criterion=spec.criterion,
+        is_categorical=data.is_categorical,
+        bin_values=data.bin_values,
+        min_samples_leaf=spec.limits.min_samples_leaf,
+        min_weight_leaf=spec.limits.min_weight_leaf,
+        random_splits=spec.random_splits,
+        n_bins=data.n_bins,
+        has_missing=bool((binned == MISSING_BIN).any()),
+    )
+    return grow_tree(ctx, None, data.thresholds, spec.limits, rng, feature_subset)
+
+
 def resolve_max_features(max_features: Any, n_features: int) -> int:
     """Number of candidate features per split from the ``max_features`` parameter."""
     if max_features is None:

@@ -15,7 +15,13 @@ import numpy as np
 from numpy.typing import NDArray
 
 from engine.tree._binning import MISSING_BIN
-from engine.tree._criteria import CLASSIFICATION_CRITERIA, impurity
+from engine.tree._criteria import (
+    CLASSIFICATION_CRITERIA,
+    Newton,
+    impurity,
+    node_weight,
+    score,
+)
 from engine.tree._splitter import SplitContext, Splits, find_splits
 from engine.tree._tree import NODE_DTYPE, Tree
 
@@ -36,6 +42,7 @@ class GrowthLimits:
     min_impurity_decrease: float = 0.0
     max_features: int | None = None  # candidate features drawn per split; None = all
     max_leaf_nodes: int | None = None
+    min_split_gain: float = 0.0  # γ: a Newton split must gain more than this
 
 
 @dataclass
@@ -109,10 +116,18 @@ class _Growth:
         for c in range(channels.shape[1]):
             totals[:, c] = np.bincount(slot_of_row, weights=channels[:, c], minlength=n_slots)
         counts = np.bincount(slot_of_row, minlength=n_slots).astype(np.int64)
-        if self.ctx.criterion in CLASSIFICATION_CRITERIA:
+        criterion = self.ctx.criterion
+        if isinstance(criterion, Newton):
+            # Cover H is the node weight; this impurity makes H·impurity = −score, so the
+            # recorded impurity decrease of a split is exactly its Newton gain.
+            cover = totals[:, 1]
+            values = criterion.leaf_weight(totals)[:, None]
+            with np.errstate(divide="ignore", invalid="ignore"):
+                impurities = np.where(cover > 0, -score(totals, criterion) / cover, 0.0)
+        elif criterion in CLASSIFICATION_CRITERIA:
             weight = totals.sum(axis=1)
             values = totals / weight[:, None]
-            impurities = impurity(totals, self.ctx.criterion)
+            impurities = impurity(totals, criterion)
         else:
             assert self.targets is not None
             weight = totals[:, 0]
@@ -133,7 +148,7 @@ class _Growth:
         impurities: NDArray[np.float64],
         depth: int | NDArray[np.int64],
     ) -> NDArray[np.intp]:
-        weight = totals[:, 0] if self.ctx.criterion == "squared_error" else totals.sum(axis=1)
+        weight = node_weight(totals, self.ctx.criterion)
         return self.table.add(
             values,
             impurity=impurities,
@@ -150,13 +165,14 @@ class _Growth:
         depth: int,
     ) -> NDArray[np.bool_]:
         limits = self.limits
-        weight = totals[:, 0] if self.ctx.criterion == "squared_error" else totals.sum(axis=1)
+        weight = node_weight(totals, self.ctx.criterion)
         ok = (
             (counts >= limits.min_samples_split)
             & (counts >= 2 * limits.min_samples_leaf)
             & (weight >= 2 * limits.min_weight_leaf)
-            & (impurities > IMPURITY_EPSILON)
         )
+        if not isinstance(self.ctx.criterion, Newton):
+            ok &= impurities > IMPURITY_EPSILON
         if limits.max_depth is not None and depth >= limits.max_depth:
             ok[:] = False
         return ok
@@ -214,6 +230,18 @@ class _Growth:
                 break
         assert result is not None
         return result
+
+    def accepted(self, splits: Splits) -> NDArray[np.bool_]:
+        """Found splits that pass the gain threshold of the criterion.
+
+        Impurity criteria use scikit-learn's ``min_impurity_decrease`` (a decrease relative
+        to the root's weight); Newton splits must gain more than γ (``min_split_gain``).
+        """
+        if isinstance(self.ctx.criterion, Newton):
+            return splits.found & (splits.gain > self.limits.min_split_gain + IMPURITY_EPSILON)
+        return splits.found & (
+            splits.gain / self.root_weight + IMPURITY_EPSILON >= self.limits.min_impurity_decrease
+        )
 
     # -- split bookkeeping --------------------------------------------------------------
 
@@ -353,10 +381,7 @@ def _grow_level_wise(growth: _Growth) -> None:
         slots = np.flatnonzero(open_nodes)
         batch_rows, batch_slots = _select_slots(rows, slot_of_row, slots, n_slots)
         splits = growth.search(batch_rows, batch_slots, totals[slots], counts[slots])
-        chosen = splits.found & (
-            splits.gain / growth.root_weight + IMPURITY_EPSILON
-            >= growth.limits.min_impurity_decrease
-        )
+        chosen = growth.accepted(splits)
         if not chosen.any():
             break
         growth.apply_splits(node_ids[slots], splits, chosen)
@@ -402,11 +427,10 @@ def _grow_best_first(growth: _Growth, max_leaf_nodes: int) -> None:
         batch_rows = np.concatenate([row_sets[s] for s in slots])
         batch_slots = np.repeat(np.arange(slots.size), [row_sets[s].size for s in slots])
         splits = growth.search(batch_rows, batch_slots, totals[slots], counts[slots])
+        accepted = growth.accepted(splits)
         for k, slot in enumerate(slots):
             gain = float(splits.gain[k])
-            if not splits.found[k] or (
-                gain / growth.root_weight + IMPURITY_EPSILON < growth.limits.min_impurity_decrease
-            ):
+            if not accepted[k]:
                 continue
             single = _take(splits, k)
             heapq.heappush(heap, (-gain, tie, int(node_ids[slot]), row_sets[slot], single, depth))

@@ -26,7 +26,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from engine.tree._binning import MISSING_BIN
-from engine.tree._criteria import Criterion, score, sum_channels
+from engine.tree._criteria import Criterion, Newton, node_weight, score
 
 __all__ = ["SplitContext", "Splits", "find_splits", "find_splits_naive"]
 
@@ -142,7 +142,9 @@ def _categorical_order(
         return None
     n_slots = parent_channels.shape[0]
     with np.errstate(divide="ignore", invalid="ignore"):
-        if ctx.criterion == "squared_error":
+        if isinstance(ctx.criterion, Newton):
+            statistic = -sums[:, 0] / (sums[:, 1] + ctx.criterion.l2)  # the leaf weight
+        elif ctx.criterion == "squared_error":
             statistic = sums[:, 1] / sums[:, 0]
         else:
             # Two classes: the positive-class share orders categories optimally. More
@@ -371,9 +373,7 @@ def _checked_gains(
 
 
 def weight_of(channels: NDArray[np.float64], criterion: Criterion) -> NDArray[np.float64]:
-    if criterion == "squared_error":
-        return channels[..., 0]
-    return sum_channels(channels)
+    return node_weight(channels, criterion)
 
 
 def _random_threshold_mask(
@@ -476,6 +476,8 @@ def _naive_statistic(
     parent: NDArray[np.float64],
 ) -> float:
     total = channels[codes == code].sum(axis=0)
+    if isinstance(ctx.criterion, Newton):
+        return float(-total[0] / (total[1] + ctx.criterion.l2))
     if ctx.criterion == "squared_error":
         return float(total[1] / total[0])
     target = 1 if total.size == 2 else int(parent.argmax())
