@@ -121,7 +121,15 @@ def _group_table(
         starts = np.flatnonzero(is_start)
         group_keys = sorted_keys[starts]
         counts = np.diff(np.append(starts, sorted_keys.size))
-        sums = np.add.reduceat(row_channels[order % n_rows], starts, axis=0)
+        # bincount adds each group's rows in input order (the sort is stable), exactly as
+        # the dense path does, so both paths give bit-identical sums.
+        group_of_element = np.cumsum(is_start) - 1
+        element_channels = row_channels[order % n_rows]
+        sums = np.empty((starts.size, row_channels.shape[1]))
+        for c in range(row_channels.shape[1]):
+            sums[:, c] = np.bincount(
+                group_of_element, weights=element_channels[:, c], minlength=starts.size
+            )
     return group_keys >> 8, group_keys & 0xFF, counts, sums
 
 
