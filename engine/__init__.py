@@ -9,6 +9,14 @@ Estimators follow scikit-learn's contract (``fit``/``predict``/``predict_proba``
 """
 
 from engine import _model_classes  # noqa: F401  (registers the loadable classes)
+from engine.boosting import (
+    AdaBoostClassifier,
+    AdaBoostRegressor,
+    ArcX4Classifier,
+    GradientBoostingClassifier,
+    GradientBoostingRegressor,
+    RegionBoostClassifier,
+)
 from engine.callbacks import ProgressEvent, TrainingInterrupted
 from engine.ensemble import (
     BaggingClassifier,
@@ -23,16 +31,22 @@ from engine.persistence import ModelFormatError, load_model, model_manifest, sav
 from engine.tree import DecisionTreeClassifier, DecisionTreeRegressor
 
 __all__ = [
+    "AdaBoostClassifier",
+    "AdaBoostRegressor",
+    "ArcX4Classifier",
     "BaggingClassifier",
     "BaggingRegressor",
     "DecisionTreeClassifier",
     "DecisionTreeRegressor",
     "ExtraTreesClassifier",
     "ExtraTreesRegressor",
+    "GradientBoostingClassifier",
+    "GradientBoostingRegressor",
     "ModelFormatError",
     "ProgressEvent",
     "RandomForestClassifier",
     "RandomForestRegressor",
+    "RegionBoostClassifier",
     "TrainingInterrupted",
     "load_model",
     "model_manifest",

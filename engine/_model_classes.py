@@ -4,6 +4,14 @@ Loading instantiates only registered classes, so this list is the whole surface 
 can reach; keep it to estimators and the plain state objects they hold.
 """
 
+from engine.boosting import (
+    AdaBoostClassifier,
+    AdaBoostRegressor,
+    ArcX4Classifier,
+    GradientBoostingClassifier,
+    GradientBoostingRegressor,
+    RegionBoostClassifier,
+)
 from engine.ensemble._bagging import BaggingClassifier, BaggingRegressor, EstimatorMember
 from engine.ensemble._forest import (
     ExtraTreesClassifier,
@@ -18,6 +26,9 @@ from engine.tree._classes import DecisionTreeClassifier, DecisionTreeRegressor
 from engine.tree._tree import Tree
 
 MODEL_CLASSES: tuple[type, ...] = (
+    AdaBoostClassifier,
+    AdaBoostRegressor,
+    ArcX4Classifier,
     BaggingClassifier,
     BaggingRegressor,
     BinMapper,
@@ -26,9 +37,12 @@ MODEL_CLASSES: tuple[type, ...] = (
     EstimatorMember,
     ExtraTreesClassifier,
     ExtraTreesRegressor,
+    GradientBoostingClassifier,
+    GradientBoostingRegressor,
     MemberSampling,
     RandomForestClassifier,
     RandomForestRegressor,
+    RegionBoostClassifier,
     Tree,
 )
 

@@ -1,0 +1,199 @@
+"""The stage loop of gradient tree boosting (Friedman 2001; the seeds' algorithm).
+
+    F0 = argmin_γ Σ L(y_i, γ)
+    for m = 1..M:
+        r_im = −∂L(y_i, F)/∂F at F_{m−1}                   (negative gradient)
+        fit a regression tree to r_im → terminal regions R_jm
+        γ_jm = the loss's line search over the rows of R_jm
+        F_m = F_{m−1} + ν Σ_j γ_jm 1(x ∈ R_jm)              (shrinkage ν)
+
+X is binned once per fit; every stage's tree is grown on the same binned matrix with a new
+target (the negative gradient) and row weights (sample weight × the stage's subsample mask).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+from numpy.typing import NDArray
+
+from engine.boosting._losses import Loss
+from engine.callbacks import Callback, ProgressEvent, notify
+from engine.tree._build import BinnedData, TreeSpec, build_tree
+from engine.tree._tree import Tree
+
+__all__ = ["StageResult", "TrainingSet", "ValidationSet", "fit_stages", "holdout_split"]
+
+FloatArray = NDArray[np.float64]
+
+
+@dataclass
+class TrainingSet:
+    """What the stage loop reads: binned rows, encoded raw rows, targets, weights."""
+
+    data: BinnedData  # binned matrix; its target is replaced per tree
+    encoded: FloatArray  # raw X with categorical codes, for Tree.apply
+    y: FloatArray  # (n,) or one-hot (n, K)
+    weights: FloatArray
+
+
+@dataclass
+class ValidationSet:
+    encoded: FloatArray
+    y: FloatArray
+    weights: FloatArray
+
+
+@dataclass
+class StageResult:
+    """Everything the loop produces; assigned to the estimator only when it finishes."""
+
+    estimators: list[list[Tree]] = field(default_factory=list)
+    train_score: list[float] = field(default_factory=list)
+    validation_score: list[float] = field(default_factory=list)
+    oob_scores: list[float] = field(default_factory=list)
+    oob_improvement: list[float] = field(default_factory=list)
+
+
+def fit_stages(
+    train: TrainingSet,
+    validation: ValidationSet | None,
+    loss: Loss,
+    spec: TreeSpec,
+    params: Any,
+    init_raw: FloatArray,
+    subsample_rng: np.random.Generator,
+    tree_rng: np.random.Generator,
+    callbacks: list[Callback] | None,
+    name: str,
+) -> StageResult:
+    """Run up to ``params.n_estimators`` stages; stop early on the validation loss."""
+    n_samples = train.weights.size
+    n_stages = int(params.n_estimators)
+    nu = float(params.learning_rate)
+    raw = np.tile(init_raw, (n_samples, 1))
+    val_raw = None if validation is None else np.tile(init_raw, (validation.weights.size, 1))
+    subsampling = params.subsample < 1.0
+    n_inbag = max(1, int(params.subsample * n_samples))
+    history = np.full(params.n_iter_no_change or 1, np.inf)
+    result = StageResult()
+    for m in range(n_stages):
+        if subsampling:
+            in_bag = np.zeros(n_samples, dtype=bool)
+            in_bag[subsample_rng.choice(n_samples, n_inbag, replace=False)] = True
+            stage_weights = np.where(in_bag, train.weights, 0.0)
+            rows: NDArray[np.intp] | None = np.flatnonzero(in_bag)
+            oob = ~in_bag
+            if m == 0:
+                previous_oob = loss.report(train.y[oob], raw[oob], train.weights[oob])
+        else:
+            stage_weights = train.weights
+            rows = None
+        trees = _fit_one_stage(train, loss, spec, raw, stage_weights, rows, nu, tree_rng)
+        result.estimators.append(trees)
+        if val_raw is not None and validation is not None:
+            for k, tree in enumerate(trees):
+                val_raw[:, k] += nu * tree.values[tree.apply(validation.encoded), 0]
+        metrics: dict[str, float] = {}
+        if rows is not None:
+            train_loss = loss.report(train.y[rows], raw[rows], train.weights[rows])
+            oob_loss = loss.report(train.y[oob], raw[oob], train.weights[oob])
+            result.oob_improvement.append(previous_oob - oob_loss)
+            result.oob_scores.append(oob_loss)
+            previous_oob = oob_loss
+            metrics["oob_loss"] = oob_loss
+        else:
+            train_loss = loss.report(train.y, raw, train.weights)
+        result.train_score.append(train_loss)
+        metrics["train_loss"] = train_loss
+        stop = False
+        if val_raw is not None and validation is not None:
+            val_loss = loss.report(validation.y, val_raw, validation.weights)
+            result.validation_score.append(val_loss)
+            metrics["validation_loss"] = val_loss
+            # As scikit-learn: keep going while this stage beats one of the last
+            # n_iter_no_change validation losses by more than tol.
+            if np.any(val_loss + params.tol < history):
+                history[m % history.size] = val_loss
+            else:
+                stop = True
+        notify(callbacks, ProgressEvent(name, m + 1, n_stages, metrics))
+        if stop:
+            break
+    return result
+
+
+def _fit_one_stage(
+    train: TrainingSet,
+    loss: Loss,
+    spec: TreeSpec,
+    raw: FloatArray,
+    stage_weights: FloatArray,
+    rows: NDArray[np.intp] | None,
+    nu: float,
+    rng: np.random.Generator,
+) -> list[Tree]:
+    """Grow the K trees of one stage, set their leaf values γ and update ``raw`` in place."""
+    y, weights = train.y, train.weights
+    y_in, raw_in, w_in = (y, raw, weights) if rows is None else (y[rows], raw[rows], weights[rows])
+    loss.prepare_stage(y_in, raw_in, w_in)
+    negative_gradient = -loss.gradient(y, raw)
+    data = train.data
+    trees = []
+    updates = []
+    for k in range(loss.n_trees):
+        target = np.ascontiguousarray(negative_gradient[:, k])
+        stage_data = BinnedData(
+            data.binned,
+            target,
+            data.thresholds,
+            data.bin_values,
+            data.is_categorical,
+            data.n_bins,
+        )
+        tree = build_tree(stage_data, stage_weights, spec, rng)
+        leaves = tree.apply(train.encoded)
+        leaves_in = leaves if rows is None else leaves[rows]
+        gamma = loss.leaf_values(y_in, raw_in, w_in, leaves_in, tree.node_count, k)
+        is_leaf = tree.nodes["left_child"] < 0
+        tree.values[is_leaf, 0] = gamma[is_leaf]
+        trees.append(tree)
+        updates.append(tree.values[leaves, 0])
+    # All K trees of a stage see F_{m−1}; the update lands once they are all grown.
+    for k, update in enumerate(updates):
+        raw[:, k] += nu * update
+    return trees
+
+
+def holdout_split(
+    n_samples: int,
+    fraction: float,
+    rng: np.random.Generator,
+    classes: NDArray[np.int64] | None,
+) -> NDArray[np.bool_]:
+    """Validation mask: ``fraction`` of the rows, stratified by class when ``classes`` given.
+
+    Every class keeps at least one training row; the holdout must not be empty.
+    """
+    mask = np.zeros(n_samples, dtype=bool)
+    groups = [np.arange(n_samples)] if classes is None else _class_rows(classes)
+    for members in groups:
+        wanted = fraction * members.size
+        n_val = min(math.ceil(wanted) if classes is None else round(wanted), members.size - 1)
+        if n_val > 0:
+            mask[rng.choice(members, n_val, replace=False)] = True
+    if not mask.any():
+        raise ValueError(
+            f"validation_fraction={fraction} leaves no rows for validation out of "
+            f"{n_samples}; use a larger fraction or more data."
+        )
+    return mask
+
+
+def _class_rows(classes: NDArray[np.int64]) -> list[NDArray[np.intp]]:
+    order = np.argsort(classes, kind="stable")
+    counts = np.bincount(classes)
+    return [part for part in np.split(order, np.cumsum(counts)[:-1]) if part.size]
