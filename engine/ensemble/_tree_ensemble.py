@@ -124,6 +124,7 @@ class BaseTreeEnsemble(BaseEstimator):
 
     def _fit(self, X: Any, y: Any, sample_weight: Any, callbacks: list[Callback] | None) -> None:
         self._validate_params()
+        self._forget_fit()
         X = check_X(X)
         n_samples, n_features = X.shape
         target = check_target(y, n_samples, numeric=not self._classification)
@@ -148,9 +149,6 @@ class BaseTreeEnsemble(BaseEstimator):
             limits=resolve_limits(settings, n_samples, float(weights.sum()), n_features),
             n_classes=n_classes,
         )
-        self.bin_mapper_ = mapper
-        self.n_features_in_ = n_features
-        self._sampling = sampling
         track_oob = self.oob_score or self.early_stopping == "oob"
         if track_oob and not sampling.bootstrap and sampling.n_draws == n_samples:
             raise ValueError("Out-of-bag estimates need bootstrap=True or max_samples < 1.")
@@ -163,6 +161,17 @@ class BaseTreeEnsemble(BaseEstimator):
         if track_oob:
             shared["X"] = mapper.encode_for_prediction(X)
         self._fit_members(_fit_member, shared, tasks, target, seeds, callbacks, track_oob)
+        # Assigned only once every member succeeded: an interrupted fit leaves no state.
+        self.bin_mapper_ = mapper
+        self.n_features_in_ = n_features
+        self._sampling = sampling
+
+    def _forget_fit(self) -> None:
+        """Drop everything a previous ``fit`` left, so a failed refit leaves no stale model."""
+        for name in [n for n in vars(self) if n.endswith("_") and not n.startswith("__")]:
+            delattr(self, name)
+        for name in ("_sampling", "_packed_cache"):
+            self.__dict__.pop(name, None)
 
     def _resolve_sampling(self, n_samples: int, n_features: int) -> MemberSampling:
         max_samples, bootstrap, max_features, bootstrap_features = self._sampling_settings()

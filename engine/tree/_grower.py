@@ -22,13 +22,25 @@ from engine.tree._criteria import (
     node_weight,
     score,
 )
-from engine.tree._splitter import SplitContext, Splits, find_splits
+from engine.tree._splitter import (
+    SplitContext,
+    Splits,
+    find_splits,
+    find_splits_in_histograms,
+)
 from engine.tree._tree import NODE_DTYPE, Tree
 
 __all__ = ["GrowthLimits", "grow_tree"]
 
 # Nodes whose impurity is below this are pure; splitting them only chases rounding noise.
 IMPURITY_EPSILON = 1e-12
+# Per-node histograms are kept while their cells number at most this many per row of the
+# level (and at most the absolute cap, which bounds memory).
+HISTOGRAM_CELLS_PER_ROW = 16
+HISTOGRAM_MAX_CELLS = 8_000_000
+# ... and while a level splits at most this many nodes: past it, deep trees' many small
+# nodes are cheaper to search from their rows.
+HISTOGRAM_MAX_SPLITS = 128
 
 
 @dataclass(frozen=True)
@@ -104,6 +116,11 @@ class _Growth:
         self.split_missing_left = np.zeros(size, dtype=bool)
         self.split_category = np.full(size, -1, dtype=np.int64)
         self.root_weight = 0.0
+        # Unweighted regression: the weight channel equals the row count, so histograms can
+        # reuse the counts instead of summing the weights again.
+        self.unit_weights = ctx.criterion == "squared_error" and bool(
+            (ctx.channels[:, 0] == 1.0).all()
+        )
 
     # -- node statistics --------------------------------------------------------------
 
@@ -176,6 +193,59 @@ class _Growth:
         if limits.max_depth is not None and depth >= limits.max_depth:
             ok[:] = False
         return ok
+
+    # -- histograms (all candidate features, for subtraction) ----------------------------
+
+    def uses_histograms(self) -> bool:
+        """Whether this tree can keep per-node histograms and derive siblings by subtraction.
+
+        That needs every node to search the same features (no per-split sampling) and the
+        best-split search (random thresholds need no histogram).
+        """
+        per_round = self.limits.max_features or self.candidates.size
+        return per_round >= self.candidates.size and not self.ctx.random_splits
+
+    def histograms(
+        self, rows: NDArray[np.intp], slot_of_row: NDArray[np.intp], n_slots: int
+    ) -> tuple[NDArray[np.int64], NDArray[np.float64]]:
+        """Dense histograms of a batch: counts (S, F, 256) and channel sums (S, F, 256, C).
+
+        One feature at a time over a contiguous copy of the batch's codes: small
+        ``bincount`` calls beat one huge call whose keys and repeated weights would first
+        have to be materialised.
+        """
+        ctx = self.ctx
+        n_features = self.candidates.size
+        n_channels = ctx.channels.shape[1]
+        codes = np.ascontiguousarray(ctx.binned[rows][:, self.candidates].T)
+        base = slot_of_row * 256
+        n_cells = n_slots * 256
+        counts = np.empty((n_slots, n_features, 256), dtype=np.int64)
+        sums = np.empty((n_slots, n_features, 256, n_channels))
+        by_class = ctx.classes is not None and ctx.weights is not None
+        if by_class:
+            assert ctx.classes is not None and ctx.weights is not None
+            class_offset = base * n_channels + ctx.classes[rows]
+            row_weights = ctx.weights[rows]
+        else:
+            channels = ctx.channels[rows]
+        for j in range(n_features):
+            keys = base + codes[j]
+            counts[:, j] = np.bincount(keys, minlength=n_cells).reshape(n_slots, 256)
+            if by_class:
+                class_keys = class_offset + codes[j].astype(np.intp) * n_channels
+                sums[:, j] = np.bincount(
+                    class_keys, weights=row_weights, minlength=n_cells * n_channels
+                ).reshape(n_slots, 256, n_channels)
+                continue
+            for c in range(n_channels):
+                if c == 0 and self.unit_weights:
+                    sums[:, j, :, 0] = counts[:, j]
+                    continue
+                sums[:, j, :, c] = np.bincount(
+                    keys, weights=channels[:, c], minlength=n_cells
+                ).reshape(n_slots, 256)
+        return counts, sums
 
     # -- split search -------------------------------------------------------------------
 
@@ -370,6 +440,7 @@ def _grow_level_wise(growth: _Growth) -> None:
     rows = np.arange(n_rows, dtype=np.intp)
     slot_of_row = np.zeros(n_rows, dtype=np.intp)
     n_slots, depth = 1, 0
+    histograms = growth.histograms(rows, slot_of_row, 1) if growth.uses_histograms() else None
     while n_slots:
         totals, counts, values, impurities = growth.summarise(rows, slot_of_row, n_slots)
         node_ids = growth.record(totals, counts, values, impurities, depth)
@@ -380,7 +451,19 @@ def _grow_level_wise(growth: _Growth) -> None:
             break
         slots = np.flatnonzero(open_nodes)
         batch_rows, batch_slots = _select_slots(rows, slot_of_row, slots, n_slots)
-        splits = growth.search(batch_rows, batch_slots, totals[slots], counts[slots])
+        if histograms is None:
+            splits = growth.search(batch_rows, batch_slots, totals[slots], counts[slots])
+        else:
+            features = np.broadcast_to(growth.candidates, (slots.size, growth.candidates.size))
+            splits = find_splits_in_histograms(
+                growth.ctx,
+                histograms[0][slots],
+                histograms[1][slots],
+                np.ascontiguousarray(features),
+                totals[slots],
+                counts[slots],
+                growth.rng,
+            )
         chosen = growth.accepted(splits)
         if not chosen.any():
             break
@@ -398,6 +481,48 @@ def _grow_level_wise(growth: _Growth) -> None:
         rows, slot_of_row = rows[order], slot_of_row[order]
         n_slots = 2 * int(chosen.sum())
         depth += 1
+        if histograms is not None:
+            parents = slots[chosen]
+            histograms = _child_histograms(growth, histograms, parents, rows, slot_of_row)
+
+
+def _child_histograms(
+    growth: _Growth,
+    histograms: tuple[NDArray[np.int64], NDArray[np.float64]],
+    parents: NDArray[np.intp],
+    rows: NDArray[np.intp],
+    slot_of_row: NDArray[np.intp],
+) -> tuple[NDArray[np.int64], NDArray[np.float64]] | None:
+    """Children's histograms: the smaller child's from its rows, its sibling by subtraction.
+
+    Returns None (grow on from rows) once dense histograms would cost more than the rows:
+    deep levels have many small nodes whose 256-bin histograms are mostly empty.
+    """
+    n_pairs = parents.size
+    n_cells = 2 * n_pairs * growth.candidates.size * 256
+    if (
+        n_cells > HISTOGRAM_CELLS_PER_ROW * rows.size
+        or n_cells > HISTOGRAM_MAX_CELLS
+        or n_pairs > HISTOGRAM_MAX_SPLITS
+    ):
+        return None
+    child_counts = np.bincount(slot_of_row, minlength=2 * n_pairs).reshape(n_pairs, 2)
+    smaller_side = (child_counts[:, 1] < child_counts[:, 0]).astype(np.intp)
+    is_smaller = (slot_of_row % 2) == smaller_side[slot_of_row // 2]
+    small_counts, small_sums = growth.histograms(
+        rows[is_smaller], slot_of_row[is_smaller] // 2, n_pairs
+    )
+    parent_counts, parent_sums = histograms[0][parents], histograms[1][parents]
+    counts = np.empty((n_pairs, 2, *small_counts.shape[1:]), dtype=np.int64)
+    sums = np.empty((n_pairs, 2, *small_sums.shape[1:]))
+    pairs = np.arange(n_pairs)
+    counts[pairs, smaller_side] = small_counts
+    counts[pairs, 1 - smaller_side] = parent_counts - small_counts
+    sums[pairs, smaller_side] = small_sums
+    sums[pairs, 1 - smaller_side] = parent_sums - small_sums
+    return counts.reshape(2 * n_pairs, *small_counts.shape[1:]), sums.reshape(
+        2 * n_pairs, *small_sums.shape[1:]
+    )
 
 
 def _grow_best_first(growth: _Growth, max_leaf_nodes: int) -> None:

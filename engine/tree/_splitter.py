@@ -201,9 +201,60 @@ def find_splits(
         return find_random_splits(
             ctx, rows, slot_of_row, features, parent_channels, parent_counts, rng
         )
+    groups = _group_table(ctx, rows, slot_of_row, features)
+    return splits_from_groups(ctx, *groups, features, parent_channels, parent_counts, rng)
+
+
+def find_splits_in_histograms(
+    ctx: SplitContext,
+    histogram_counts: NDArray[np.int64],
+    histogram_sums: NDArray[np.float64],
+    features: NDArray[np.int64],
+    parent_channels: NDArray[np.float64],
+    parent_counts: NDArray[np.int64],
+    rng: np.random.Generator | None = None,
+) -> Splits:
+    """Best split of each node from dense per-node histograms instead of rows.
+
+    Parameters
+    ----------
+    histogram_counts : ndarray of int64, shape (S, F, 256)
+        Rows per (node, candidate feature, bin).
+    histogram_sums : ndarray of float64, shape (S, F, 256, n_channels)
+        Channel sums per (node, candidate feature, bin).
+    """
+    # Feature-major segments (j·S + slot), as the group table orders them.
+    cell_counts = histogram_counts.transpose(1, 0, 2).reshape(-1)
+    group_keys = np.flatnonzero(cell_counts)
+    n_channels = histogram_sums.shape[-1]
+    sums = histogram_sums.transpose(1, 0, 2, 3).reshape(-1, n_channels)[group_keys]
+    return splits_from_groups(
+        ctx,
+        group_keys >> 8,
+        group_keys & 0xFF,
+        cell_counts[group_keys],
+        sums,
+        features,
+        parent_channels,
+        parent_counts,
+        rng,
+    )
+
+
+def splits_from_groups(
+    ctx: SplitContext,
+    segment: NDArray[np.int64],
+    bins: NDArray[np.int64],
+    counts: NDArray[np.int64],
+    sums: NDArray[np.float64],
+    features: NDArray[np.int64],
+    parent_channels: NDArray[np.float64],
+    parent_counts: NDArray[np.int64],
+    rng: np.random.Generator | None = None,
+) -> Splits:
+    """Best split of each node from its group table (see :func:`find_splits`)."""
     n_slots, n_per_node = features.shape
     segment_feature = features.T.ravel()  # feature of segment j·S + slot
-    segment, bins, counts, sums = _group_table(ctx, rows, slot_of_row, features)
     permutation = _categorical_order(ctx, segment, bins, sums, segment_feature, parent_channels)
     if permutation is not None:
         segment, bins, counts, sums = (
