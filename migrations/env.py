@@ -10,6 +10,7 @@ from __future__ import annotations
 from alembic import context
 from sqlalchemy import Connection
 
+import service.db.tables  # noqa: F401  (registers every table on Base.metadata)
 from service.db.base import Base
 from service.db.session import create_db_engine
 

@@ -9,6 +9,7 @@ from importlib.metadata import PackageNotFoundError, version
 from fastapi import FastAPI
 
 from service.config import Settings
+from service.datasets.router import router as datasets_router
 from service.db.session import create_db_engine
 from service.deps import Resources
 from service.errors import install_error_handlers
@@ -42,5 +43,6 @@ def create_app(settings: Settings) -> FastAPI:
         lifespan=lifespan,
     )
     install_error_handlers(app)
+    app.include_router(datasets_router)
     app.include_router(inference_router)
     return app

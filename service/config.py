@@ -35,6 +35,19 @@ class Settings(BaseSettings):
     )
     host: str = Field(default="127.0.0.1", description="Interface `coppice serve` binds to.")
     port: int = Field(default=8000, ge=1, le=65535, description="Port `coppice serve` binds to.")
+    max_upload_bytes: int = Field(
+        default=100 * 1024 * 1024,
+        ge=1,
+        description="Largest CSV file `POST /v1/datasets` accepts, in bytes; larger is a 413.",
+    )
+    max_request_bytes: int = Field(
+        default=100 * 1024 * 1024,
+        ge=1,
+        description="Largest JSON request body accepted, in bytes; larger is a 413.",
+    )
+    max_columns: int = Field(
+        default=10_000, ge=1, description="Most columns a dataset may have; more is a 422."
+    )
 
     @property
     def resolved_database_url(self) -> str:

@@ -1,17 +1,19 @@
 """FastAPI dependencies that hand request handlers the app's long-lived objects.
 
 ``create_app`` stores a ``Resources`` on ``app.state`` in its lifespan; handlers ask for
-``SettingsDep`` or ``DbEngineDep`` instead of reaching for module-level globals, so every
+``SettingsDep``, ``DbEngineDep`` or ``SessionDep`` instead of reaching for module-level globals, so every
 app instance (one per test, say) is self-contained.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Annotated, cast
 
 from fastapi import Depends, Request
 from sqlalchemy import Engine
+from sqlalchemy.orm import Session
 
 from service.config import Settings
 
@@ -36,5 +38,23 @@ def get_db_engine(request: Request) -> Engine:
     return get_resources(request).db_engine
 
 
+def get_session(request: Request) -> Iterator[Session]:
+    """One session per request, and the request's one transaction.
+
+    Commits when the handler returns, rolls back when it raises; services and repositories only
+    add and flush. ``expire_on_commit=False`` keeps returned records readable after the commit.
+    """
+    with Session(get_db_engine(request), expire_on_commit=False) as session:
+        try:
+            yield session
+        except BaseException:
+            session.rollback()
+            raise
+        session.commit()
+
+
 SettingsDep = Annotated[Settings, Depends(get_settings)]
 DbEngineDep = Annotated[Engine, Depends(get_db_engine)]
+# scope="function": the commit happens before the response is sent, so a failed commit is the
+# client's error response instead of a success that did not happen.
+SessionDep = Annotated[Session, Depends(get_session, scope="function")]

@@ -53,6 +53,18 @@ class CoppiceError(Exception):
         return HTTPStatus(self.status).phrase
 
 
+class BadRequest(CoppiceError):
+    """The request is malformed: it cannot be read as what it claims to be."""
+
+    status = HTTPStatus.BAD_REQUEST
+
+
+class UnsupportedMediaType(CoppiceError):
+    """The request body is in a format this endpoint does not accept."""
+
+    status = HTTPStatus.UNSUPPORTED_MEDIA_TYPE
+
+
 class InvalidInput(CoppiceError):
     """The request is well-formed but its values cannot be used."""
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import shutil
 import uuid
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
@@ -16,18 +17,37 @@ from sqlalchemy.exc import OperationalError
 
 from service.app import create_app
 from service.config import Settings
+from service.db.migrate import upgrade_to_head
 
 DEFAULT_POSTGRES_URL = "postgresql+psycopg://postgres@127.0.0.1:5432/test"
 
 
+@pytest.fixture(scope="session")
+def migrated_sqlite_template(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A SQLite file at the newest revision, migrated once and copied by each test."""
+    path = tmp_path_factory.mktemp("template") / "coppice.db"
+    upgrade_to_head(f"sqlite:///{path}")
+    return path
+
+
 @pytest.fixture
-def settings(tmp_path: Path) -> Settings:
-    """Settings isolated to this test: a fresh data dir and its own SQLite file.
+def settings(tmp_path: Path, migrated_sqlite_template: Path) -> Settings:
+    """Settings isolated to this test: a fresh data dir and its own migrated SQLite file.
 
     ``database_url=None`` is passed explicitly so a ``COPPICE_DATABASE_URL`` in the
     developer's shell cannot point the test at a real database.
     """
-    return Settings(data_dir=tmp_path / "data", database_url=None)
+    data_dir = tmp_path / "data"
+    data_dir.mkdir()
+    shutil.copyfile(migrated_sqlite_template, data_dir / "coppice.db")
+    return Settings(data_dir=data_dir, database_url=None)
+
+
+@pytest.fixture
+def postgres_settings(tmp_path: Path, postgres_url: str) -> Settings:
+    """Like ``settings``, on a throwaway PostgreSQL database migrated to the newest revision."""
+    upgrade_to_head(postgres_url)
+    return Settings(data_dir=tmp_path / "data", database_url=postgres_url)
 
 
 @pytest.fixture

@@ -17,7 +17,7 @@ from sqlalchemy import create_engine, inspect, text
 
 from service.cli import main
 
-HEAD_REVISION = "0001_initial"
+HEAD_REVISION = "0002_schema"
 
 
 def _revision(database_url: str) -> str | None:

@@ -1,0 +1,31 @@
+"""Request bodies read as streams, refused with 413 as soon as they pass a size limit."""
+
+from __future__ import annotations
+
+from fastapi import Request
+
+from service.errors import PayloadTooLarge
+
+
+def check_declared_length(request: Request, limit: int, *, setting: str) -> None:
+    """Refuse at once a body whose Content-Length already says it is too large."""
+    declared = request.headers.get("content-length", "")
+    if declared.isdigit() and int(declared) > limit:
+        raise PayloadTooLarge(_too_large(limit, setting))
+
+
+async def read_limited(request: Request, limit: int, *, setting: str) -> bytes:
+    """The whole body, read chunk by chunk and refused at the first chunk past ``limit``."""
+    check_declared_length(request, limit, setting=setting)
+    body = bytearray()
+    async for chunk in request.stream():
+        body += chunk
+        if len(body) > limit:
+            raise PayloadTooLarge(_too_large(limit, setting))
+    return bytes(body)
+
+
+def _too_large(limit: int, setting: str) -> str:
+    return (
+        f"The request body is larger than this server accepts: at most {limit} bytes ({setting})."
+    )

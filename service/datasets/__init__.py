@@ -1,0 +1,1 @@
+"""Datasets: uploaded tables, stored column by column."""

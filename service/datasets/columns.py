@@ -1,0 +1,280 @@
+"""A dataset column in memory, how it is built from cells, and its byte format in the database.
+
+Cells arrive one at a time, as text (CSV) or as JSON values. ``ColumnBuilder`` decides the
+column's kind as it goes: a column stays numeric while every present cell reads as a finite
+number, and turns categorical at the first cell that does not. Numeric cells are kept as
+float64 (8 bytes a cell, not a Python string); the few whose text would not be reproduced
+from the number (``007``, ``1.50``, ``1e3``) are remembered, so a column that turns
+categorical late keeps every category exactly as written.
+
+The stored format (``encode_column`` / ``decode_column``) is zlib-compressed and never pickled:
+numeric data is little-endian float64 with NaN for missing; categorical data is a 4-byte
+little-endian length, that many bytes of a UTF-8 JSON list of categories, then little-endian
+int32 codes with -1 for missing.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import struct
+import zlib
+from array import array
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from service.db.tables import ColumnKind
+
+# Cell texts that mean "no value", compared after surrounding whitespace is removed.
+MISSING_TEXTS = frozenset({"", "NA", "N/A", "NaN", "nan", "null", "NULL"})
+DATA_FORMAT = 1
+TOP_CATEGORIES = 10
+_LENGTH = struct.Struct("<I")
+
+
+class NonFiniteValue(ValueError):
+    """A column of numbers holds an infinite one, which no estimator can use."""
+
+    def __init__(self, column: str, row: int, text: str) -> None:
+        self.column, self.row, self.text = column, row, text
+        super().__init__(
+            f"Column '{column}' holds the infinite value '{text}' in row {row}; infinite "
+            "numbers are not supported: use a finite number, or leave the cell empty "
+            "for a missing value."
+        )
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class NumericColumn:
+    """A numeric column: float64 values, shape (n_rows,), NaN where missing."""
+
+    name: str
+    values: npt.NDArray[np.float64]
+
+    kind = ColumnKind.NUMERIC
+
+    def as_float(self) -> npt.NDArray[np.float64]:
+        """The column as the engine takes it: float64, NaN for missing."""
+        return self.values
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class CategoricalColumn:
+    """A categorical column: int32 codes, shape (n_rows,), into ``categories``; -1 is missing."""
+
+    name: str
+    codes: npt.NDArray[np.int32]
+    categories: tuple[str, ...]
+
+    kind = ColumnKind.CATEGORICAL
+
+    def as_float(self) -> npt.NDArray[np.float64]:
+        """The codes as float64 with NaN for missing, the engine's form of a categorical feature."""
+        out = self.codes.astype(np.float64)
+        out[self.codes < 0] = np.nan
+        return out
+
+
+ColumnData = NumericColumn | CategoricalColumn
+
+
+def _canonical_text(value: float) -> str:
+    """The text a number is written back as when its column turns categorical."""
+    if value.is_integer() and abs(value) < 1e15:
+        return str(int(value))
+    return repr(value)
+
+
+class ColumnBuilder:
+    """Collects one column's cells (row by row) and decides its kind."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+        self.n_rows = 0
+        # Numeric mode: `_numbers` is an array; categorical mode: it is None.
+        self._numbers: array[float] | None = array("d")
+        self._odd_texts: dict[int, str] = {}  # row -> text not reproduced by _canonical_text
+        self._first_infinite: int | None = None
+        self._codes = array("i")
+        self._lookup: dict[str, int] = {}
+
+    def add_text(self, text: str) -> None:
+        """Add a cell given as text; surrounding whitespace is not part of the value."""
+        text = text.strip()
+        if text in MISSING_TEXTS:
+            self.add_missing()
+            return
+        if self._numbers is not None:
+            number = _read_number(text)
+            if number is not None:
+                self.add_number(number, text)
+                return
+        self._add_category(text)
+
+    def add_number(self, value: float, text: str | None = None) -> None:
+        """Add a numeric cell; ``text`` is how it was written, if not its canonical form."""
+        if math.isnan(value):
+            self.add_missing()
+            return
+        if self._numbers is None:
+            self._add_category(text if text is not None else _canonical_text(value))
+            return
+        if math.isinf(value) and self._first_infinite is None:
+            self._first_infinite = self.n_rows
+        if text is not None and text != _canonical_text(value):
+            self._odd_texts[self.n_rows] = text
+        self._numbers.append(value)
+        self.n_rows += 1
+
+    def add_missing(self) -> None:
+        if self._numbers is not None:
+            self._numbers.append(math.nan)
+        else:
+            self._codes.append(-1)
+        self.n_rows += 1
+
+    def finish(self, *, categorical: bool = False) -> ColumnData:
+        """The finished column; ``categorical=True`` keeps even a numeric one as categories.
+
+        Raises ``NonFiniteValue`` for a numeric column that holds an infinite number.
+        """
+        if categorical and self._numbers is not None:
+            self._to_categorical()
+        if self._numbers is not None:
+            if self._first_infinite is not None:
+                row = self._first_infinite
+                text = self._odd_texts.get(row, repr(self._numbers[row]))
+                raise NonFiniteValue(self.name, row + 1, text)
+            values = np.frombuffer(self._numbers, dtype=np.float64).copy()
+            return NumericColumn(self.name, values)
+        return _sorted_categorical(self.name, self._codes, self._lookup)
+
+    def _add_category(self, text: str) -> None:
+        if self._numbers is not None:
+            self._to_categorical()
+        code = self._lookup.setdefault(text, len(self._lookup))
+        self._codes.append(code)
+        self.n_rows += 1
+
+    def _to_categorical(self) -> None:
+        numbers, self._numbers = self._numbers, None
+        assert numbers is not None
+        for row, value in enumerate(numbers):
+            if math.isnan(value):
+                self._codes.append(-1)
+                continue
+            text = self._odd_texts.get(row) or _canonical_text(value)
+            self._codes.append(self._lookup.setdefault(text, len(self._lookup)))
+        self._odd_texts.clear()
+
+
+def _read_number(text: str) -> float | None:
+    """The number ``text`` spells, or None. Infinity spellings count as numbers here."""
+    # float() also takes "1_000" and "nan"; neither is a number in a data file.
+    if "_" in text:
+        return None
+    try:
+        return float(text)
+    except ValueError:
+        return None
+
+
+def _sorted_categorical(name: str, codes: array[int], lookup: dict[str, int]) -> CategoricalColumn:
+    # Sorted categories make the codes independent of row order.
+    categories = sorted(lookup)
+    remap = np.empty(len(lookup) + 1, dtype=np.int32)
+    remap[-1] = -1  # index -1 keeps missing missing
+    for new_code, category in enumerate(categories):
+        remap[lookup[category]] = new_code
+    raw = np.frombuffer(codes, dtype=np.int32) if len(codes) else np.empty(0, np.int32)
+    return CategoricalColumn(name, remap[raw], tuple(categories))
+
+
+# --- summaries ------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class ColumnSummary:
+    n_missing: int
+    n_unique: int
+    stats: dict[str, Any]
+
+
+def summarize(column: ColumnData) -> ColumnSummary:
+    """Missing and distinct counts plus kind-specific statistics, JSON-ready."""
+    if isinstance(column, NumericColumn):
+        present = column.values[~np.isnan(column.values)]
+        stats: dict[str, Any] = {"min": None, "max": None, "mean": None, "std": None}
+        if present.size:
+            # Values near the float64 limit can overflow a mean or a std; such a statistic is
+            # left out (None) rather than stored as an infinity JSON cannot spell.
+            with np.errstate(over="ignore", invalid="ignore"):
+                computed = (present.min(), present.max(), present.mean(), present.std())
+            stats = {
+                key: float(value) if math.isfinite(value) else None
+                for key, value in zip(stats, computed, strict=True)
+            }
+        return ColumnSummary(
+            n_missing=int(column.values.size - present.size),
+            n_unique=int(np.unique(present).size),
+            stats=stats,
+        )
+    present_codes = column.codes[column.codes >= 0]
+    counts = np.bincount(present_codes, minlength=len(column.categories))
+    # Stable sort on negated counts: ties keep the categories' sorted order.
+    top = np.argsort(-counts, kind="stable")[:TOP_CATEGORIES]
+    return ColumnSummary(
+        n_missing=int(column.codes.size - present_codes.size),
+        n_unique=len(column.categories),
+        stats={"top": [{"value": column.categories[i], "count": int(counts[i])} for i in top]},
+    )
+
+
+# --- bytes ----------------------------------------------------------------------------------
+
+
+class ColumnDataError(ValueError):
+    """Stored column bytes cannot be read back."""
+
+
+def encode_column(column: ColumnData) -> bytes:
+    """The column's data in the stored format (see the module docstring)."""
+    if isinstance(column, NumericColumn):
+        payload = column.values.astype("<f8", copy=False).tobytes()
+    else:
+        header = json.dumps(list(column.categories)).encode("utf-8")
+        payload = _LENGTH.pack(len(header)) + header + column.codes.astype("<i4").tobytes()
+    return zlib.compress(payload, level=6)
+
+
+def decode_column(name: str, kind: str, data: bytes, data_format: int = DATA_FORMAT) -> ColumnData:
+    """Read back what ``encode_column`` wrote; raises ``ColumnDataError`` on damaged bytes."""
+    if data_format != DATA_FORMAT:
+        raise ColumnDataError(f"column '{name}' has unknown data format {data_format}")
+    try:
+        payload = zlib.decompress(data)
+    except zlib.error as error:
+        raise ColumnDataError(f"column '{name}' data is not zlib-compressed: {error}") from None
+    if kind == ColumnKind.NUMERIC:
+        if len(payload) % 8:
+            raise ColumnDataError(f"column '{name}' data is not a whole number of float64 values")
+        return NumericColumn(name, np.frombuffer(payload, dtype="<f8").astype(np.float64))
+    if kind != ColumnKind.CATEGORICAL:
+        raise ColumnDataError(f"column '{name}' has unknown kind '{kind}'")
+    try:
+        (length,) = _LENGTH.unpack_from(payload)
+        categories = json.loads(payload[_LENGTH.size : _LENGTH.size + length])
+        codes_bytes = payload[_LENGTH.size + length :]
+    except (struct.error, ValueError) as error:
+        raise ColumnDataError(f"column '{name}' categories are unreadable: {error}") from None
+    if not isinstance(categories, list) or not all(isinstance(c, str) for c in categories):
+        raise ColumnDataError(f"column '{name}' categories are not a list of strings")
+    if len(codes_bytes) % 4:
+        raise ColumnDataError(f"column '{name}' data is not a whole number of int32 codes")
+    codes = np.frombuffer(codes_bytes, dtype="<i4").astype(np.int32)
+    if codes.size and (codes.min() < -1 or codes.max() >= len(categories)):
+        raise ColumnDataError(f"column '{name}' has codes outside its categories")
+    return CategoricalColumn(name, codes, tuple(categories))

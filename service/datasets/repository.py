@@ -1,0 +1,88 @@
+"""All SQL about datasets: records in and out, never a commit (the caller owns the transaction)."""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Sequence
+
+from sqlalchemy import delete, func, select
+from sqlalchemy.orm import Session, undefer
+
+from service.db.tables import (
+    ACTIVE_JOB_STATUSES,
+    DatasetColumnRecord,
+    DatasetRecord,
+    JobRecord,
+)
+
+
+def add(session: Session, dataset: DatasetRecord, columns: Sequence[DatasetColumnRecord]) -> None:
+    session.add(dataset)
+    session.flush()  # the dataset row first: its columns refer to it
+    session.add_all(columns)
+    session.flush()
+
+
+def get(session: Session, dataset_id: str, *, for_update: bool = False) -> DatasetRecord | None:
+    statement = select(DatasetRecord).where(DatasetRecord.id == dataset_id)
+    if for_update:
+        # Serialises a delete with a job being created for it (PostgreSQL; SQLite ignores it).
+        statement = statement.with_for_update()
+    return session.scalars(statement).one_or_none()
+
+
+def list_page(session: Session, *, limit: int, offset: int) -> tuple[list[DatasetRecord], int]:
+    """Newest first; the id breaks ties so pages are stable."""
+    total = session.scalar(select(func.count()).select_from(DatasetRecord)) or 0
+    records = session.scalars(
+        select(DatasetRecord)
+        .order_by(DatasetRecord.created_at.desc(), DatasetRecord.id)
+        .limit(limit)
+        .offset(offset)
+    ).all()
+    return list(records), total
+
+
+def columns(session: Session, dataset_id: str) -> list[DatasetColumnRecord]:
+    """The dataset's columns in order, without their data (``data`` is a deferred column)."""
+    return list(
+        session.scalars(
+            select(DatasetColumnRecord)
+            .where(DatasetColumnRecord.dataset_id == dataset_id)
+            .order_by(DatasetColumnRecord.position)
+        ).all()
+    )
+
+
+def columns_with_data(
+    session: Session, dataset_id: str, names: Collection[str]
+) -> list[DatasetColumnRecord]:
+    """The named columns with their data loaded; names the dataset lacks are simply absent."""
+    if not names:
+        return []
+    return list(
+        session.scalars(
+            select(DatasetColumnRecord)
+            .where(
+                DatasetColumnRecord.dataset_id == dataset_id,
+                DatasetColumnRecord.name.in_(list(names)),
+            )
+            .options(undefer(DatasetColumnRecord.data))
+            .order_by(DatasetColumnRecord.position)
+        ).all()
+    )
+
+
+def count_active_jobs(session: Session, dataset_id: str) -> int:
+    """Jobs that are queued or running on this dataset."""
+    statement = (
+        select(func.count())
+        .select_from(JobRecord)
+        .where(JobRecord.dataset_id == dataset_id, JobRecord.status.in_(ACTIVE_JOB_STATUSES))
+    )
+    return session.scalar(statement) or 0
+
+
+def delete_dataset(session: Session, dataset_id: str) -> None:
+    # Columns go with it (ON DELETE CASCADE); finished jobs keep a NULL dataset_id.
+    session.execute(delete(DatasetRecord).where(DatasetRecord.id == dataset_id))
+    session.flush()

@@ -1,0 +1,236 @@
+"""Every table of the service, in one place so the schema reads top to bottom.
+
+ORM classes end in ``Record`` so that "model" always means the fitted ML model. Ids are UUID
+strings, times are timezone-aware UTC (``UTCDateTime``), and only portable types are used
+(``JSON``, ``LargeBinary`` → ``BLOB``/``BYTEA``), so the schema is the same on SQLite and
+PostgreSQL. Bulky bytes — a column's data, a model's artifact — live in their own column or
+table and are never loaded by listings. There are no ORM relationships: repositories join
+explicitly, so nothing loads behind a caller's back.
+
+Migrations in ``migrations/versions`` must match this module; a test runs Alembic's
+autogenerate comparison and fails on any difference.
+"""
+
+from __future__ import annotations
+
+import uuid
+from datetime import datetime
+from enum import StrEnum
+from typing import Any
+
+from sqlalchemy import (
+    JSON,
+    BigInteger,
+    Boolean,
+    CheckConstraint,
+    Float,
+    ForeignKey,
+    Index,
+    Integer,
+    LargeBinary,
+    String,
+    Text,
+    UniqueConstraint,
+)
+from sqlalchemy.orm import Mapped, mapped_column
+
+from service.db.base import Base
+from service.db.types import UTCDateTime, utc_now
+
+ID_LENGTH = 36
+
+
+def new_id() -> str:
+    """A fresh opaque id (a UUID4 in its canonical text form)."""
+    return str(uuid.uuid4())
+
+
+def _in(column: str, values: type[StrEnum]) -> str:
+    """SQL for ``column IN (...)`` over an enum's values, for a CHECK constraint."""
+    return f"{column} IN ({', '.join(repr(member.value) for member in values)})"
+
+
+class ColumnKind(StrEnum):
+    NUMERIC = "numeric"
+    CATEGORICAL = "categorical"
+
+
+class JobStatus(StrEnum):
+    QUEUED = "queued"
+    RUNNING = "running"
+    SUCCEEDED = "succeeded"
+    FAILED = "failed"
+    CANCELLED = "cancelled"
+
+
+# A dataset cannot be deleted while a job in one of these states uses it.
+ACTIVE_JOB_STATUSES = (JobStatus.QUEUED, JobStatus.RUNNING)
+
+
+# --- datasets -----------------------------------------------------------------------------
+
+
+class DatasetRecord(Base):
+    """An uploaded table; immutable once created. Its columns are ``DatasetColumnRecord`` rows."""
+
+    __tablename__ = "datasets"
+    __table_args__ = (Index("ix_datasets_created_at", "created_at"),)
+
+    id: Mapped[str] = mapped_column(String(ID_LENGTH), primary_key=True, default=new_id)
+    # Text, not String(n): names are echoed verbatim, however long.
+    name: Mapped[str] = mapped_column(Text)
+    n_rows: Mapped[int] = mapped_column(Integer)
+    n_columns: Mapped[int] = mapped_column(Integer)
+    # Of the upload as received (CSV file or JSON body), so a client can tell duplicates apart.
+    size_bytes: Mapped[int] = mapped_column(BigInteger)
+    sha256: Mapped[str] = mapped_column(String(64))
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime(), default=utc_now)
+
+
+class DatasetColumnRecord(Base):
+    """One column of a dataset: its summary and, deferred, its data.
+
+    One row per column lets a job read only the columns it trains on. ``data`` is zlib-compressed
+    and never pickled (``service.datasets.columns`` owns the format): numeric columns are
+    little-endian float64 with NaN for missing; categorical ones are a JSON list of category
+    strings followed by little-endian int32 codes, -1 for missing.
+    """
+
+    __tablename__ = "dataset_columns"
+    __table_args__ = (
+        CheckConstraint(_in("kind", ColumnKind), name="kind"),
+        # No unique index on (dataset_id, name): PostgreSQL cannot index arbitrarily long text,
+        # and names are unique by construction at ingestion.
+    )
+
+    dataset_id: Mapped[str] = mapped_column(
+        ForeignKey("datasets.id", ondelete="CASCADE"), primary_key=True
+    )
+    position: Mapped[int] = mapped_column(Integer, primary_key=True)
+    name: Mapped[str] = mapped_column(Text)
+    kind: Mapped[str] = mapped_column(String(16))
+    n_missing: Mapped[int] = mapped_column(Integer)
+    n_unique: Mapped[int] = mapped_column(Integer)
+    # numeric: {"min", "max", "mean", "std"}; categorical: {"top": [{"value", "count"}, ...]}.
+    stats: Mapped[dict[str, Any]] = mapped_column(JSON)
+    # Bumped when the byte layout of `data` changes, so old rows stay readable.
+    data_format: Mapped[int] = mapped_column(Integer, default=1)
+    data: Mapped[bytes] = mapped_column(LargeBinary, deferred=True)
+
+
+# --- jobs: the row is the queue -------------------------------------------------------------
+
+
+class JobRecord(Base):
+    """One training request; its status column is the work queue.
+
+    ``queued → running → succeeded | failed | cancelled``. A worker claims a queued row by a
+    guarded UPDATE, holds it by a lease it renews with heartbeats, and polls ``cancel_requested``.
+    ``model_id`` repeats ``ModelRecord.job_id`` (the foreign key) for cheap reads and has no
+    constraint of its own, which would make the two tables depend on each other.
+    """
+
+    __tablename__ = "jobs"
+    __table_args__ = (
+        CheckConstraint(_in("status", JobStatus), name="status"),
+        CheckConstraint("progress >= 0 AND progress <= 1", name="progress"),
+        CheckConstraint("attempts >= 0 AND max_attempts >= 1", name="attempts"),
+        # The claim: the oldest queued job. Also serves listings filtered by status.
+        Index("ix_jobs_status_created_at", "status", "created_at"),
+        # Stale-lease recovery: running jobs whose lease has passed.
+        Index("ix_jobs_status_lease_expires_at", "status", "lease_expires_at"),
+        # "Is this dataset in use?" before a delete.
+        Index("ix_jobs_dataset_id_status", "dataset_id", "status"),
+        Index("ix_jobs_created_at", "created_at"),
+    )
+
+    id: Mapped[str] = mapped_column(String(ID_LENGTH), primary_key=True, default=new_id)
+    name: Mapped[str | None] = mapped_column(Text)
+    # SET NULL: finished jobs outlive their dataset; active ones block its deletion.
+    dataset_id: Mapped[str | None] = mapped_column(ForeignKey("datasets.id", ondelete="SET NULL"))
+    method: Mapped[str] = mapped_column(String(64))
+    task: Mapped[str] = mapped_column(String(32))
+    target: Mapped[str] = mapped_column(Text)
+    features: Mapped[list[str]] = mapped_column(JSON)
+    params: Mapped[dict[str, Any]] = mapped_column(JSON)
+    validation: Mapped[dict[str, Any]] = mapped_column(JSON)
+    seed: Mapped[int | None] = mapped_column(Integer)
+
+    status: Mapped[str] = mapped_column(String(16), default=JobStatus.QUEUED)
+    progress: Mapped[float] = mapped_column(Float, default=0.0)
+    stage: Mapped[str | None] = mapped_column(Text)
+    error_code: Mapped[str | None] = mapped_column(String(64))
+    error_message: Mapped[str | None] = mapped_column(Text)
+
+    attempts: Mapped[int] = mapped_column(Integer, default=0)
+    max_attempts: Mapped[int] = mapped_column(Integer, default=3)
+    # Not claimable before this time (retry back-off); NULL means at once.
+    run_after: Mapped[datetime | None] = mapped_column(UTCDateTime())
+    cancel_requested: Mapped[bool] = mapped_column(Boolean, default=False)
+    lease_owner: Mapped[str | None] = mapped_column(String(255))
+    lease_expires_at: Mapped[datetime | None] = mapped_column(UTCDateTime())
+    heartbeat_at: Mapped[datetime | None] = mapped_column(UTCDateTime())
+
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime(), default=utc_now)
+    started_at: Mapped[datetime | None] = mapped_column(UTCDateTime())
+    finished_at: Mapped[datetime | None] = mapped_column(UTCDateTime())
+    model_id: Mapped[str | None] = mapped_column(String(ID_LENGTH))
+
+
+# --- models ---------------------------------------------------------------------------------
+
+
+class ModelRecord(Base):
+    """A fitted ensemble's description: everything about it except the artifact bytes."""
+
+    __tablename__ = "models"
+    __table_args__ = (
+        Index("ix_models_created_at", "created_at"),
+        Index("ix_models_method_created_at", "method", "created_at"),
+    )
+
+    id: Mapped[str] = mapped_column(String(ID_LENGTH), primary_key=True, default=new_id)
+    name: Mapped[str | None] = mapped_column(Text)
+    job_id: Mapped[str] = mapped_column(ForeignKey("jobs.id"), unique=True)
+    # No foreign key: a model stays usable after its training data is deleted.
+    dataset_id: Mapped[str] = mapped_column(String(ID_LENGTH))
+    method: Mapped[str] = mapped_column(String(64))
+    task: Mapped[str] = mapped_column(String(32))
+    target: Mapped[str] = mapped_column(Text)
+    features: Mapped[list[dict[str, Any]]] = mapped_column(JSON)  # [{"name", "kind"}]
+    classes: Mapped[list[Any] | None] = mapped_column(JSON)
+    params: Mapped[dict[str, Any]] = mapped_column(JSON)  # resolved, defaults included
+    # Category lists per categorical feature as used at training, to encode predict inputs.
+    encoding: Mapped[dict[str, Any]] = mapped_column(JSON)
+    metrics: Mapped[dict[str, Any]] = mapped_column(JSON)
+    curves: Mapped[dict[str, Any] | None] = mapped_column(JSON)
+    n_estimators: Mapped[int | None] = mapped_column(Integer)
+    size_bytes: Mapped[int] = mapped_column(BigInteger)
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime(), default=utc_now)
+
+
+class ModelArtifactRecord(Base):
+    """The serialised estimator (``engine.save_model`` bytes), apart so listings never load it."""
+
+    __tablename__ = "model_artifacts"
+
+    model_id: Mapped[str] = mapped_column(
+        ForeignKey("models.id", ondelete="CASCADE"), primary_key=True
+    )
+    data: Mapped[bytes] = mapped_column(LargeBinary)
+    size_bytes: Mapped[int] = mapped_column(BigInteger)
+    sha256: Mapped[str] = mapped_column(String(64))
+
+
+class ImportanceRecord(Base):
+    """One kind of feature importance of one model (impurity, permutation, shap, ...)."""
+
+    __tablename__ = "importances"
+    __table_args__ = (UniqueConstraint("model_id", "kind", name="uq_importances_model_id_kind"),)
+
+    id: Mapped[str] = mapped_column(String(ID_LENGTH), primary_key=True, default=new_id)
+    model_id: Mapped[str] = mapped_column(ForeignKey("models.id", ondelete="CASCADE"))
+    kind: Mapped[str] = mapped_column(String(32))
+    # {"features": [{"name", "importance", "std"}, ...]}, sorted by importance.
+    payload: Mapped[dict[str, Any]] = mapped_column(JSON)
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime(), default=utc_now)
