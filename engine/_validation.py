@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import numbers
+import warnings
 from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
 
 __all__ = [
+    "DataConversionWarning",
     "check_X",
     "check_sample_weight",
     "check_target",
@@ -17,7 +19,21 @@ __all__ = [
 ]
 
 
-def check_X(X: Any, *, n_features: int | None = None, name: str = "X") -> NDArray[np.float64]:
+class DataConversionWarning(UserWarning):
+    """The input was converted to the shape or type the estimator needs (e.g. a column y).
+
+    Named like scikit-learn's warning of the same meaning, so tooling that reads warnings by
+    name treats both alike.
+    """
+
+
+def check_X(
+    X: Any,
+    *,
+    n_features: int | None = None,
+    name: str = "X",
+    estimator: str = "the estimator",
+) -> NDArray[np.float64]:
     """Return ``X`` as a C-contiguous 2-D float64 array; NaN (missing) allowed, inf refused.
 
     Parameters
@@ -25,6 +41,10 @@ def check_X(X: Any, *, n_features: int | None = None, name: str = "X") -> NDArra
     X : array-like of shape (n_samples, n_features)
     n_features : int, optional
         When given (at predict time), the number of columns ``X`` must have.
+    name : str
+        What to call ``X`` in error messages.
+    estimator : str
+        What to call the estimator in error messages (its class name).
     """
     if hasattr(X, "toarray") or hasattr(X, "tocsr"):
         raise TypeError(f"Sparse input is not supported; pass a dense array as {name}.")
@@ -32,45 +52,67 @@ def check_X(X: Any, *, n_features: int | None = None, name: str = "X") -> NDArra
     if np.iscomplexobj(array):
         raise ValueError("Complex data not supported.")
     if array.dtype.kind in "OUS":
-        try:
-            array = array.astype(np.float64)
-        except (TypeError, ValueError):
-            raise ValueError(
-                f"{name} must be numeric; encode categorical columns as integer codes "
-                "and pass their indices in categorical_features."
-            ) from None
+        array = _as_numeric(array, name)
     if array.ndim != 2:
         raise ValueError(
             f"Expected a 2D array for {name}, got {array.ndim}D. Reshape your data with "
             "array.reshape(-1, 1) for a single feature or array.reshape(1, -1) for a single sample."
         )
+    # The wording of these messages follows scikit-learn's, which its tooling matches.
     if array.shape[0] == 0:
-        raise ValueError(f"{name} has 0 samples (shape={array.shape}); a minimum of 1 is required.")
+        raise ValueError(
+            f"{name} has 0 sample(s) (shape={array.shape}) while a minimum of 1 is required."
+        )
     if array.shape[1] == 0:
         raise ValueError(
-            f"{name} has 0 features (shape={array.shape}); a minimum of 1 is required."
+            f"{name} has 0 feature(s) (shape={array.shape}) while a minimum of 1 is required."
+        )
+    if n_features is not None and array.shape[1] != n_features:
+        raise ValueError(
+            f"{name} has {array.shape[1]} features, but {estimator} is expecting "
+            f"{n_features} features as input."
         )
     array = np.ascontiguousarray(array, dtype=np.float64)
     if np.isinf(array).any():
         raise ValueError(f"{name} contains infinity; use NaN for missing values.")
-    if n_features is not None and array.shape[1] != n_features:
-        raise ValueError(
-            f"{name} has {array.shape[1]} features, but the estimator was fitted with "
-            f"{n_features} features."
-        )
     return array
+
+
+def _as_numeric(array: NDArray[Any], name: str) -> NDArray[np.float64]:
+    """Object or string arrays as float64: numeric strings convert, anything else is refused.
+
+    Text that is not a number is a ValueError (bad values); objects that are neither strings
+    nor numbers (dicts, lists) are a TypeError (bad types), as in NumPy itself.
+    """
+    try:
+        return array.astype(np.float64)
+    except ValueError:
+        raise ValueError(
+            f"{name} must be numeric; encode categorical columns as integer codes "
+            "and pass their indices in categorical_features."
+        ) from None
+    except TypeError as exc:
+        raise TypeError(f"{name} must be numeric: {exc}.") from None
 
 
 def check_target(y: Any, n_samples: int, *, numeric: bool) -> NDArray[Any]:
     """Return ``y`` as a 1-D array of length ``n_samples``.
 
     Regression targets must be finite floats; classification labels may be any hashable
-    scalars numpy can sort (ints, strings, bools).
+    scalars numpy can sort (ints, strings, bools), and floats only when they are integral
+    (a continuous target given to a classifier is refused, not silently made into classes).
+    A column vector of shape (n_samples, 1) is accepted with a :class:`DataConversionWarning`.
     """
     if y is None:
         raise ValueError("This estimator requires y to be passed, but the target y is None.")
     array = np.asarray(y)
     if array.ndim == 2 and array.shape[1] == 1:
+        warnings.warn(
+            "A column-vector y was passed when a 1d array was expected. Please change the "
+            "shape of y to (n_samples,), for example using ravel().",
+            DataConversionWarning,
+            stacklevel=3,
+        )
         array = array.ravel()
     if array.ndim != 1:
         raise ValueError(f"y must be 1-dimensional; got shape {array.shape}.")
@@ -88,6 +130,11 @@ def check_target(y: Any, n_samples: int, *, numeric: bool) -> NDArray[Any]:
             raise ValueError("y contains NaN or infinity; drop or impute those rows.")
     elif array.dtype.kind == "f" and not np.isfinite(array).all():
         raise ValueError("y contains NaN or infinity; class labels must be finite.")
+    elif array.dtype.kind == "f" and (array != np.floor(array)).any():
+        raise ValueError(
+            "Unknown label type: 'continuous'. A classifier needs class labels (integers, "
+            "strings or booleans); use a regressor for a continuous target."
+        )
     elif array.dtype.kind == "O" and any(v is None for v in array):
         raise ValueError("y contains None; class labels must all be present.")
     return array

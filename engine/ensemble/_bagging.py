@@ -25,7 +25,7 @@ from engine._targets import encode_labels
 from engine._validation import check_sample_weight, check_target, check_X, resolve_seed_sequence
 from engine.base import ClassifierMixin, RegressorMixin, clone
 from engine.callbacks import Callback
-from engine.ensemble._forest import ENSEMBLE_CONSTRAINTS
+from engine.ensemble._forest import ENSEMBLE_CONSTRAINTS, finish_fit, prepare_input
 from engine.ensemble._sampling import MemberSampling, draw_member, member_seeds
 from engine.ensemble._tree_ensemble import BaseTreeEnsemble, _MemberResult
 from engine.parallel import SharedData
@@ -126,12 +126,16 @@ class BaseBagging(BaseTreeEnsemble):
     def _sampling_settings(self) -> tuple[Any, bool, Any, bool]:
         return self.max_samples, self.bootstrap, self.max_features, self.bootstrap_features
 
+    def _prepare(self, X: Any) -> NDArray[np.float64]:
+        return prepare_input(self, X)
+
     def _bagging_fit(
         self, X: Any, y: Any, sample_weight: Any, callbacks: list[Callback] | None
     ) -> None:
         prototype = self._member_prototype()
         if isinstance(prototype, DecisionTreeClassifier | DecisionTreeRegressor):
             self._fit(X, y, sample_weight, callbacks)
+            finish_fit(self)
             return
         self._validate_params()
         X = check_X(X)
@@ -246,7 +250,8 @@ class BaggingClassifier(ClassifierMixin, BaseBagging):
         return self._mean_member_output(self._prepare(X))
 
     def predict(self, X: Any) -> NDArray[Any]:
-        return self.classes_[self.predict_proba(X).argmax(axis=1)]
+        probabilities = self.predict_proba(X)
+        return self.classes_[probabilities.argmax(axis=1)]
 
 
 class BaggingRegressor(RegressorMixin, BaseBagging):

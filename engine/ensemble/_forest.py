@@ -14,7 +14,8 @@ import numpy as np
 from numpy.typing import NDArray
 
 from engine._params import Boolean, Constraint, Interval, MappingValue, NoneValue, Options
-from engine.base import ClassifierMixin, RegressorMixin
+from engine._validation import check_X
+from engine.base import ClassifierMixin, RegressorMixin, check_is_fitted
 from engine.callbacks import Callback
 from engine.ensemble._tree_ensemble import BaseTreeEnsemble
 from engine.tree._binning import MAX_BINS
@@ -48,6 +49,23 @@ FOREST_CONSTRAINTS: dict[str, list[Constraint]] = {
 }
 
 
+def prepare_input(ensemble: BaseTreeEnsemble, X: Any) -> NDArray[np.float64]:
+    """``X`` validated against the fitted ensemble and encoded for its members.
+
+    As ``BaseTreeEnsemble._prepare``, but naming the estimator in the feature-count error,
+    as scikit-learn's tooling expects; the override can go once that method does so itself.
+    """
+    check_is_fitted(ensemble, "members_")
+    X = check_X(X, n_features=ensemble.n_features_in_, estimator=type(ensemble).__name__)
+    mapper = getattr(ensemble, "bin_mapper_", None)
+    return X if mapper is None else mapper.encode_for_prediction(X)
+
+
+def finish_fit(ensemble: BaseTreeEnsemble) -> None:
+    """Build the packed prediction arrays now, so that predicting never changes the model."""
+    ensemble._packed()
+
+
 class BaseForest(BaseTreeEnsemble):
     """Forest hyperparameters live on the forest itself; each tree reads them from there."""
 
@@ -60,6 +78,9 @@ class BaseForest(BaseTreeEnsemble):
 
     def _sampling_settings(self) -> tuple[Any, bool, Any, bool]:
         return self.max_samples, self.bootstrap, None, False
+
+    def _prepare(self, X: Any) -> NDArray[np.float64]:
+        return prepare_input(self, X)
 
 
 class _ForestClassifier(ClassifierMixin, BaseForest):
@@ -77,6 +98,7 @@ class _ForestClassifier(ClassifierMixin, BaseForest):
         callbacks: list[Callback] | None = None,
     ) -> Any:
         self._fit(X, y, sample_weight, callbacks)
+        finish_fit(self)
         return self
 
     def predict_proba(self, X: Any) -> NDArray[np.float64]:
@@ -84,7 +106,8 @@ class _ForestClassifier(ClassifierMixin, BaseForest):
         return self._mean_member_output(self._prepare(X))
 
     def predict(self, X: Any) -> NDArray[Any]:
-        return self.classes_[self.predict_proba(X).argmax(axis=1)]
+        probabilities = self.predict_proba(X)
+        return self.classes_[probabilities.argmax(axis=1)]
 
 
 class _ForestRegressor(RegressorMixin, BaseForest):
@@ -96,6 +119,7 @@ class _ForestRegressor(RegressorMixin, BaseForest):
         callbacks: list[Callback] | None = None,
     ) -> Any:
         self._fit(X, y, sample_weight, callbacks)
+        finish_fit(self)
         return self
 
     def predict(self, X: Any) -> NDArray[np.float64]:

@@ -117,7 +117,10 @@ class BaseDecisionTree(BaseEstimator):
         root = resolve_seed_sequence(self.random_state)
         binning_seed, tree_seed = root.spawn(2)
         mapper = BinMapper(self.max_bins, seed=int(binning_seed.generate_state(1)[0]))
-        mapper.fit(X, categorical_mask(self.categorical_features, X.shape[1]))
+        # Rows of zero weight take no part in the tree, so they must not place bin edges
+        # either: a zero weight then means the same as leaving the row out.
+        weighted_rows = X if weights.all() else X[weights > 0]
+        mapper.fit(weighted_rows, categorical_mask(self.categorical_features, X.shape[1]))
         data = BinnedData.from_mapper(mapper.transform(X), target, mapper)
         limits = resolve_limits(self, X.shape[0], float(weights.sum()), X.shape[1])
         spec = TreeSpec(
@@ -134,12 +137,13 @@ class BaseDecisionTree(BaseEstimator):
 
     def _prepare(self, X: Any) -> NDArray[np.float64]:
         check_is_fitted(self, "tree_")
-        X = check_X(X, n_features=self.n_features_in_)
+        X = check_X(X, n_features=self.n_features_in_, estimator=type(self).__name__)
         return self.bin_mapper_.encode_for_prediction(X)
 
     def apply(self, X: Any) -> NDArray[np.intp]:
         """Index of the leaf each sample lands in, shape (n_samples,)."""
-        return self.tree_.apply(self._prepare(X))
+        X = self._prepare(X)
+        return self.tree_.apply(X)
 
     def get_depth(self) -> int:
         check_is_fitted(self, "tree_")
@@ -228,10 +232,12 @@ class DecisionTreeClassifier(ClassifierMixin, BaseDecisionTree):
 
     def predict_proba(self, X: Any) -> NDArray[np.float64]:
         """Class probabilities (leaf class proportions), shape (n_samples, n_classes)."""
-        return self.tree_.predict(self._prepare(X))
+        X = self._prepare(X)
+        return self.tree_.predict(X)
 
     def predict(self, X: Any) -> NDArray[Any]:
-        return self.classes_[self.predict_proba(X).argmax(axis=1)]
+        probabilities = self.predict_proba(X)
+        return self.classes_[probabilities.argmax(axis=1)]
 
 
 class DecisionTreeRegressor(RegressorMixin, BaseDecisionTree):
@@ -286,4 +292,5 @@ class DecisionTreeRegressor(RegressorMixin, BaseDecisionTree):
         return self
 
     def predict(self, X: Any) -> NDArray[np.float64]:
-        return self.tree_.predict(self._prepare(X))[:, 0]
+        X = self._prepare(X)
+        return self.tree_.predict(X)[:, 0]
