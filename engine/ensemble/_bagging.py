@@ -138,6 +138,7 @@ class BaseBagging(BaseTreeEnsemble):
             finish_fit(self)
             return
         self._validate_params()
+        self._forget_fit()
         X = check_X(X)
         n_samples, n_features = X.shape
         target = check_target(y, n_samples, numeric=not self._classification)
@@ -150,14 +151,14 @@ class BaseBagging(BaseTreeEnsemble):
         track_oob = self.oob_score or self.early_stopping == "oob"
         if track_oob and not sampling.bootstrap and sampling.n_draws == n_samples:
             raise ValueError("Out-of-bag estimates need bootstrap=True or max_samples < 1.")
-        self.n_features_in_ = n_features
-        self._sampling = sampling
         seeds = member_seeds(resolve_seed_sequence(self.random_state), self.n_estimators)
         tasks = [
             _EstimatorTask(int(seed), prototype, sampling, n_classes, track_oob) for seed in seeds
         ]
         shared = {"X": X, "target": target, "sample_weight": weights}
         self._fit_members(_fit_estimator_member, shared, tasks, target, seeds, callbacks, track_oob)
+        self.n_features_in_ = n_features
+        self._sampling = sampling
 
     @property
     def estimators_(self) -> list[Any]:

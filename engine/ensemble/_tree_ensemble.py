@@ -140,7 +140,9 @@ class BaseTreeEnsemble(BaseEstimator):
         root = resolve_seed_sequence(self.random_state)
         binning_seed, members_seed = root.spawn(2)
         mapper = BinMapper(settings.max_bins, seed=int(binning_seed.generate_state(1)[0]))
-        mapper.fit(X, categorical_mask(settings.categorical_features, n_features))
+        # Rows of zero weight take no part in any member, so they place no bin edges either.
+        weighted_rows = X if weights.all() else X[weights > 0]
+        mapper.fit(weighted_rows, categorical_mask(settings.categorical_features, n_features))
         data = BinnedData.from_mapper(mapper.transform(X), target, mapper)
         sampling = self._resolve_sampling(n_samples, n_features)
         spec = TreeSpec(

@@ -103,6 +103,8 @@ class BaseDecisionTree(BaseEstimator):
         classification: bool,
     ) -> None:
         self._validate_params()
+        for name in [n for n in vars(self) if n.endswith("_") and not n.startswith("__")]:
+            delattr(self, name)  # a failed refit must not leave the previous model behind
         X = check_X(X)
         target = check_target(y, X.shape[0], numeric=not classification)
         weights = check_sample_weight(sample_weight, X.shape[0])
@@ -129,11 +131,13 @@ class BaseDecisionTree(BaseEstimator):
             limits=limits,
             n_classes=n_classes,
         )
-        self.tree_ = build_tree(data, weights, spec, np.random.default_rng(tree_seed))
+        tree = build_tree(data, weights, spec, np.random.default_rng(tree_seed))
+        # The callback may interrupt; only a fit it lets finish becomes this model.
+        notify(callbacks, ProgressEvent(type(self).__name__, 1, 1))
+        self.tree_ = tree
         self.bin_mapper_ = mapper
         self.n_features_in_ = X.shape[1]
         self.max_features_ = limits.max_features
-        notify(callbacks, ProgressEvent(type(self).__name__, 1, 1))
 
     def _prepare(self, X: Any) -> NDArray[np.float64]:
         check_is_fitted(self, "tree_")

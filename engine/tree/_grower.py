@@ -105,8 +105,13 @@ class _Growth:
         self.limits = limits
         self.rng = rng
         n_features = ctx.binned.shape[1]
+        candidates = np.arange(n_features) if feature_subset is None else np.asarray(feature_subset)
+        per_round = limits.max_features or candidates.size
+        # When every node searches every feature, ties between features go to the first
+        # one searched: a random order per tree keeps such ties from always favouring the
+        # same feature (scikit-learn shuffles the features at every node for the same reason).
         self.candidates = (
-            np.arange(n_features) if feature_subset is None else np.asarray(feature_subset)
+            rng.permutation(candidates) if per_round >= candidates.size else candidates
         )
         self.table = _NodeTable()
         size = 64

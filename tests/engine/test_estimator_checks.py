@@ -12,7 +12,6 @@ so a check that starts passing fails the run until its entry is removed):
 |------------------------------------------------|------------------------------------|--------|
 | check_estimators_unfitted                      | all                                | engine.base.NotFittedError cannot subclass sklearn.exceptions.NotFittedError without importing scikit-learn at run time; test_unfitted_estimators_raise_not_fitted_error holds the contract with the engine's class |
 | check_sample_weight_equivalence_on_dense_data  | RandomForest*, Bagging*, any forest with bootstrap=True | members draw bootstrap samples of n_samples rows, so repeating rows changes every draw (stochastic by design; scikit-learn xfails this for its forests and bagging too) |
-| check_sample_weight_equivalence_on_dense_data  | ExtraTrees* (bootstrap=False)      | ensemble bin edges are fitted on all rows, zero-weight rows included (BaseTreeEnsemble._fit in engine/ensemble/_tree_ensemble.py); fitting the BinMapper on X[weights > 0] there makes this pass |
 
 The decision trees pass the weight-equivalence check because their bin edges ignore rows of
 zero weight. In general (more than ``max_bins`` distinct values in a feature) bin edges are
@@ -42,7 +41,6 @@ from engine import (
     RandomForestRegressor,
 )
 from engine.base import NotFittedError
-from engine.ensemble._forest import BaseForest
 
 N_MEMBERS = 5
 
@@ -77,11 +75,6 @@ BOOTSTRAP_REASON = (
     "members draw bootstrap samples of n_samples rows, so repeating rows changes every draw "
     "(stochastic by design; scikit-learn xfails this for its forests and bagging too)"
 )
-ENSEMBLE_BINNING_REASON = (
-    "ensemble bin edges are fitted on all rows, zero-weight rows included "
-    "(BaseTreeEnsemble._fit in engine/ensemble/_tree_ensemble.py); fitting the BinMapper on "
-    "X[weights > 0] there makes this pass"
-)
 
 
 def _draws_bootstrap(estimator: Any) -> bool:
@@ -95,8 +88,6 @@ def expected_failed_checks(estimator: Any) -> dict[str, str]:
     failures = {"check_estimators_unfitted": UNFITTED_REASON}
     if _draws_bootstrap(estimator):
         failures["check_sample_weight_equivalence_on_dense_data"] = BOOTSTRAP_REASON
-    elif isinstance(estimator, BaseForest):
-        failures["check_sample_weight_equivalence_on_dense_data"] = ENSEMBLE_BINNING_REASON
     return failures
 
 
