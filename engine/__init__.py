@@ -16,6 +16,8 @@ from engine.boosting import (
     GradientBoostingClassifier,
     GradientBoostingRegressor,
     RegionBoostClassifier,
+    XGBoostClassifier,
+    XGBoostRegressor,
 )
 from engine.callbacks import ProgressEvent, TrainingInterrupted
 from engine.ensemble import (
@@ -28,6 +30,7 @@ from engine.ensemble import (
 )
 from engine.inspection import permutation_importance
 from engine.persistence import ModelFormatError, load_model, model_manifest, save_model
+from engine.shap import tree_contributions
 from engine.tree import DecisionTreeClassifier, DecisionTreeRegressor
 
 __all__ = [
@@ -48,8 +51,11 @@ __all__ = [
     "RandomForestRegressor",
     "RegionBoostClassifier",
     "TrainingInterrupted",
+    "XGBoostClassifier",
+    "XGBoostRegressor",
     "load_model",
     "model_manifest",
     "permutation_importance",
     "save_model",
+    "tree_contributions",
 ]

@@ -11,6 +11,8 @@ from engine.boosting import (
     GradientBoostingClassifier,
     GradientBoostingRegressor,
     RegionBoostClassifier,
+    XGBoostClassifier,
+    XGBoostRegressor,
 )
 from engine.ensemble._bagging import BaggingClassifier, BaggingRegressor, EstimatorMember
 from engine.ensemble._forest import (
@@ -44,6 +46,8 @@ MODEL_CLASSES: tuple[type, ...] = (
     RandomForestRegressor,
     RegionBoostClassifier,
     Tree,
+    XGBoostClassifier,
+    XGBoostRegressor,
 )
 
 for _cls in MODEL_CLASSES:

@@ -70,6 +70,8 @@ __all__ = [
 # chunks of about 8 MB per array (measured faster than 32 MB chunks: fewer cache misses and
 # page faults on the temporaries).
 CHUNK_ELEMENTS = 1 << 20
+# Largest pattern table (leaves × slots × patterns) built for one group of leaves.
+TABLE_ELEMENTS = 1 << 22
 # Leaves are processed in groups whose numbers of distinct path features differ by less
 # than this (see _leaf_groups).
 SLOT_GROUP = 4
@@ -162,6 +164,7 @@ def _leaf_paths(
     paths: list[list[tuple[int, bool]]],
     slot_lists: list[list[int]],
 ) -> _LeafPaths:
+    """Pad the given leaves' paths into arrays and fold cover ratios into zero fractions."""
     nodes = tree.nodes
     cover = nodes["weighted_n_samples"].astype(np.float64)
     children = nodes["left_child"].astype(np.intp)
@@ -363,7 +366,7 @@ def _use_pattern_table(paths: _LeafPaths, n_samples: int) -> bool:
     """Tabulate patterns when there are fewer of them than rows and the table is small."""
     n_patterns = 2**paths.n_slots
     table_size = paths.n_leaves * (paths.n_slots + 1) * n_patterns
-    return n_patterns <= n_samples and table_size <= CHUNK_ELEMENTS
+    return n_patterns <= n_samples and table_size <= TABLE_ELEMENTS
 
 
 def _group_kernel(

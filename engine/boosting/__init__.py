@@ -1,9 +1,11 @@
-"""Boosting: AdaBoost and its relatives (arcing, RegionBoost) and Friedman's gradient boosting."""
+"""Boosting: AdaBoost and its relatives, Friedman's gradient boosting, XGBoost-style boosting."""
 
+from engine.boosting import _explain  # noqa: F401  (registers boosting with TreeSHAP)
 from engine.boosting._adaboost import AdaBoostClassifier
 from engine.boosting._adaboost_r2 import AdaBoostRegressor
 from engine.boosting._arcing import ArcX4Classifier, RegionBoostClassifier
 from engine.boosting._gradient import GradientBoostingClassifier, GradientBoostingRegressor
+from engine.boosting._xgboost import XGBoostClassifier, XGBoostRegressor
 
 __all__ = [
     "AdaBoostClassifier",
@@ -12,4 +14,6 @@ __all__ = [
     "GradientBoostingClassifier",
     "GradientBoostingRegressor",
     "RegionBoostClassifier",
+    "XGBoostClassifier",
+    "XGBoostRegressor",
 ]

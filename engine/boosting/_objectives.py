@@ -123,7 +123,14 @@ def resolve_objective(
 ) -> Objective:
     """The :class:`Objective` for a name (``reg:quantileerror`` takes ``quantile_alpha``)."""
     if callable(objective):
-        return Objective("custom", objective, lambda y, w: np.zeros(1))
+        user = objective
+
+        def gradients(y: Array, raw: Array) -> tuple[Array, Array]:
+            # A single-output user objective sees scores of shape (n,), as in XGBoost.
+            grad, hess = user(y, raw[:, 0] if raw.shape[1] == 1 else raw)
+            return np.asarray(grad, dtype=np.float64), np.asarray(hess, dtype=np.float64)
+
+        return Objective("custom", gradients, lambda y, w: np.zeros(1))
     if objective == "reg:quantileerror":
         return Objective(
             "reg:quantileerror",

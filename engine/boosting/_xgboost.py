@@ -1,0 +1,608 @@
+"""XGBoost-style boosting: second-order trees with regularised leaf weights (seeds 002/003).
+
+Each round computes every row's gradient g and hessian h of the loss at the current raw
+score, grows a tree with the :class:`~engine.tree._criteria.Newton` criterion — split gain
+``½[G_L²/(H_L+λ) + G_R²/(H_R+λ) − (G_L+G_R)²/(H_L+H_R+λ)] − γ``, leaf weight
+``w* = −G/(H+λ)`` (L1 ``reg_alpha`` soft-thresholds G), ``min_child_weight`` on the hessian
+cover — and adds ``learning_rate · w*`` of the row's leaf to its score. Features are binned
+once per fit (``tree_method="hist"``, seed 003's approximate global split finding). Seed 002
+prints the gain with H_L where H_R belongs in the second term; the correct form is used.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any, ClassVar
+
+import numpy as np
+from numpy.typing import NDArray
+
+from engine._params import (
+    CallableValue,
+    Constraint,
+    Interval,
+    NoneValue,
+    Options,
+    RandomStateValue,
+    SequenceValue,
+)
+from engine._targets import encode_labels
+from engine._validation import check_sample_weight, check_target, check_X, resolve_seed_sequence
+from engine.base import BaseEstimator, ClassifierMixin, RegressorMixin, check_is_fitted
+from engine.boosting._losses import grouped_weighted_quantile
+from engine.boosting._objectives import OBJECTIVES, Objective, resolve_objective, softmax
+from engine.callbacks import Callback, ProgressEvent, notify
+from engine.tree._binning import MAX_BINS, BinMapper, categorical_mask
+from engine.tree._build import BinnedData, TreeSpec, build_newton_tree
+from engine.tree._criteria import Newton
+from engine.tree._grower import GrowthLimits
+from engine.tree._packed import PackedTrees
+from engine.tree._tree import Tree
+
+__all__ = ["XGBoostClassifier", "XGBoostRegressor"]
+
+FloatArray = NDArray[np.float64]
+UNIT_INTERVAL = Interval("real", 0.0, 1.0, closed="right")
+NON_NEGATIVE = Interval("real", 0.0, None)
+EVAL_METRICS = ("rmse", "mae", "logloss", "mlogloss", "error", "merror", "poisson-nloglik")
+IMPORTANCE_TYPES = ("weight", "gain", "total_gain", "cover", "total_cover")
+
+XGBOOST_CONSTRAINTS: dict[str, list[Constraint]] = {
+    "n_estimators": [Interval("int", 1, None)],
+    "learning_rate": [Interval("real", 0.0, None, closed="neither")],
+    "max_depth": [Interval("int", 1, None), NoneValue()],
+    "max_leaves": [Interval("int", 2, None), NoneValue()],
+    "grow_policy": [Options(("depthwise", "lossguide"))],
+    "min_child_weight": [NON_NEGATIVE],
+    "gamma": [NON_NEGATIVE],
+    "reg_lambda": [NON_NEGATIVE],
+    "reg_alpha": [NON_NEGATIVE],
+    "max_delta_step": [NON_NEGATIVE],
+    "subsample": [UNIT_INTERVAL],
+    "colsample_bytree": [UNIT_INTERVAL],
+    "colsample_bynode": [UNIT_INTERVAL],
+    "max_bins": [Interval("int", 2, MAX_BINS)],
+    "quantile_alpha": [Interval("real", 0.0, 1.0, closed="neither")],
+    "base_score": [Interval("real", None, None), NoneValue()],
+    "early_stopping_rounds": [Interval("int", 1, None), NoneValue()],
+    "eval_metric": [Options(EVAL_METRICS), NoneValue()],
+    "categorical_features": [SequenceValue(), NoneValue()],
+    "random_state": [RandomStateValue()],
+}
+
+
+class BaseXGBoost(BaseEstimator):
+    """Second-order boosting shared by the classifier and the regressor."""
+
+    _classification: ClassVar[bool] = False
+    _persistence_exclude: ClassVar[tuple[str, ...]] = ("_packed_cache",)
+
+    n_estimators: int
+    learning_rate: float
+    max_depth: int | None
+    max_leaves: int | None
+    grow_policy: str
+    min_child_weight: float
+    gamma: float
+    reg_lambda: float
+    reg_alpha: float
+    max_delta_step: float
+    subsample: float
+    colsample_bytree: float
+    colsample_bynode: float
+    max_bins: int
+    objective: Any
+    quantile_alpha: float
+    base_score: float | None
+    early_stopping_rounds: int | None
+    eval_metric: str | None
+    categorical_features: Any
+    random_state: Any
+
+    estimators_: list[list[Tree]]
+    base_score_: FloatArray
+    bin_mapper_: BinMapper
+    n_features_in_: int
+
+    # --- fitting ---------------------------------------------------------------------------
+
+    def _objective(self) -> Objective:
+        return resolve_objective(self.objective, self.quantile_alpha)
+
+    def _fit(
+        self,
+        X: Any,
+        y: Any,
+        sample_weight: Any,
+        eval_set: Any,
+        callbacks: list[Callback] | None,
+    ) -> None:
+        self._validate_params()
+        for name in [key for key in vars(self) if key.endswith("_") and not key.startswith("_")]:
+            delattr(self, name)  # a refit (or an interrupted one) never mixes two models
+        self.__dict__.pop("_packed_cache", None)
+        X = check_X(X, estimator=type(self).__name__)
+        target, weights, n_outputs = self._prepare_target(y, X.shape[0], sample_weight)
+        objective = self._objective()
+        root = resolve_seed_sequence(self.random_state)
+        binning_seed, rounds_seed = root.spawn(2)
+        mapper = BinMapper(self.max_bins, seed=int(binning_seed.generate_state(1)[0]))
+        mapper.fit(X[weights > 0], categorical_mask(self.categorical_features, X.shape[1]))
+        data = BinnedData.from_mapper(mapper.transform(X), target, mapper)
+        X_encoded = mapper.encode_for_prediction(X)
+        base = (
+            np.full(n_outputs, float(self.base_score))
+            if self.base_score is not None
+            else np.broadcast_to(objective.base_score(target, weights), (n_outputs,)).copy()
+        )
+        evaluations = [
+            (f"validation_{i}", *self._evaluation_arrays(mapper, X_eval, y_eval, X.shape[1]))
+            for i, (X_eval, y_eval) in enumerate(eval_set or ())
+        ]
+        rounds = _Rounds(self, objective, data, X_encoded, target, weights, base, evaluations)
+        rounds.run(np.random.default_rng(rounds_seed), callbacks)
+        self.estimators_ = rounds.trees
+        self.base_score_ = base
+        self.bin_mapper_ = mapper
+        self.n_features_in_ = X.shape[1]
+        self.n_estimators_ = len(rounds.trees)
+        self.evals_result_ = rounds.history
+        self.best_iteration_ = rounds.best_iteration
+        self.best_score_ = rounds.best_score
+        self.objective_ = objective.name
+
+    def _prepare_target(
+        self, y: Any, n_samples: int, sample_weight: Any
+    ) -> tuple[FloatArray, FloatArray, int]:
+        target = check_target(y, n_samples, numeric=True)
+        return target, check_sample_weight(sample_weight, n_samples), 1
+
+    def _evaluation_arrays(
+        self, mapper: BinMapper, X: Any, y: Any, n_features: int
+    ) -> tuple[FloatArray, FloatArray]:
+        X = check_X(X, n_features=n_features, name="eval_set X")
+        return mapper.encode_for_prediction(X), self._encode_eval_target(y)
+
+    def _encode_eval_target(self, y: Any) -> FloatArray:
+        return np.asarray(y, dtype=np.float64)
+
+    def _tree_spec(self, n_candidates: int) -> TreeSpec:
+        lossguide = self.grow_policy == "lossguide"
+        limits = GrowthLimits(
+            max_depth=self.max_depth if not lossguide or self.max_depth else None,
+            min_weight_leaf=self.min_child_weight,
+            max_features=max(1, round(self.colsample_bynode * n_candidates)),
+            max_leaf_nodes=self.max_leaves if lossguide else None,
+            min_split_gain=self.gamma,
+        )
+        criterion = Newton(
+            l2=self.reg_lambda, l1=self.reg_alpha, max_delta_step=self.max_delta_step
+        )
+        return TreeSpec(criterion=criterion, random_splits=False, limits=limits, n_classes=0)
+
+    # --- prediction ------------------------------------------------------------------------
+
+    def _packed(self) -> list[PackedTrees]:
+        cached = self.__dict__.get("_packed_cache")
+        if cached is None:
+            n_outputs = len(self.estimators_[0]) if self.estimators_ else 0
+            cached = [
+                PackedTrees([stage[k] for stage in self.estimators_]) for k in range(n_outputs)
+            ]
+            self.__dict__["_packed_cache"] = cached
+        return cached
+
+    def _raw_score(self, X: Any) -> FloatArray:
+        check_is_fitted(self, "estimators_")
+        X = check_X(X, n_features=self.n_features_in_, estimator=type(self).__name__)
+        encoded = self.bin_mapper_.encode_for_prediction(X)
+        raw = np.tile(self.base_score_, (encoded.shape[0], 1))
+        for k, packed in enumerate(self._packed()):
+            raw[:, k] += packed.leaf_values(encoded)[:, :, 0].sum(axis=0)
+        return raw
+
+    def importance(self, importance_type: str = "gain") -> FloatArray:
+        """Per-feature importance as XGBoost defines its kinds.
+
+        ``weight``: number of splits on the feature; ``total_gain``/``gain``: the sum/mean of
+        their loss reductions; ``total_cover``/``cover``: the sum/mean of the hessian cover of
+        the nodes they split.
+        """
+        check_is_fitted(self, "estimators_")
+        if importance_type not in IMPORTANCE_TYPES:
+            raise ValueError(f"importance_type must be one of {IMPORTANCE_TYPES}.")
+        p = self.n_features_in_
+        count, gain, cover = np.zeros(p), np.zeros(p), np.zeros(p)
+        for stage in self.estimators_:
+            for tree in stage:
+                internal = tree.nodes["left_child"] >= 0
+                feature = tree.nodes["feature"][internal]
+                count += np.bincount(feature, minlength=p)
+                gain += np.bincount(
+                    feature, weights=tree.impurity_decrease()[internal], minlength=p
+                )
+                cover += np.bincount(
+                    feature, weights=tree.nodes["weighted_n_samples"][internal], minlength=p
+                )
+        with np.errstate(invalid="ignore", divide="ignore"):
+            values = {
+                "weight": count,
+                "total_gain": gain,
+                "gain": np.where(count > 0, gain / count, 0.0),
+                "total_cover": cover,
+                "cover": np.where(count > 0, cover / count, 0.0),
+            }
+        return values[importance_type]
+
+    @property
+    def feature_importances_(self) -> FloatArray:
+        """Mean gain per split of each feature, normalised to sum to one (XGBoost's default)."""
+        gain = self.importance("gain")
+        total = gain.sum()
+        return gain / total if total > 0 else gain
+
+
+class _Rounds:
+    """The boosting loop of one fit: trees, scores, evaluation history, early stopping."""
+
+    def __init__(
+        self,
+        model: BaseXGBoost,
+        objective: Objective,
+        data: BinnedData,
+        X_encoded: FloatArray,
+        target: FloatArray,
+        weights: FloatArray,
+        base: FloatArray,
+        evaluations: list[tuple[str, FloatArray, FloatArray]],
+    ) -> None:
+        self.model = model
+        self.objective = objective
+        self.data = data
+        self.X_encoded = X_encoded
+        self.target = target
+        self.weights = weights
+        n_outputs = base.size
+        self.raw = np.tile(base, (target.size, 1))
+        self.evaluations = [
+            (name, X_eval, y_eval, np.tile(base, (X_eval.shape[0], 1)))
+            for name, X_eval, y_eval in evaluations
+        ]
+        self.metric = model.eval_metric or _default_metric(objective.name, n_outputs)
+        self.trees: list[list[Tree]] = []
+        self.history: dict[str, dict[str, list[float]]] = {
+            name: {self.metric: []} for name, *_ in self.evaluations
+        }
+        self.best_iteration: int | None = None
+        self.best_score: float | None = None
+
+    def run(self, rng: np.random.Generator, callbacks: list[Callback] | None) -> None:
+        model = self.model
+        n_rows, n_features = self.X_encoded.shape
+        n_outputs = self.raw.shape[1]
+        for round_index in range(model.n_estimators):
+            gradient, hessian = self.objective(self.target, self.raw)
+            gradient = gradient.reshape(n_rows, -1)
+            hessian = hessian.reshape(n_rows, -1)
+            weights = self.weights
+            if model.subsample < 1.0:
+                weights = weights * (rng.random(n_rows) < model.subsample)
+            subset = None
+            n_candidates = n_features
+            if model.colsample_bytree < 1.0:
+                n_candidates = max(1, round(model.colsample_bytree * n_features))
+                subset = np.sort(rng.choice(n_features, n_candidates, replace=False))
+            spec = model._tree_spec(n_candidates)
+            stage = []
+            for k in range(n_outputs):
+                tree = build_newton_tree(
+                    self.data, gradient[:, k], hessian[:, k], weights, spec, rng, subset
+                )
+                self._refresh_leaves(tree, weights)
+                tree.values *= model.learning_rate
+                self.raw[:, k] += tree.predict(self.X_encoded)[:, 0]
+                for _, X_eval, _, raw_eval in self.evaluations:
+                    raw_eval[:, k] += tree.predict(X_eval)[:, 0]
+                stage.append(tree)
+            self.trees.append(stage)
+            metrics = self._evaluate()
+            notify(
+                callbacks,
+                ProgressEvent(type(model).__name__, round_index + 1, model.n_estimators, metrics),
+            )
+            if self._should_stop(round_index):
+                break
+        if self.best_iteration is not None and model.early_stopping_rounds is not None:
+            del self.trees[self.best_iteration + 1 :]
+
+    def _refresh_leaves(self, tree: Tree, weights: FloatArray) -> None:
+        """Absolute and quantile losses: set leaves to the residual quantile, as XGBoost does.
+
+        Their hessian is constant, so Newton leaf weights take tiny steps; the weighted
+        quantile of each leaf's residuals is the exact minimiser of the loss in the leaf.
+        """
+        level = {"reg:absoluteerror": 0.5, "reg:quantileerror": self.model.quantile_alpha}
+        if self.objective.name not in level:
+            return
+        in_bag = weights > 0
+        leaves = tree.apply(self.X_encoded[in_bag])
+        residual = self.target[in_bag] - self.raw[in_bag, 0]
+        quantiles = grouped_weighted_quantile(
+            residual, weights[in_bag], leaves, tree.node_count, level[self.objective.name]
+        )
+        is_leaf = tree.nodes["left_child"] < 0
+        tree.values[is_leaf, 0] = quantiles[is_leaf]
+
+    def _evaluate(self) -> dict[str, float]:
+        metrics = {
+            f"train_{self.metric}": _metric(self.metric, self.target, self.raw, self.objective)
+        }
+        for name, _, y_eval, raw_eval in self.evaluations:
+            value = _metric(self.metric, y_eval, raw_eval, self.objective)
+            self.history[name][self.metric].append(value)
+            metrics[f"{name}_{self.metric}"] = value
+        return metrics
+
+    def _should_stop(self, round_index: int) -> bool:
+        if not self.evaluations:
+            return False
+        last = self.history[self.evaluations[-1][0]][self.metric]
+        if self.best_score is None or last[-1] < self.best_score:
+            self.best_score, self.best_iteration = last[-1], round_index
+        patience = self.model.early_stopping_rounds
+        return patience is not None and round_index - (self.best_iteration or 0) >= patience
+
+
+def _default_metric(objective: str, n_outputs: int) -> str:
+    return {
+        "reg:absoluteerror": "mae",
+        "binary:logistic": "logloss",
+        "multi:softprob": "mlogloss",
+        "count:poisson": "poisson-nloglik",
+    }.get(objective, "mlogloss" if n_outputs > 1 else "rmse")
+
+
+def _metric(name: str, y: FloatArray, raw: FloatArray, objective: Objective) -> float:
+    """An evaluation metric (lower is better) of raw scores against targets."""
+    if name == "rmse":
+        return float(np.sqrt(np.mean((raw[:, 0] - y) ** 2)))
+    if name == "mae":
+        return float(np.mean(np.abs(raw[:, 0] - y)))
+    if name == "poisson-nloglik":
+        mean = np.exp(raw[:, 0])
+        return float(np.mean(mean - y * raw[:, 0]))
+    if name in ("logloss", "error"):
+        p = np.clip(1.0 / (1.0 + np.exp(-raw[:, 0])), 1e-15, 1 - 1e-15)
+        if name == "error":
+            return float(np.mean((p > 0.5) != (y > 0.5)))
+        return float(-np.mean(y * np.log(p) + (1 - y) * np.log(1 - p)))
+    probabilities = np.clip(softmax(raw), 1e-15, 1.0)
+    labels = y.astype(np.intp)
+    if name == "merror":
+        return float(np.mean(probabilities.argmax(axis=1) != labels))
+    return float(-np.mean(np.log(probabilities[np.arange(labels.size), labels])))
+
+
+REGRESSION_OBJECTIVES = (
+    "reg:squarederror",
+    "reg:pseudohubererror",
+    "reg:absoluteerror",
+    "reg:quantileerror",
+    "count:poisson",
+)
+
+
+class XGBoostRegressor(RegressorMixin, BaseXGBoost):
+    """XGBoost-style gradient boosting for regression.
+
+    Parameters
+    ----------
+    n_estimators, learning_rate (η), max_depth, max_leaves, grow_policy
+        Rounds, shrinkage and tree size: ``"depthwise"`` grows level by level to
+        ``max_depth``; ``"lossguide"`` grows best-first to ``max_leaves``.
+    min_child_weight : float
+        Minimum hessian cover of a child.
+    gamma : float
+        Minimum gain of a split (γ).
+    reg_lambda, reg_alpha : float
+        L2 (λ) and L1 (α) penalties on leaf weights.
+    max_delta_step : float
+        Leaf weights are clipped to ±max_delta_step when positive.
+    subsample, colsample_bytree, colsample_bynode : float
+        Row fraction per round, feature fraction per tree and per split.
+    objective : str or callable
+        ``reg:squarederror``, ``reg:pseudohubererror``, ``reg:absoluteerror``,
+        ``reg:quantileerror`` (with ``quantile_alpha``), ``count:poisson``, or
+        ``objective(y, raw) -> (grad, hess)``.
+    base_score : float or None
+        Initial raw score; None estimates it from y (mean, median, quantile, log mean).
+    early_stopping_rounds, eval_metric :
+        Stop when the metric on the last ``eval_set`` passed to ``fit`` has not improved
+        for this many rounds; the model keeps the rounds up to ``best_iteration_``.
+    """
+
+    _parameter_constraints: ClassVar[dict[str, list[Constraint]]] = {
+        **XGBOOST_CONSTRAINTS,
+        "objective": [Options(REGRESSION_OBJECTIVES), CallableValue()],
+    }
+
+    def __init__(
+        self,
+        n_estimators: int = 100,
+        *,
+        learning_rate: float = 0.3,
+        max_depth: int | None = 6,
+        max_leaves: int | None = None,
+        grow_policy: str = "depthwise",
+        min_child_weight: float = 1.0,
+        gamma: float = 0.0,
+        reg_lambda: float = 1.0,
+        reg_alpha: float = 0.0,
+        max_delta_step: float = 0.0,
+        subsample: float = 1.0,
+        colsample_bytree: float = 1.0,
+        colsample_bynode: float = 1.0,
+        max_bins: int = MAX_BINS,
+        objective: str | Callable[..., Any] = "reg:squarederror",
+        quantile_alpha: float = 0.5,
+        base_score: float | None = None,
+        early_stopping_rounds: int | None = None,
+        eval_metric: str | None = None,
+        categorical_features: Any = None,
+        random_state: Any = None,
+    ) -> None:
+        self.n_estimators = n_estimators
+        self.learning_rate = learning_rate
+        self.max_depth = max_depth
+        self.max_leaves = max_leaves
+        self.grow_policy = grow_policy
+        self.min_child_weight = min_child_weight
+        self.gamma = gamma
+        self.reg_lambda = reg_lambda
+        self.reg_alpha = reg_alpha
+        self.max_delta_step = max_delta_step
+        self.subsample = subsample
+        self.colsample_bytree = colsample_bytree
+        self.colsample_bynode = colsample_bynode
+        self.max_bins = max_bins
+        self.objective = objective
+        self.quantile_alpha = quantile_alpha
+        self.base_score = base_score
+        self.early_stopping_rounds = early_stopping_rounds
+        self.eval_metric = eval_metric
+        self.categorical_features = categorical_features
+        self.random_state = random_state
+
+    def fit(
+        self,
+        X: Any,
+        y: Any,
+        sample_weight: Any = None,
+        eval_set: Any = None,
+        callbacks: list[Callback] | None = None,
+    ) -> XGBoostRegressor:
+        self._fit(X, y, sample_weight, eval_set, callbacks)
+        return self
+
+    def decision_function(self, X: Any) -> FloatArray:
+        """The raw additive score, shape (n_samples,)."""
+        return self._raw_score(X)[:, 0]
+
+    def predict(self, X: Any) -> FloatArray:
+        raw = self.decision_function(X)
+        return np.exp(raw) if self.objective_ == "count:poisson" else raw
+
+
+class XGBoostClassifier(ClassifierMixin, BaseXGBoost):
+    """XGBoost-style gradient boosting for classification.
+
+    Parameters as :class:`XGBoostRegressor`, plus ``scale_pos_weight`` (weight of the
+    positive class in binary problems); ``objective`` is ``binary:logistic`` for two classes
+    and ``multi:softprob`` (one tree per class and round) for more, or a callable.
+    """
+
+    _classification = True
+    _parameter_constraints: ClassVar[dict[str, list[Constraint]]] = {
+        **XGBOOST_CONSTRAINTS,
+        "objective": [Options(("binary:logistic", "multi:softprob")), CallableValue(), NoneValue()],
+        "scale_pos_weight": [Interval("real", 0.0, None, closed="neither")],
+    }
+
+    def __init__(
+        self,
+        n_estimators: int = 100,
+        *,
+        learning_rate: float = 0.3,
+        max_depth: int | None = 6,
+        max_leaves: int | None = None,
+        grow_policy: str = "depthwise",
+        min_child_weight: float = 1.0,
+        gamma: float = 0.0,
+        reg_lambda: float = 1.0,
+        reg_alpha: float = 0.0,
+        max_delta_step: float = 0.0,
+        subsample: float = 1.0,
+        colsample_bytree: float = 1.0,
+        colsample_bynode: float = 1.0,
+        max_bins: int = MAX_BINS,
+        objective: str | Callable[..., Any] | None = None,
+        quantile_alpha: float = 0.5,
+        base_score: float | None = None,
+        scale_pos_weight: float = 1.0,
+        early_stopping_rounds: int | None = None,
+        eval_metric: str | None = None,
+        categorical_features: Any = None,
+        random_state: Any = None,
+    ) -> None:
+        self.n_estimators = n_estimators
+        self.learning_rate = learning_rate
+        self.max_depth = max_depth
+        self.max_leaves = max_leaves
+        self.grow_policy = grow_policy
+        self.min_child_weight = min_child_weight
+        self.gamma = gamma
+        self.reg_lambda = reg_lambda
+        self.reg_alpha = reg_alpha
+        self.max_delta_step = max_delta_step
+        self.subsample = subsample
+        self.colsample_bytree = colsample_bytree
+        self.colsample_bynode = colsample_bynode
+        self.max_bins = max_bins
+        self.objective = objective
+        self.quantile_alpha = quantile_alpha
+        self.base_score = base_score
+        self.scale_pos_weight = scale_pos_weight
+        self.early_stopping_rounds = early_stopping_rounds
+        self.eval_metric = eval_metric
+        self.categorical_features = categorical_features
+        self.random_state = random_state
+
+    def _objective(self) -> Objective:
+        if self.objective is None:
+            name = "binary:logistic" if self._n_classes == 2 else "multi:softprob"
+            return OBJECTIVES[name]
+        return resolve_objective(self.objective, self.quantile_alpha)
+
+    def _prepare_target(
+        self, y: Any, n_samples: int, sample_weight: Any
+    ) -> tuple[FloatArray, FloatArray, int]:
+        labels = check_target(y, n_samples, numeric=False)
+        classes, encoded = encode_labels(labels)
+        if classes.size < 2:
+            raise ValueError("The target has a single class; classification needs two or more.")
+        self.classes_ = classes
+        self.n_classes_ = self._n_classes = int(classes.size)
+        weights = check_sample_weight(sample_weight, n_samples)
+        if classes.size == 2 and self.scale_pos_weight != 1.0:
+            weights = weights * np.where(encoded == 1, self.scale_pos_weight, 1.0)
+        return encoded.astype(np.float64), weights, 1 if classes.size == 2 else int(classes.size)
+
+    def _encode_eval_target(self, y: Any) -> FloatArray:
+        index = {label: i for i, label in enumerate(self.classes_.tolist())}
+        return np.array([index[label] for label in np.asarray(y).tolist()], dtype=np.float64)
+
+    def fit(
+        self,
+        X: Any,
+        y: Any,
+        sample_weight: Any = None,
+        eval_set: Any = None,
+        callbacks: list[Callback] | None = None,
+    ) -> XGBoostClassifier:
+        self._fit(X, y, sample_weight, eval_set, callbacks)
+        return self
+
+    def decision_function(self, X: Any) -> FloatArray:
+        """Raw additive scores: shape (n_samples,) for two classes, (n_samples, K) beyond."""
+        raw = self._raw_score(X)
+        return raw[:, 0] if raw.shape[1] == 1 else raw
+
+    def predict_proba(self, X: Any) -> FloatArray:
+        raw = self._raw_score(X)
+        if raw.shape[1] == 1:
+            positive = 1.0 / (1.0 + np.exp(-raw[:, 0]))
+            return np.column_stack([1.0 - positive, positive])
+        return softmax(raw)
+
+    def predict(self, X: Any) -> NDArray[Any]:
+        return self.classes_[self.predict_proba(X).argmax(axis=1)]
