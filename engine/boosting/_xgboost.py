@@ -150,6 +150,7 @@ class BaseXGBoost(BaseEstimator):
         self.best_iteration_ = rounds.best_iteration
         self.best_score_ = rounds.best_score
         self.objective_ = objective.name
+        self._packed()  # built now, so predicting never changes the fitted model's state
 
     def _prepare_target(
         self, y: Any, n_samples: int, sample_weight: Any
@@ -569,7 +570,9 @@ class XGBoostClassifier(ClassifierMixin, BaseXGBoost):
         labels = check_target(y, n_samples, numeric=False)
         classes, encoded = encode_labels(labels)
         if classes.size < 2:
-            raise ValueError("The target has a single class; classification needs two or more.")
+            raise ValueError(
+                "y contains 1 class; classification needs at least two classes in the target."
+            )
         self.classes_ = classes
         self.n_classes_ = self._n_classes = int(classes.size)
         weights = check_sample_weight(sample_weight, n_samples)
