@@ -29,6 +29,7 @@ from engine.ensemble._forest import ENSEMBLE_CONSTRAINTS, finish_fit, prepare_in
 from engine.ensemble._sampling import MemberSampling, draw_member, member_seeds
 from engine.ensemble._tree_ensemble import BaseTreeEnsemble, _MemberResult
 from engine.parallel import SharedData
+from engine.tree._binning import categorical_mask
 from engine.tree._classes import DecisionTreeClassifier, DecisionTreeRegressor
 
 __all__ = ["BaggingClassifier", "BaggingRegressor"]
@@ -87,8 +88,13 @@ def _fit_estimator_member(shared: SharedData, task: _EstimatorTask) -> _MemberRe
     counts, features = draw_member(rng, task.sampling)
     X, target, weights = shared["X"], shared["target"], shared["sample_weight"]
     estimator = clone(task.estimator)
-    if "random_state" in estimator.get_params(deep=False):
+    params = estimator.get_params(deep=False)
+    if "random_state" in params:
         estimator.set_params(random_state=int(rng.integers(2**31)))
+    if features is not None and params.get("categorical_features") is not None:
+        # The member sees only its subspace: its categorical columns, renumbered.
+        categorical = categorical_mask(params["categorical_features"], X.shape[1])
+        estimator.set_params(categorical_features=np.flatnonzero(categorical[features]).tolist())
     rows = np.flatnonzero(counts)
     if not _accepts_sample_weight(estimator):
         rows = np.repeat(rows, counts[rows])
