@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from importlib.metadata import PackageNotFoundError, version
@@ -14,6 +15,9 @@ from service.db.session import create_db_engine
 from service.deps import Resources
 from service.errors import install_error_handlers
 from service.inference.router import router as inference_router
+from service.jobs.router import router as jobs_router
+from service.methods.router import router as methods_router
+from service.worker import Supervisor, WorkerConfig
 
 
 def _package_version() -> str:
@@ -23,17 +27,28 @@ def _package_version() -> str:
         return "0+unknown"
 
 
+def _start_embedded_worker(settings: Settings) -> Supervisor:
+    """The worker `coppice serve` runs beside the API: its own threads and fit processes."""
+    worker = Supervisor(settings.resolved_database_url, WorkerConfig.from_settings(settings))
+    worker.start()
+    return worker
+
+
 def create_app(settings: Settings) -> FastAPI:
     """Build the ASGI app; every long-lived resource is opened and closed by its lifespan."""
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
-        # The model cache and the worker supervisor will be opened and closed here too.
+        # The model cache will be opened and closed here too.
         db_engine = create_db_engine(settings.resolved_database_url)
-        app.state.resources = Resources(settings=settings, db_engine=db_engine)
+        worker = _start_embedded_worker(settings) if settings.embedded_worker else None
+        app.state.resources = Resources(settings=settings, db_engine=db_engine, worker=worker)
         try:
             yield
         finally:
+            if worker is not None:
+                # Stopping waits up to the shutdown grace for running fits; not on the loop.
+                await asyncio.to_thread(worker.stop)
             db_engine.dispose()
 
     app = FastAPI(
@@ -44,5 +59,7 @@ def create_app(settings: Settings) -> FastAPI:
     )
     install_error_handlers(app)
     app.include_router(datasets_router)
+    app.include_router(methods_router)
+    app.include_router(jobs_router)
     app.include_router(inference_router)
     return app

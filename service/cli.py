@@ -41,12 +41,9 @@ def _cmd_serve(args: argparse.Namespace, settings: Settings) -> int:
 
 
 def _cmd_worker(args: argparse.Namespace, settings: Settings) -> int:
-    print(
-        "coppice worker: not implemented yet; the training worker arrives with the "
-        "job-queue work in service/worker/.",
-        file=sys.stderr,
-    )
-    return 2
+    from service.worker import run_worker
+
+    return run_worker(settings)
 
 
 Command = Callable[[argparse.Namespace, Settings], int]

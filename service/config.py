@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from pydantic import Field
+from pydantic import Field, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 
@@ -48,6 +48,74 @@ class Settings(BaseSettings):
     max_columns: int = Field(
         default=10_000, ge=1, description="Most columns a dataset may have; more is a 422."
     )
+    max_estimators: int = Field(
+        default=5000,
+        ge=1,
+        description="Largest n_estimators a job may ask for (at any nesting level); more is a 422.",
+    )
+    max_depth: int = Field(
+        default=64,
+        ge=1,
+        description="Largest explicit max_depth a job may ask for; more is a 422.",
+    )
+
+    embedded_worker: bool = Field(
+        default=True,
+        description="Whether `coppice serve` also runs a training worker in its own process.",
+    )
+    worker_concurrency: int = Field(
+        default=1, ge=1, description="Training jobs one worker runs at the same time."
+    )
+    processes_per_job: int = Field(
+        default=1,
+        ge=1,
+        description="Processes one training job may use (the estimator's n_jobs).",
+    )
+    job_lease_seconds: float = Field(
+        default=60.0,
+        gt=0,
+        description=(
+            "How long a claimed job stays reserved without a heartbeat; after that any "
+            "worker may take it back (requeue it or, out of attempts, fail it)."
+        ),
+    )
+    heartbeat_seconds: float = Field(
+        default=10.0,
+        gt=0,
+        description="How often a worker renews the lease of each job it runs.",
+    )
+    max_attempts: int = Field(
+        default=3,
+        ge=1,
+        description="Times a job is tried (the first run included) before it fails for good.",
+    )
+    retry_backoff_seconds: float = Field(
+        default=5.0,
+        ge=0,
+        description="Wait before the first retry of a crashed job; doubles each retry, at most 5 min.",
+    )
+    poll_seconds: float = Field(
+        default=1.0,
+        gt=0,
+        description="How often an idle worker looks for queued jobs and expired leases.",
+    )
+    shutdown_grace_seconds: float = Field(
+        default=30.0,
+        ge=0,
+        description=(
+            "On SIGTERM, how long running fits may take to finish before they are stopped "
+            "and their jobs requeued."
+        ),
+    )
+
+    @model_validator(mode="after")
+    def _heartbeat_within_lease(self) -> Settings:
+        if self.heartbeat_seconds >= self.job_lease_seconds:
+            raise ValueError(
+                "heartbeat_seconds must be shorter than job_lease_seconds, or leases expire "
+                "between heartbeats and running jobs are taken back."
+            )
+        return self
 
     @property
     def resolved_database_url(self) -> str:

@@ -9,13 +9,16 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Annotated, cast
+from typing import TYPE_CHECKING, Annotated, cast
 
 from fastapi import Depends, Request
 from sqlalchemy import Engine
 from sqlalchemy.orm import Session
 
 from service.config import Settings
+
+if TYPE_CHECKING:
+    from service.worker import Supervisor
 
 
 @dataclass(frozen=True, slots=True)
@@ -24,6 +27,8 @@ class Resources:
 
     settings: Settings
     db_engine: Engine
+    # The embedded training worker, when `coppice serve` runs one (COPPICE_EMBEDDED_WORKER).
+    worker: Supervisor | None = None
 
 
 def get_resources(request: Request) -> Resources:

@@ -21,14 +21,22 @@ def create_db_engine(database_url: str) -> Engine:
         Path(url.database).parent.mkdir(parents=True, exist_ok=True)
     engine = create_engine(url, pool_pre_ping=not is_sqlite)
     if is_sqlite:
-        event.listen(engine, "connect", _enable_sqlite_foreign_keys)
+        event.listen(engine, "connect", _configure_sqlite_connection)
     return engine
 
 
-def _enable_sqlite_foreign_keys(dbapi_connection: Any, _record: Any) -> None:
-    # SQLite ignores FOREIGN KEY clauses unless each connection opts in.
+# Milliseconds a SQLite writer waits for another's lock before "database is locked".
+SQLITE_BUSY_TIMEOUT_MS = 30_000
+
+
+def _configure_sqlite_connection(dbapi_connection: Any, _record: Any) -> None:
     cursor = dbapi_connection.cursor()
     try:
+        # SQLite ignores FOREIGN KEY clauses unless each connection opts in.
         cursor.execute("PRAGMA foreign_keys=ON")
+        # The API, the worker and its fit processes share the file: with WAL, readers never
+        # block the writer nor it them, and a busy writer makes others wait, not fail.
+        cursor.execute(f"PRAGMA busy_timeout={SQLITE_BUSY_TIMEOUT_MS}")
+        cursor.execute("PRAGMA journal_mode=WAL")
     finally:
         cursor.close()

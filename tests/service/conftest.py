@@ -40,14 +40,15 @@ def settings(tmp_path: Path, migrated_sqlite_template: Path) -> Settings:
     data_dir = tmp_path / "data"
     data_dir.mkdir()
     shutil.copyfile(migrated_sqlite_template, data_dir / "coppice.db")
-    return Settings(data_dir=data_dir, database_url=None)
+    # No embedded worker: a test that wants jobs run starts its own.
+    return Settings(data_dir=data_dir, database_url=None, embedded_worker=False)
 
 
 @pytest.fixture
 def postgres_settings(tmp_path: Path, postgres_url: str) -> Settings:
     """Like ``settings``, on a throwaway PostgreSQL database migrated to the newest revision."""
     upgrade_to_head(postgres_url)
-    return Settings(data_dir=tmp_path / "data", database_url=postgres_url)
+    return Settings(data_dir=tmp_path / "data", database_url=postgres_url, embedded_worker=False)
 
 
 @pytest.fixture

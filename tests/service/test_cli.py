@@ -55,11 +55,6 @@ def test_migrate_postgres(
     assert not (coppice_env / "coppice.db").exists()
 
 
-def test_worker_placeholder_exits_2(coppice_env: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    assert main(["worker"]) == 2
-    assert "not implemented" in capsys.readouterr().err
-
-
 def test_no_command_is_a_usage_error() -> None:
     with pytest.raises(SystemExit) as exit_info:
         main([])

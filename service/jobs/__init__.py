@@ -1,0 +1,1 @@
+"""Training jobs: creating, listing, reading and cancelling them (the worker runs them)."""

@@ -1,0 +1,57 @@
+"""All SQL about jobs: never a commit (the caller owns the transaction).
+
+State changes are guarded updates, ``UPDATE ... WHERE id = :id AND status IN (...)``, whose
+row count tells the caller whether the transition happened; a row that moved on in the
+meantime is never overwritten.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection
+from typing import Any
+
+from sqlalchemy import func, select, update
+from sqlalchemy.orm import Session
+
+from service.db.tables import JobRecord, JobStatus
+
+
+def add(session: Session, job: JobRecord) -> None:
+    session.add(job)
+    session.flush()
+
+
+def get(session: Session, job_id: str) -> JobRecord | None:
+    return session.scalars(
+        select(JobRecord).where(JobRecord.id == job_id).execution_options(populate_existing=True)
+    ).one_or_none()
+
+
+def list_page(
+    session: Session, *, status: JobStatus | None, limit: int, offset: int
+) -> tuple[list[JobRecord], int]:
+    """Newest first; the id breaks ties so pages are stable."""
+    count = select(func.count()).select_from(JobRecord)
+    page = select(JobRecord)
+    if status is not None:
+        count = count.where(JobRecord.status == status)
+        page = page.where(JobRecord.status == status)
+    total = session.scalar(count) or 0
+    records = session.scalars(
+        page.order_by(JobRecord.created_at.desc(), JobRecord.id).limit(limit).offset(offset)
+    ).all()
+    return list(records), total
+
+
+def transition(
+    session: Session, job_id: str, *, from_statuses: Collection[JobStatus], **values: Any
+) -> bool:
+    """Set ``values`` on the job if its status is one of ``from_statuses``; True if it was."""
+    result = session.execute(
+        update(JobRecord)
+        .where(JobRecord.id == job_id, JobRecord.status.in_(list(from_statuses)))
+        .values(**values)
+        .execution_options(synchronize_session=False)
+    )
+    session.flush()
+    return bool(result.rowcount)  # type: ignore[attr-defined]

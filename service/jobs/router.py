@@ -1,0 +1,72 @@
+"""HTTP routes of ``/v1/jobs``: translate requests to service calls, and results to bodies."""
+
+from __future__ import annotations
+
+from fastapi import APIRouter, Query, Response
+
+from service.db.tables import JobRecord, JobStatus
+from service.deps import SessionDep, SettingsDep
+from service.jobs import service
+from service.jobs.schemas import JobCreate, JobError, JobOut, JobPage
+from service.methods.catalog import Task
+
+router = APIRouter(prefix="/v1/jobs", tags=["jobs"])
+
+
+@router.post("", status_code=202)
+def create_job(
+    body: JobCreate, session: SessionDep, settings: SettingsDep, response: Response
+) -> JobOut:
+    """Queue a training job; everything in the request is checked before it is queued."""
+    job = service.create_job(session, body, settings)
+    response.headers["Location"] = f"/v1/jobs/{job.id}"
+    return job_out(job)
+
+
+@router.get("")
+def list_jobs(
+    session: SessionDep,
+    status: JobStatus | None = None,
+    limit: int = Query(default=50, ge=1, le=1000),
+    offset: int = Query(default=0, ge=0),
+) -> JobPage:
+    """List jobs, newest first, optionally only those in one status."""
+    records, total = service.list_jobs(session, status=status, limit=limit, offset=offset)
+    return JobPage(items=[job_out(record) for record in records], total=total)
+
+
+@router.get("/{job_id}")
+def get_job(job_id: str, session: SessionDep) -> JobOut:
+    return job_out(service.get_job(session, job_id))
+
+
+@router.post("/{job_id}/cancel", status_code=202)
+def cancel_job(job_id: str, session: SessionDep) -> JobOut:
+    """Cancel a job: a queued one at once, a running one within seconds; 409 once it ended."""
+    return job_out(service.cancel_job(session, job_id))
+
+
+def job_out(job: JobRecord) -> JobOut:
+    error = service.error_of(job)
+    return JobOut(
+        id=job.id,
+        name=job.name,
+        status=JobStatus(job.status),
+        progress=job.progress,
+        stage=job.stage,
+        method=job.method,
+        task=Task(job.task),
+        dataset_id=job.dataset_id,
+        target=job.target,
+        features=list(job.features),
+        params=dict(job.params),
+        validation=dict(job.validation),
+        seed=job.seed,
+        model_id=job.model_id,
+        error=JobError(**error) if error else None,
+        cancel_requested=job.cancel_requested,
+        attempts=job.attempts,
+        created_at=job.created_at,
+        started_at=job.started_at,
+        finished_at=job.finished_at,
+    )

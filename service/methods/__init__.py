@@ -1,0 +1,1 @@
+"""The method catalog: API method names, the engine estimators behind them, their parameters."""

@@ -1,0 +1,116 @@
+"""From dataset columns to the engine's arrays: X, y and the encoding that maps them back."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from service.datasets.columns import CategoricalColumn, ColumnData, NumericColumn
+from service.training.spec import TrainingError, TrainingSpec
+
+# The engine bins a categorical feature into at most this many categories.
+MAX_CATEGORIES = 255
+
+
+@dataclass(frozen=True, slots=True)
+class TrainingData:
+    """The rows a run learns from (rows with a missing target are already left out)."""
+
+    X: npt.NDArray[np.float64]  # (n_rows, n_features); NaN missing; categories as codes
+    y: npt.NDArray[Any]  # (n_rows,): str labels (classification) or float64 (regression)
+    features: list[dict[str, str]]
+    categorical_features: list[int]
+    categories: dict[str, list[str]]
+    classes: list[str] | None
+
+
+def prepare(spec: TrainingSpec, columns: Mapping[str, ColumnData]) -> TrainingData:
+    missing = [name for name in spec.columns if name not in columns]
+    if missing:
+        raise TrainingError(
+            "missing_columns",
+            "The dataset lacks the columns " + ", ".join(f"'{m}'" for m in missing) + ".",
+        )
+    y, keep = _target(spec, columns[spec.target])
+    blocks = []
+    features: list[dict[str, str]] = []
+    categorical: list[int] = []
+    categories: dict[str, list[str]] = {}
+    for index, name in enumerate(spec.features):
+        column = columns[name]
+        if isinstance(column, CategoricalColumn):
+            if len(column.categories) > MAX_CATEGORIES:
+                raise TrainingError(
+                    "too_many_categories",
+                    f"Feature '{name}' has {len(column.categories)} categories; at most "
+                    f"{MAX_CATEGORIES} are supported. Leave it out of 'features', or group "
+                    "its rare categories.",
+                )
+            categorical.append(index)
+            categories[name] = list(column.categories)
+        blocks.append(column.as_float()[keep])
+        features.append({"name": name, "kind": column.kind.value})
+    X = np.column_stack(blocks) if blocks else np.empty((int(keep.sum()), 0))
+    classes = sorted(set(y.tolist())) if spec.task == "classification" else None
+    return TrainingData(
+        X=np.ascontiguousarray(X, dtype=np.float64),
+        y=y,
+        features=features,
+        categorical_features=categorical,
+        categories=categories,
+        classes=classes,
+    )
+
+
+def _target(
+    spec: TrainingSpec, column: ColumnData
+) -> tuple[npt.NDArray[Any], npt.NDArray[np.bool_]]:
+    """The target values of the rows that have one, and which rows those are."""
+    if isinstance(column, CategoricalColumn):
+        if spec.task != "classification":
+            raise TrainingError(
+                "categorical_target",
+                f"The target '{spec.target}' is categorical; regression needs numbers.",
+            )
+        keep = column.codes >= 0
+        labels = np.asarray(column.categories, dtype=object)
+        y: npt.NDArray[Any] = (
+            labels[column.codes[keep]].astype(str) if labels.size else np.array([], dtype=str)
+        )
+    else:
+        assert isinstance(column, NumericColumn)
+        keep = ~np.isnan(column.values)
+        values = column.values[keep]
+        y = (
+            np.array([_label(v) for v in values], dtype=str)
+            if spec.task == "classification"
+            else values
+        )
+    if not keep.any():
+        raise TrainingError(
+            "no_rows", f"Every row's target '{spec.target}' is missing; there is nothing to learn."
+        )
+    if spec.task == "classification" and np.unique(y).size < 2:
+        raise TrainingError(
+            "one_class",
+            f"The target '{spec.target}' has only one class ({y[0]!r}) in the rows that have "
+            "a value; classification needs at least two.",
+        )
+    if spec.task == "regression" and np.ptp(y) == 0:
+        raise TrainingError(
+            "constant_target",
+            f"The target '{spec.target}' is constant ({float(y[0])!r}); there is nothing to "
+            "learn. Choose another target.",
+        )
+    return y, keep
+
+
+def _label(value: float) -> str:
+    """A number as a class label, written the way datasets write numbers as categories."""
+    if value.is_integer() and abs(value) < 1e15:
+        return str(int(value))
+    return repr(float(value))

@@ -1,0 +1,84 @@
+"""The metric sets of the API, computed with ``engine.metrics``; JSON-ready (NaN → None)."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from engine import metrics
+
+CLASSIFICATION_METRICS = ("accuracy", "log_loss", "roc_auc", "f1_macro")
+REGRESSION_METRICS = ("rmse", "mae", "r2")
+
+
+def classification_metrics(
+    y: npt.NDArray[Any], proba: npt.NDArray[np.float64], classes: Sequence[str]
+) -> dict[str, Any]:
+    """Accuracy, log loss, ROC AUC, macro F1 and the confusion matrix (rows: true class).
+
+    ``proba`` has one column per class in ``classes`` order; the prediction is its argmax.
+    A metric undefined on these rows (ROC AUC with one class present) is None.
+    """
+    labels = np.asarray(classes)
+    predicted = labels[np.argmax(proba, axis=1)]
+    return {
+        "accuracy": _number(lambda: metrics.accuracy_score(y, predicted)),
+        "log_loss": _number(lambda: metrics.log_loss(y, _normalised(proba), labels=labels)),
+        "roc_auc": _number(lambda: _roc_auc(y, proba, labels)),
+        "f1_macro": _number(lambda: metrics.f1_score(y, predicted, average="macro", labels=labels)),
+        "confusion_matrix": metrics.confusion_matrix(y, predicted, labels=labels)
+        .astype(int)
+        .tolist(),
+    }
+
+
+def regression_metrics(
+    y: npt.NDArray[np.float64], predicted: npt.NDArray[np.float64]
+) -> dict[str, Any]:
+    return {
+        "rmse": _number(lambda: metrics.root_mean_squared_error(y, predicted)),
+        "mae": _number(lambda: metrics.mean_absolute_error(y, predicted)),
+        "r2": _number(lambda: metrics.r2_score(y, predicted)),
+    }
+
+
+def summarise_folds(per_fold: Sequence[dict[str, Any]]) -> dict[str, dict[str, float | None]]:
+    """``{metric: {"mean", "std"}}`` over folds (population std); None-valued folds skipped."""
+    names = [name for name in per_fold[0] if name != "confusion_matrix"]
+    summary: dict[str, dict[str, float | None]] = {}
+    for name in names:
+        values = [fold[name] for fold in per_fold if fold.get(name) is not None]
+        if values:
+            summary[name] = {"mean": float(np.mean(values)), "std": float(np.std(values))}
+        else:
+            summary[name] = {"mean": None, "std": None}
+    return summary
+
+
+def _roc_auc(
+    y: npt.NDArray[Any], proba: npt.NDArray[np.float64], labels: npt.NDArray[Any]
+) -> float:
+    present = np.unique(y)
+    if present.size < 2:
+        return math.nan
+    if labels.size == 2:
+        return metrics.roc_auc_score(y, proba[:, 1], labels=labels)
+    return metrics.roc_auc_score(y, _normalised(proba), labels=labels)
+
+
+def _normalised(proba: npt.NDArray[np.float64]) -> npt.NDArray[np.float64]:
+    # Members' probabilities are averaged in float64; tiny drift from 1 would only warn.
+    sums = proba.sum(axis=1, keepdims=True)
+    return np.asarray(proba / np.where(sums > 0, sums, 1.0))
+
+
+def _number(compute: Any) -> float | None:
+    try:
+        value = float(compute())
+    except (ValueError, ZeroDivisionError, FloatingPointError):
+        return None
+    return value if math.isfinite(value) else None

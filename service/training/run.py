@@ -1,0 +1,264 @@
+"""``run_training``: fit one job's estimator, validate it, and describe the result."""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Callable, Mapping
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+import engine
+from engine.callbacks import ProgressEvent, TrainingInterrupted
+from service.datasets.columns import ColumnData
+from service.methods.catalog import CATALOG, Method, Task
+from service.methods.params import ParamsInvalid, build_estimator, resolve_params
+from service.training.curves import learning_curves
+from service.training.data import TrainingData, prepare
+from service.training.metrics import (
+    classification_metrics,
+    regression_metrics,
+    summarise_folds,
+)
+from service.training.spec import TrainingError, TrainingOutcome, TrainingSpec
+from service.training.split import fold_assignments, holdout_split
+
+ProgressReport = Callable[[float, str], None]
+StopCheck = Callable[[], bool]
+# Fitting is most of the work; the rest (metrics, curves, saving) gets the last stretch.
+FIT_SHARE = 0.95
+Rows = npt.NDArray[np.intp]
+
+
+def run_training(
+    spec: TrainingSpec,
+    columns: Mapping[str, ColumnData],
+    on_progress: ProgressReport,
+    should_stop: StopCheck,
+) -> TrainingOutcome:
+    """Train the job ``spec`` describes on ``columns`` (keyed by name; features and target).
+
+    ``on_progress(fraction, stage)`` is called after every iteration of every fit (not
+    throttled); ``should_stop()`` is polled at the same points and before each fit, and
+    when it returns True, ``engine.TrainingInterrupted`` propagates. Raises ``TrainingError``
+    when the data or settings make training impossible (retrying will not help).
+    """
+    method, task, resolved = _resolve(spec)
+    data = prepare(spec, columns)
+    classification = task == Task.CLASSIFICATION
+    n_rows = data.y.shape[0]
+    all_rows = np.arange(n_rows, dtype=np.intp)
+    folds = int(spec.validation["folds"]) if "folds" in spec.validation else 0
+    holdout = float(spec.validation.get("holdout", 0.0)) if not folds else 0.0
+    progress = _Progress(on_progress, should_stop, method.progress_unit, folds + 1)
+
+    metrics: dict[str, Any] = {"train": None, "validation": None, "oob": None, "cv": None}
+    if folds:
+        assignment = fold_assignments(data.y, folds, classification=classification, seed=spec.seed)
+        per_fold = []
+        for fold in range(folds):
+            train_rows = np.flatnonzero(assignment != fold).astype(np.intp)
+            held_out = np.flatnonzero(assignment == fold).astype(np.intp)
+            progress.start(fold, f"fold {fold + 1}/{folds}: ")
+            model = _fit(method, task, resolved, data, train_rows, spec, progress)
+            per_fold.append(_evaluate(model, data, held_out, classification))
+        metrics["cv"] = summarise_folds(per_fold)
+        train_rows, validation_rows = all_rows, None
+    elif holdout > 0:
+        train_rows, validation_rows = holdout_split(
+            data.y, holdout, classification=classification, seed=spec.seed
+        )
+    else:
+        train_rows, validation_rows = all_rows, None
+
+    progress.start(folds, "final fit: " if folds else "")
+    model = _fit(method, task, resolved, data, train_rows, spec, progress)
+    on_progress(FIT_SHARE, "computing metrics")
+    metrics["train"] = _evaluate(model, data, train_rows, classification)
+    if validation_rows is not None:
+        metrics["validation"] = _evaluate(model, data, validation_rows, classification)
+    metrics["oob"] = _oob_metrics(model, data, train_rows, classification)
+    curves = learning_curves(
+        method.name,
+        model,
+        classification=classification,
+        classes=data.classes,
+        train=(data.X[train_rows], data.y[train_rows]),
+        validation=None
+        if validation_rows is None
+        else (data.X[validation_rows], data.y[validation_rows]),
+        events=progress.events,
+    )
+    on_progress(0.99, "saving the model")
+    artifact = engine.save_model(model)
+    return TrainingOutcome(
+        artifact=artifact,
+        sha256=hashlib.sha256(artifact).hexdigest(),
+        size=len(artifact),
+        features=data.features,
+        classes=data.classes,
+        encoding={"categories": data.categories, "classes": data.classes},
+        resolved_params=resolved,
+        metrics=metrics,
+        curves=curves,
+        importances=_importances(model, data),
+        n_estimators=_n_estimators(model),
+        n_rows=n_rows,
+        n_train_rows=int(train_rows.size),
+        n_validation_rows=0 if validation_rows is None else int(validation_rows.size),
+    )
+
+
+def _resolve(spec: TrainingSpec) -> tuple[Method, Task, dict[str, Any]]:
+    method = CATALOG.get(spec.method)
+    if method is None:
+        raise TrainingError("unknown_method", f"There is no method '{spec.method}'.")
+    try:
+        task = Task(spec.task)
+        method.estimator_class(task)
+    except (ValueError, KeyError):
+        raise TrainingError(
+            "unsupported_task", f"Method '{spec.method}' does not do '{spec.task}'."
+        ) from None
+    try:
+        resolved = resolve_params(method.name, task, spec.params)
+    except ParamsInvalid as error:
+        raise TrainingError("invalid_params", str(error)) from None
+    return method, task, _with_oob(resolved, spec.params)
+
+
+def _with_oob(resolved: dict[str, Any], requested: Mapping[str, Any]) -> dict[str, Any]:
+    """Turn on out-of-bag estimates where bootstrap leaves rows out, unless asked not to.
+
+    They cost one prediction per member on its out-of-bag rows and give the OOB metrics and
+    the OOB error curve for free.
+    """
+    if "oob_score" not in resolved or "oob_score" in requested:
+        return resolved
+    leaves_rows_out = resolved.get("bootstrap") is True or resolved.get("max_samples") not in (
+        None,
+        1.0,
+    )
+    return {**resolved, "oob_score": True} if leaves_rows_out else resolved
+
+
+class _Progress:
+    """The engine callback: reports each iteration, stops when asked, keeps the events."""
+
+    def __init__(self, report: ProgressReport, should_stop: StopCheck, unit: str, fits: int):
+        self.report, self.should_stop, self.unit, self.fits = report, should_stop, unit, fits
+        self.index, self.prefix = 0, ""
+        self.events: list[ProgressEvent] = []
+
+    def start(self, index: int, prefix: str) -> None:
+        self.index, self.prefix, self.events = index, prefix, []
+        self._check()
+        self.report(FIT_SHARE * index / self.fits, f"{prefix}fitting")
+
+    def __call__(self, event: ProgressEvent) -> None:
+        self._check()
+        self.events.append(event)
+        fraction = FIT_SHARE * (self.index + min(event.fraction, 1.0)) / self.fits
+        self.report(fraction, f"{self.prefix}{self.unit} {event.done}/{event.total}")
+
+    def _check(self) -> None:
+        if self.should_stop():
+            raise TrainingInterrupted("training was asked to stop")
+
+
+def _fit(
+    method: Method,
+    task: Task,
+    resolved: Mapping[str, Any],
+    data: TrainingData,
+    rows: Rows,
+    spec: TrainingSpec,
+    progress: _Progress,
+) -> Any:
+    y = data.y[rows]
+    if task == Task.CLASSIFICATION and np.unique(y).size < 2:
+        raise TrainingError(
+            "one_class",
+            f"A training split holds only one class ({y[0]!r}); use fewer folds, a smaller "
+            "holdout, or more rows of the other classes.",
+        )
+    estimator = build_estimator(
+        method.name,
+        task,
+        resolved,
+        random_state=spec.seed,
+        n_jobs=spec.n_jobs,
+        categorical_features=data.categorical_features,
+    )
+    try:
+        estimator.fit(data.X[rows], y, callbacks=[progress])
+    except TrainingInterrupted:
+        raise
+    except ValueError as error:  # the engine refusing this data: deterministic
+        raise TrainingError("fit_failed", f"Training failed: {error}") from None
+    return estimator
+
+
+def _evaluate(model: Any, data: TrainingData, rows: Rows, classification: bool) -> dict[str, Any]:
+    X, y = data.X[rows], data.y[rows]
+    if classification:
+        assert data.classes is not None
+        return classification_metrics(y, _proba(model, X, data.classes), data.classes)
+    return regression_metrics(y, np.asarray(model.predict(X), dtype=np.float64))
+
+
+def _proba(model: Any, X: npt.NDArray[np.float64], classes: list[str]) -> npt.NDArray[np.float64]:
+    """Probabilities over all ``classes``; a class a fold's model never saw gets 0."""
+    proba = np.asarray(model.predict_proba(X), dtype=np.float64)
+    model_classes = [str(c) for c in model.classes_]
+    if model_classes == classes:
+        return proba
+    full = np.zeros((X.shape[0], len(classes)))
+    full[:, [classes.index(c) for c in model_classes]] = proba
+    return full
+
+
+def _oob_metrics(
+    model: Any, data: TrainingData, rows: Rows, classification: bool
+) -> dict[str, Any] | None:
+    y = data.y[rows]
+    if classification and hasattr(model, "oob_decision_function_"):
+        assert data.classes is not None
+        scores = np.asarray(model.oob_decision_function_, dtype=np.float64)
+        seen = np.all(np.isfinite(scores), axis=1)
+        if not seen.any():
+            return None
+        return classification_metrics(y[seen], scores[seen], data.classes)
+    if not classification and hasattr(model, "oob_prediction_"):
+        predicted = np.asarray(model.oob_prediction_, dtype=np.float64)
+        seen = np.isfinite(predicted)
+        if not seen.any():
+            return None
+        return regression_metrics(y[seen], predicted[seen])
+    return None
+
+
+def _importances(model: Any, data: TrainingData) -> dict[str, Any]:
+    try:
+        values = np.asarray(model.feature_importances_, dtype=np.float64)
+    except (AttributeError, ValueError, NotImplementedError):
+        return {}
+    if values.shape != (len(data.features),) or not np.all(np.isfinite(values)):
+        return {}
+    ranked = sorted(
+        (
+            {"name": feature["name"], "importance": float(value), "std": None}
+            for feature, value in zip(data.features, values, strict=True)
+        ),
+        key=lambda item: -float(item["importance"] or 0.0),
+    )
+    return {"impurity": ranked}
+
+
+def _n_estimators(model: Any) -> int:
+    if hasattr(model, "n_estimators_"):
+        return int(model.n_estimators_)
+    if hasattr(model, "estimators_"):
+        return len(model.estimators_)
+    return 1

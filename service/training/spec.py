@@ -1,0 +1,103 @@
+"""What a training run takes and gives back, and how it fails."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from service.db.tables import JobRecord
+
+
+class TrainingError(Exception):
+    """Training cannot succeed with this job's data or settings; retrying will not help.
+
+    ``code`` is short and stable (``one_class``, ``constant_target``, ``too_few_rows``, ...);
+    ``message`` says what to change. The worker stores both as the job's ``error``.
+    """
+
+    def __init__(self, code: str, message: str) -> None:
+        super().__init__(message)
+        self.code = code
+        self.message = message
+
+
+@dataclass(frozen=True, slots=True)
+class TrainingSpec:
+    """Everything a training run needs besides the column data."""
+
+    method: str
+    task: str  # "classification" | "regression"
+    target: str
+    features: tuple[str, ...]
+    params: Mapping[str, Any]  # as the job asked; defaults are filled in by the run
+    validation: Mapping[str, Any]  # {"holdout": f} or {"folds": k}
+    seed: int
+    n_jobs: int = 1
+
+    def __post_init__(self) -> None:
+        # Callers may pass lists (JSON columns); a tuple keeps the spec immutable.
+        object.__setattr__(self, "features", tuple(self.features))
+        if not isinstance(self.seed, int) or isinstance(self.seed, bool):
+            raise TrainingError("no_seed", "The job has no integer seed recorded.")
+
+    @classmethod
+    def from_job(cls, job: JobRecord, *, n_jobs: int = 1) -> TrainingSpec:
+        """The spec of a job row; ``n_jobs`` is the service's ``processes_per_job``."""
+        if job.seed is None:  # every job created through the API has one
+            raise TrainingError("no_seed", f"Job '{job.id}' has no seed recorded.")
+        return cls(
+            method=job.method,
+            task=job.task,
+            target=job.target,
+            features=tuple(job.features),
+            params=dict(job.params),
+            validation=dict(job.validation),
+            seed=int(job.seed),
+            n_jobs=n_jobs,
+        )
+
+    @property
+    def columns(self) -> tuple[str, ...]:
+        """The dataset columns the run reads: the features, then the target."""
+        return (*self.features, self.target)
+
+
+@dataclass(frozen=True, slots=True)
+class TrainingOutcome:
+    """A fitted model and everything known about it, ready to store.
+
+    Attributes
+    ----------
+    artifact, sha256, size : the ``engine.save_model`` bytes, their SHA-256 (hex), length.
+    features : ``[{"name", "kind"}]`` in the model's column order.
+    classes : class labels (strings) in the order of ``predict_proba``'s columns; None for
+        regression.
+    encoding : ``{"categories": {feature: [category, ...]}, "classes": [...] | None}``: how
+        predict inputs are encoded (a categorical feature's value is its index in the list).
+    resolved_params : every parameter with defaults filled in, nested learners expanded.
+    metrics : ``{"train", "validation", "oob", "cv"}``, each a dict or None.
+    curves : ``{"iterations", "train", "validation", "oob", "metric"}`` or None.
+    importances : ``{"impurity": [{"name", "importance", "std"}, ...]}``, each list sorted by
+        importance, descending; the worker stores ``{"features": list}`` as the payload of one
+        ``ImportanceRecord`` per kind.
+    n_estimators : members actually fitted (1 for a single tree).
+    n_rows : rows used (rows whose target is missing are left out); n_train_rows,
+        n_validation_rows: the split.
+    """
+
+    artifact: bytes
+    sha256: str
+    size: int
+    features: list[dict[str, str]]
+    classes: list[str] | None
+    encoding: dict[str, Any]
+    resolved_params: dict[str, Any]
+    metrics: dict[str, Any]
+    curves: dict[str, Any] | None
+    importances: dict[str, Any] = field(default_factory=dict)
+    n_estimators: int = 1
+    n_rows: int = 0
+    n_train_rows: int = 0
+    n_validation_rows: int = 0

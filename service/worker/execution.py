@@ -1,0 +1,228 @@
+"""The fit process: one job's training, isolated so a crash or a kill takes only that fit.
+
+The worker starts :func:`fit_process_main` in a fresh process for every claimed job. The
+process reads the job's columns from the database itself (big data never crosses a pipe),
+calls the training function, and sends the worker small messages over a one-way pipe:
+
+``("progress", fraction, stage)`` any number of times, then exactly one of
+``("succeeded", outcome)``, ``("failed", code, message)`` (deterministic: do not retry),
+``("stopped",)`` (it obeyed a stop request) or ``("error", message)`` (unexpected: retry).
+
+A process that exits without one of those crashed; the worker decides what that means. The
+process never writes to the jobs table: every transition of the job is the worker's.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import time
+import traceback
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from multiprocessing.connection import Connection
+from multiprocessing.synchronize import Event
+from typing import Any, Protocol
+
+from sqlalchemy.orm import Session
+
+from engine import TrainingInterrupted
+from service.datasets.columns import ColumnData
+from service.datasets.service import DatasetDataCorrupt, load_columns
+from service.db.session import create_db_engine
+from service.db.tables import JobRecord
+from service.errors import CoppiceError, InvalidInput, NotFound
+from service.worker.progress import ProgressThrottle
+
+# The fit process tells the worker about progress at most this often; the worker writes even less.
+CHILD_PROGRESS_INTERVAL = 0.25
+
+
+@dataclass(frozen=True, slots=True)
+class JobSnapshot:
+    """What a fit needs to know about its job, taken when the job was claimed."""
+
+    id: str
+    dataset_id: str | None
+    name: str | None
+    method: str
+    task: str
+    target: str
+    features: list[str]
+    params: dict[str, Any]
+    validation: dict[str, Any]
+    seed: int | None
+    attempts: int
+    n_jobs: int
+
+    @classmethod
+    def of(cls, job: JobRecord, *, n_jobs: int) -> JobSnapshot:
+        return cls(
+            id=job.id,
+            dataset_id=job.dataset_id,
+            name=job.name,
+            method=job.method,
+            task=job.task,
+            target=job.target,
+            features=list(job.features),
+            params=dict(job.params),
+            validation=dict(job.validation),
+            seed=job.seed,
+            attempts=job.attempts,
+            n_jobs=n_jobs,
+        )
+
+
+class TrainingOutcomeLike(Protocol):
+    """What a successful training returns (``service.training.TrainingOutcome`` is one)."""
+
+    @property
+    def artifact(self) -> bytes: ...
+    @property
+    def sha256(self) -> str: ...
+    @property
+    def size(self) -> int: ...
+    @property
+    def features(self) -> Any: ...
+    @property
+    def classes(self) -> Any: ...
+    @property
+    def encoding(self) -> Any: ...
+    @property
+    def resolved_params(self) -> Any: ...
+    @property
+    def metrics(self) -> Any: ...
+    @property
+    def curves(self) -> Any: ...
+    @property
+    def importances(self) -> Mapping[str, Any]: ...
+    @property
+    def n_estimators(self) -> int | None: ...
+
+
+class JobFailed(Exception):
+    """Training cannot succeed however often it is tried (bad parameters for this data, say)."""
+
+    def __init__(self, code: str, message: str) -> None:
+        super().__init__(message)
+        self.code = code
+        self.message = message
+
+
+ProgressReporter = Callable[[float, str], None]
+StopCheck = Callable[[], bool]
+TrainFunction = Callable[
+    [JobSnapshot, Mapping[str, ColumnData], ProgressReporter, StopCheck], TrainingOutcomeLike
+]
+"""Trains one job. Raises ``JobFailed`` for deterministic failures and
+``engine.TrainingInterrupted`` when ``should_stop()`` turned true. Must be a module-level
+function: the fit process imports it by name."""
+
+
+def default_train(
+    job: JobSnapshot,
+    columns: Mapping[str, ColumnData],
+    on_progress: ProgressReporter,
+    should_stop: StopCheck,
+) -> TrainingOutcomeLike:
+    """Train with ``service.training``: the function every production worker runs."""
+    from service.training import TrainingError, TrainingSpec, run_training
+
+    if job.seed is None:  # the API records a seed for every job
+        raise JobFailed("no_seed", f"Job '{job.id}' has no seed recorded.")
+    try:
+        spec = TrainingSpec(
+            method=job.method,
+            task=job.task,
+            target=job.target,
+            features=tuple(job.features),
+            params=job.params,
+            validation=job.validation,
+            seed=job.seed,
+            n_jobs=job.n_jobs,
+        )
+        return run_training(spec, columns, on_progress, should_stop)
+    except TrainingError as error:
+        raise JobFailed(error.code, error.message) from error
+
+
+def _dataset_error_code(error: CoppiceError) -> str:
+    if isinstance(error, NotFound):
+        return "dataset_not_found"
+    if isinstance(error, DatasetDataCorrupt):
+        return "dataset_corrupt"
+    if isinstance(error, InvalidInput):
+        return "invalid_columns"
+    return "dataset_unreadable"
+
+
+def _load(database_url: str, job: JobSnapshot) -> dict[str, ColumnData]:
+    names = list(dict.fromkeys([*job.features, job.target]))
+    engine = create_db_engine(database_url)
+    try:
+        with Session(engine) as session:
+            if job.dataset_id is None:
+                raise NotFound("The job's dataset has been deleted.")
+            return load_columns(session, job.dataset_id, names)
+    finally:
+        engine.dispose()
+
+
+def fit_process_main(
+    conn: Connection,
+    stop: Event,
+    database_url: str,
+    job: JobSnapshot,
+    train: TrainFunction,
+) -> None:
+    """The fit process's whole life: load, train, report, exit."""
+    # A group of its own: Ctrl-C at the worker's terminal does not reach the fit (the worker
+    # decides whether it stops), and a kill of the group takes the engine's processes too.
+    os.setpgid(0, 0)
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    # The worker, or the fork server that dies with it: a new parent means the worker is gone.
+    parent_pid = os.getppid()
+    throttle = ProgressThrottle(CHILD_PROGRESS_INTERVAL)
+
+    def should_stop() -> bool:
+        # Nobody would record this fit once the worker died, so stop.
+        return stop.is_set() or os.getppid() != parent_pid
+
+    def on_progress(fraction: float, stage: str) -> None:
+        now = time.monotonic()
+        if throttle.offer(fraction, stage, now):
+            _send(conn, ("progress", *throttle.take(now)))
+
+    try:
+        columns = _load(database_url, job)
+        outcome = train(job, columns, on_progress, should_stop)
+    except JobFailed as error:
+        message: tuple[Any, ...] = ("failed", error.code, error.message)
+    except CoppiceError as error:
+        message = ("failed", _dataset_error_code(error), error.detail)
+    except TrainingInterrupted:
+        message = ("stopped",)
+    except Exception as error:
+        summary = "".join(traceback.format_exception_only(error)).strip()
+        message = ("error", f"training raised {summary}")
+    else:
+        message = ("succeeded", outcome)
+    try:
+        conn.send(message)
+    except (BrokenPipeError, ConnectionResetError):
+        return  # the worker is gone; the lease will bring the job back
+    except Exception as error:  # the outcome cannot be pickled
+        conn.send(("error", f"the training result could not be sent to the worker: {error}"))
+    finally:
+        conn.close()
+
+
+def warm_up_process() -> None:
+    """Does nothing: started once so the fork server is up before the first job."""
+
+
+def _send(conn: Connection, message: tuple[Any, ...]) -> None:
+    # A closed pipe means the worker is gone; should_stop() notices it.
+    with contextlib.suppress(BrokenPipeError, ConnectionResetError):
+        conn.send(message)

@@ -1,0 +1,259 @@
+"""The job row as a queue: every state change a worker makes, as guarded SQL.
+
+Each function takes the caller's session and only executes and flushes; the worker wraps each
+call in its own short transaction (:func:`service.worker.queue.transaction`). Every change of a
+job a worker holds is an ``UPDATE … WHERE id = … AND status = 'running' AND lease_owner = …``
+whose row count says whether the worker still held it: a job that was taken back (its lease
+expired) or finished elsewhere is never overwritten.
+
+The claim is one statement on both databases: ``UPDATE jobs … WHERE id = (SELECT id … LIMIT 1
+FOR UPDATE SKIP LOCKED) AND status = 'queued'``. PostgreSQL skips rows other workers are
+claiming; SQLite, which has no row locks (SQLAlchemy leaves the clause out), serialises
+writers, and the repeated ``status = 'queued'`` makes a lost race a zero-row update. (A plain
+read goes first, so polling an empty queue takes no write lock.) Taking jobs back after a crash,
+a shutdown or an expired lease is in :mod:`service.worker.recovery`.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import ColumnElement, Engine, and_, select, update
+from sqlalchemy.engine import CursorResult
+from sqlalchemy.orm import Session, aliased
+
+from service.db.tables import (
+    ImportanceRecord,
+    JobRecord,
+    JobStatus,
+    ModelArtifactRecord,
+    ModelRecord,
+    new_id,
+)
+from service.worker.execution import JobSnapshot, TrainingOutcomeLike
+from service.worker.lease import LeasePolicy
+
+
+@contextmanager
+def transaction(engine: Engine) -> Iterator[Session]:
+    """One short transaction: commit when the block ends, roll back when it raises."""
+    with Session(engine, expire_on_commit=False) as session, session.begin():
+        yield session
+
+
+def rowcount(result: Any) -> int:
+    """Rows an ``UPDATE`` changed: 1 when a guarded transition happened, 0 when refused."""
+    assert isinstance(result, CursorResult)
+    return result.rowcount
+
+
+def held_by(job_id: str, worker_id: str) -> ColumnElement[bool]:
+    """The guard of every change a worker makes to a job it runs."""
+    return and_(
+        JobRecord.id == job_id,
+        JobRecord.status == JobStatus.RUNNING,
+        JobRecord.lease_owner == worker_id,
+    )
+
+
+# --- claiming ---------------------------------------------------------------------------------
+
+
+def claim(
+    session: Session, *, worker_id: str, now: datetime, policy: LeasePolicy
+) -> JobRecord | None:
+    """Take the oldest claimable queued job for ``worker_id``; ``None`` when there is none.
+
+    Claimable: queued, not asked to cancel, and past its ``run_after``. The claim counts as an
+    attempt and starts a lease of ``policy.lease``.
+    """
+    candidate = aliased(JobRecord, name="candidate")
+    claimable = (
+        select(candidate.id)
+        .where(
+            candidate.status == JobStatus.QUEUED,
+            candidate.cancel_requested.is_(False),
+            (candidate.run_after.is_(None)) | (candidate.run_after <= now),
+        )
+        .order_by(candidate.created_at, candidate.id)
+        .limit(1)
+    )
+    # A plain read first: an idle worker polling an empty queue then takes no write lock
+    # (SQLite has one for the whole file).
+    if session.execute(claimable).first() is None:
+        return None
+    oldest = claimable.with_for_update(skip_locked=True).scalar_subquery()
+    claimed = session.execute(
+        update(JobRecord)
+        .where(JobRecord.id == oldest, JobRecord.status == JobStatus.QUEUED)
+        .values(
+            status=JobStatus.RUNNING,
+            lease_owner=worker_id,
+            lease_expires_at=policy.expires_at(now),
+            heartbeat_at=now,
+            attempts=JobRecord.attempts + 1,
+            started_at=now,
+            progress=0.0,
+            stage="starting",
+            run_after=None,
+        )
+        .returning(JobRecord.id)
+        .execution_options(synchronize_session=False)
+    ).scalar_one_or_none()
+    if claimed is None:
+        return None
+    return session.get(JobRecord, claimed, populate_existing=True)
+
+
+# --- while a job runs -------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Held:
+    """The job is still this worker's; ``cancel_requested`` tells whether to stop it."""
+
+    cancel_requested: bool
+
+
+def touch(
+    session: Session,
+    job_id: str,
+    worker_id: str,
+    *,
+    now: datetime,
+    lease_expires_at: datetime | None = None,
+    progress: tuple[float, str] | None = None,
+) -> Held | None:
+    """Renew the lease and/or record progress; ``None`` if the worker no longer holds the job."""
+    values: dict[str, Any] = {}
+    if lease_expires_at is not None:
+        values.update(lease_expires_at=lease_expires_at, heartbeat_at=now)
+    if progress is not None:
+        values.update(progress=progress[0], stage=progress[1])
+    if values:
+        result = session.execute(
+            update(JobRecord)
+            .where(held_by(job_id, worker_id))
+            .values(**values)
+            .execution_options(synchronize_session=False)
+        )
+        if rowcount(result) != 1:
+            return None
+    cancel = session.execute(
+        select(JobRecord.cancel_requested).where(held_by(job_id, worker_id))
+    ).scalar_one_or_none()
+    return None if cancel is None else Held(cancel_requested=bool(cancel))
+
+
+# --- ending a run -----------------------------------------------------------------------------
+
+
+class ArtifactMismatch(Exception):
+    """The artifact's bytes do not match the checksum or size training reported."""
+
+
+def finish_succeeded(
+    session: Session,
+    job: JobSnapshot,
+    worker_id: str,
+    outcome: TrainingOutcomeLike,
+    *,
+    now: datetime,
+) -> str | None:
+    """Store the model and mark the job succeeded, as one unit; returns the new model's id.
+
+    ``None`` when the job is no longer this worker's or a cancel was requested meanwhile: then
+    nothing is written. The caller's transaction makes all of it atomic: a failure while adding
+    the model, its artifact or its importances leaves no trace and the job still running.
+    """
+    digest = hashlib.sha256(outcome.artifact).hexdigest()
+    if digest != outcome.sha256 or len(outcome.artifact) != outcome.size:
+        raise ArtifactMismatch(
+            f"the model artifact does not match its checksum or size "
+            f"(sha256 {digest}, {len(outcome.artifact)} bytes)"
+        )
+    model_id = new_id()
+    # Updated first, so on PostgreSQL the row stays locked until the model rows are in.
+    result = session.execute(
+        update(JobRecord)
+        .where(held_by(job.id, worker_id), JobRecord.cancel_requested.is_(False))
+        .values(
+            status=JobStatus.SUCCEEDED,
+            progress=1.0,
+            stage="done",
+            model_id=model_id,
+            finished_at=now,
+            lease_expires_at=None,
+            error_code=None,
+            error_message=None,
+        )
+        .execution_options(synchronize_session=False)
+    )
+    if rowcount(result) != 1:
+        return None
+    session.add(
+        ModelRecord(
+            id=model_id,
+            name=job.name,
+            job_id=job.id,
+            dataset_id=job.dataset_id or "",
+            method=job.method,
+            task=job.task,
+            target=job.target,
+            features=list(outcome.features),
+            classes=None if outcome.classes is None else list(outcome.classes),
+            params=dict(outcome.resolved_params),
+            encoding=dict(outcome.encoding),
+            metrics=dict(outcome.metrics),
+            curves=None if outcome.curves is None else dict(outcome.curves),
+            n_estimators=outcome.n_estimators,
+            size_bytes=outcome.size,
+            created_at=now,
+        )
+    )
+    session.flush()  # the model row first: the artifact and importances refer to it
+    session.add(
+        ModelArtifactRecord(
+            model_id=model_id, data=outcome.artifact, size_bytes=outcome.size, sha256=digest
+        )
+    )
+    for kind, features in outcome.importances.items():
+        session.add(
+            ImportanceRecord(
+                model_id=model_id, kind=kind, payload={"features": features}, created_at=now
+            )
+        )
+    session.flush()
+    return model_id
+
+
+def finish(
+    session: Session,
+    job_id: str,
+    worker_id: str,
+    status: JobStatus,
+    *,
+    now: datetime,
+    error: tuple[str, str] | None = None,
+) -> bool:
+    """End a held job as ``cancelled`` or ``failed`` (with ``error = (code, message)``)."""
+    code, message = error if error is not None else (None, None)
+    result = session.execute(
+        update(JobRecord)
+        .where(held_by(job_id, worker_id))
+        .values(
+            status=status,
+            finished_at=now,
+            lease_expires_at=None,
+            error_code=code,
+            error_message=message,
+            stage="cancelled" if status == JobStatus.CANCELLED else "failed",
+        )
+        .execution_options(synchronize_session=False)
+    )
+    return rowcount(result) == 1
