@@ -17,6 +17,8 @@ from service.errors import install_error_handlers
 from service.inference.router import router as inference_router
 from service.jobs.router import router as jobs_router
 from service.methods.router import router as methods_router
+from service.models.cache import ModelCache
+from service.models.router import router as models_router
 from service.worker import Supervisor, WorkerConfig
 
 
@@ -39,16 +41,19 @@ def create_app(settings: Settings) -> FastAPI:
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
-        # The model cache will be opened and closed here too.
         db_engine = create_db_engine(settings.resolved_database_url)
+        model_cache = ModelCache(settings.model_cache_bytes)
         worker = _start_embedded_worker(settings) if settings.embedded_worker else None
-        app.state.resources = Resources(settings=settings, db_engine=db_engine, worker=worker)
+        app.state.resources = Resources(
+            settings=settings, db_engine=db_engine, model_cache=model_cache, worker=worker
+        )
         try:
             yield
         finally:
             if worker is not None:
                 # Stopping waits up to the shutdown grace for running fits; not on the loop.
                 await asyncio.to_thread(worker.stop)
+            model_cache.clear()
             db_engine.dispose()
 
     app = FastAPI(
@@ -61,5 +66,6 @@ def create_app(settings: Settings) -> FastAPI:
     app.include_router(datasets_router)
     app.include_router(methods_router)
     app.include_router(jobs_router)
+    app.include_router(models_router)
     app.include_router(inference_router)
     return app

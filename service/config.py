@@ -58,6 +58,19 @@ class Settings(BaseSettings):
         ge=1,
         description="Largest explicit max_depth a job may ask for; more is a 422.",
     )
+    max_predict_rows: int = Field(
+        default=100_000,
+        ge=1,
+        description="Most rows one predict request may hold; more is a 413.",
+    )
+    model_cache_bytes: int = Field(
+        default=512 * 1024 * 1024,
+        ge=0,
+        description=(
+            "Bound on the loaded models kept in memory for predictions, as the total size "
+            "of their artifacts in bytes; least recently used models are dropped first."
+        ),
+    )
 
     embedded_worker: bool = Field(
         default=True,

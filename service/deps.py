@@ -1,14 +1,14 @@
 """FastAPI dependencies that hand request handlers the app's long-lived objects.
 
 ``create_app`` stores a ``Resources`` on ``app.state`` in its lifespan; handlers ask for
-``SettingsDep``, ``DbEngineDep`` or ``SessionDep`` instead of reaching for module-level globals, so every
-app instance (one per test, say) is self-contained.
+``SettingsDep``, ``DbEngineDep``, ``ModelCacheDep`` or ``SessionDep`` instead of reaching for
+module-level globals, so every app instance (one per test, say) is self-contained.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Annotated, cast
 
 from fastapi import Depends, Request
@@ -16,6 +16,7 @@ from sqlalchemy import Engine
 from sqlalchemy.orm import Session
 
 from service.config import Settings
+from service.models.cache import ModelCache
 
 if TYPE_CHECKING:
     from service.worker import Supervisor
@@ -27,6 +28,9 @@ class Resources:
 
     settings: Settings
     db_engine: Engine
+    # Loaded models for predict and importances, bounded by COPPICE_MODEL_CACHE_BYTES
+    # (create_app sizes it; the default keeps nothing, for apps assembled by hand in tests).
+    model_cache: ModelCache = field(default_factory=lambda: ModelCache(0))
     # The embedded training worker, when `coppice serve` runs one (COPPICE_EMBEDDED_WORKER).
     worker: Supervisor | None = None
 
@@ -41,6 +45,10 @@ def get_settings(request: Request) -> Settings:
 
 def get_db_engine(request: Request) -> Engine:
     return get_resources(request).db_engine
+
+
+def get_model_cache(request: Request) -> ModelCache:
+    return get_resources(request).model_cache
 
 
 def get_session(request: Request) -> Iterator[Session]:
@@ -60,6 +68,7 @@ def get_session(request: Request) -> Iterator[Session]:
 
 SettingsDep = Annotated[Settings, Depends(get_settings)]
 DbEngineDep = Annotated[Engine, Depends(get_db_engine)]
+ModelCacheDep = Annotated[ModelCache, Depends(get_model_cache)]
 # scope="function": the commit happens before the response is sent, so a failed commit is the
 # client's error response instead of a success that did not happen.
 SessionDep = Annotated[Session, Depends(get_session, scope="function")]

@@ -1,0 +1,1 @@
+"""Fitted models: listing, reading, deleting, predicting, curves and feature importances."""

@@ -1,0 +1,169 @@
+"""HTTP routes of ``/v1/models``: translate requests to service calls, and results to bodies."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from anyio import to_thread
+from fastapi import APIRouter, Query, Request, Response
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse
+from pydantic import ValidationError
+
+from service.bodies import read_limited
+from service.db.tables import ModelRecord
+from service.deps import ModelCacheDep, SessionDep, SettingsDep
+from service.errors import BadRequest, PayloadTooLarge
+from service.methods.catalog import Task
+from service.models import service
+from service.models.schemas import (
+    CurvesOut,
+    FeatureImportanceOut,
+    FeatureOut,
+    MetricsOut,
+    ModelOut,
+    ModelPage,
+    PredictRequest,
+    PredictResponse,
+)
+
+router = APIRouter(prefix="/v1/models", tags=["models"])
+
+
+@router.get("")
+def list_models(
+    session: SessionDep,
+    method: str | None = None,
+    limit: int = Query(default=50, ge=1, le=1000),
+    offset: int = Query(default=0, ge=0),
+) -> ModelPage:
+    """List models, newest first, optionally only those of one method."""
+    records, total = service.list_models(session, method=method, limit=limit, offset=offset)
+    return ModelPage(items=[model_out(record) for record in records], total=total)
+
+
+@router.get("/{model_id}")
+def get_model(model_id: str, session: SessionDep) -> ModelOut:
+    return model_out(service.get_model(session, model_id))
+
+
+@router.delete("/{model_id}", status_code=204)
+def delete_model(model_id: str, session: SessionDep, cache: ModelCacheDep) -> Response:
+    """Delete the model, its artifact and importances; its job keeps its history."""
+    service.delete_model(session, cache, model_id)
+    return Response(status_code=204)
+
+
+@router.get("/{model_id}/curves", responses={404: {"description": "Unknown id, or no curves."}})
+def get_curves(model_id: str, session: SessionDep) -> CurvesOut:
+    """Per-iteration learning curves; a series the method does not have is `[]`."""
+    return CurvesOut.model_validate(service.curves(session, model_id))
+
+
+@router.post(
+    "/{model_id}/predict",
+    response_model=PredictResponse,
+    openapi_extra={
+        "requestBody": {
+            "required": True,
+            "content": {"application/json": {"schema": PredictRequest.model_json_schema()}},
+        }
+    },
+    responses={
+        409: {"description": "The stored artifact is corrupt."},
+        413: {"description": "Too many rows, or too large a body."},
+    },
+)
+async def predict(
+    model_id: str,
+    request: Request,
+    session: SessionDep,
+    settings: SettingsDep,
+    cache: ModelCacheDep,
+) -> Response:
+    """Predict rows; optionally with class probabilities and TreeSHAP contributions."""
+    raw = await read_limited(
+        request, settings.max_request_bytes, setting="COPPICE_MAX_REQUEST_BYTES"
+    )
+
+    def work() -> dict[str, Any]:
+        body = _predict_request(raw, settings.max_predict_rows)
+        model = service.loaded_model(session, cache, model_id)
+        return service.predict(model, body)
+
+    return JSONResponse(await to_thread.run_sync(work))
+
+
+@router.get(
+    "/{model_id}/feature-importance",
+    responses={409: {"description": "The training data needed is gone, or artifact corrupt."}},
+)
+def get_feature_importance(
+    model_id: str,
+    session: SessionDep,
+    cache: ModelCacheDep,
+    kind: str | None = Query(
+        default=None,
+        description=(
+            "impurity, gain, split_count, cover, permutation, oob_permutation or shap; "
+            "default: the method's."
+        ),
+    ),
+) -> FeatureImportanceOut:
+    """Feature importances of one kind, sorted descending; computed once, then stored."""
+    return FeatureImportanceOut.model_validate(
+        service.feature_importance(session, cache, model_id, kind)
+    )
+
+
+def _predict_request(raw: bytes, max_rows: int) -> PredictRequest:
+    try:
+        document = json.loads(raw)
+    except json.JSONDecodeError as error:
+        raise BadRequest(f"The body is not valid JSON: {error}.") from None
+    except UnicodeDecodeError:
+        raise BadRequest("The body is not UTF-8 text.") from None
+    if isinstance(document, dict):
+        # Counted before validating, so an oversized request is refused cheaply.
+        for key in ("records", "rows"):
+            rows = document.get(key)
+            if isinstance(rows, list) and len(rows) > max_rows:
+                raise PayloadTooLarge(
+                    f"The request has {len(rows)} rows; at most {max_rows} are predicted per "
+                    "request (COPPICE_MAX_PREDICT_ROWS). Split it into smaller requests."
+                )
+    try:
+        return PredictRequest.model_validate(document)
+    except ValidationError as error:
+        raise RequestValidationError(
+            [
+                {"type": e["type"], "loc": ("body", *e["loc"]), "msg": e["msg"]}
+                for e in error.errors(include_url=False)
+            ]
+        ) from None
+
+
+def model_out(record: ModelRecord) -> ModelOut:
+    metrics = record.metrics or {}
+    return ModelOut(
+        id=record.id,
+        name=record.name,
+        job_id=record.job_id,
+        dataset_id=record.dataset_id or None,
+        method=record.method,
+        task=Task(record.task),
+        target=record.target,
+        features=[FeatureOut(name=f["name"], kind=f["kind"]) for f in record.features],
+        classes=None if record.classes is None else [str(c) for c in record.classes],
+        params=dict(record.params),
+        metrics=MetricsOut(
+            train=metrics.get("train"),
+            validation=metrics.get("validation"),
+            oob=metrics.get("oob"),
+            cv=metrics.get("cv"),
+        ),
+        n_estimators=record.n_estimators,
+        size_bytes=record.size_bytes,
+        created_at=record.created_at,
+    )

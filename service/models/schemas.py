@@ -1,0 +1,119 @@
+"""Request and response bodies of the ``/v1/models`` endpoints."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from service.methods.catalog import Task
+
+
+class FeatureOut(BaseModel):
+    name: str
+    kind: str = Field(description="`numeric` or `categorical`.")
+
+
+class MetricsOut(BaseModel):
+    train: dict[str, Any] | None = None
+    validation: dict[str, Any] | None = None
+    oob: dict[str, Any] | None = None
+    cv: dict[str, Any] | None = Field(
+        default=None, description='Per metric `{"mean", "std"}` over the folds.'
+    )
+
+
+class ModelOut(BaseModel):
+    id: str
+    name: str | None
+    job_id: str
+    dataset_id: str | None = Field(
+        description="The dataset trained on; it may have been deleted since."
+    )
+    method: str
+    task: Task
+    target: str
+    features: list[FeatureOut]
+    classes: list[str] | None = Field(description="Class labels (classification), in order.")
+    params: dict[str, Any] = Field(description="Resolved hyperparameters, defaults included.")
+    metrics: MetricsOut
+    n_estimators: int | None
+    size_bytes: int
+    created_at: datetime
+
+
+class ModelPage(BaseModel):
+    items: list[ModelOut]
+    total: int
+
+
+class CurvesOut(BaseModel):
+    iterations: list[int]
+    train: list[float | None]
+    validation: list[float | None]
+    oob: list[float | None]
+    metric: str | None
+
+
+class PredictRequest(BaseModel):
+    """Rows to predict: ``records`` (one object per row) or ``columns`` with ``rows``."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    records: list[dict[str, Any]] | None = Field(
+        default=None, description="One object per row; an absent feature is missing."
+    )
+    columns: list[str] | None = Field(default=None, description="Column names of `rows`.")
+    rows: list[list[Any]] | None = Field(default=None, description="Cells in `columns` order.")
+    return_proba: bool = Field(
+        default=False, description="Also return class probabilities (classification)."
+    )
+    explain: bool = Field(
+        default=False, description="Also return per-feature TreeSHAP contributions and bias."
+    )
+
+    @model_validator(mode="after")
+    def _one_shape(self) -> PredictRequest:
+        tabular = self.columns is not None or self.rows is not None
+        if self.records is not None and tabular:
+            raise ValueError("send either 'records' or 'columns' with 'rows', not both")
+        if self.records is None and (self.columns is None or self.rows is None):
+            raise ValueError("send 'records', or 'columns' with 'rows'")
+        return self
+
+    @property
+    def n_rows(self) -> int:
+        return len(self.records if self.records is not None else self.rows or [])
+
+
+class PredictResponse(BaseModel):
+    model_id: str
+    predictions: list[Any] = Field(description="Class labels, or numbers (regression).")
+    probabilities: list[list[float]] | None = Field(
+        default=None, description="Per row, per class in `classes` order (return_proba)."
+    )
+    classes: list[str] | None = None
+    contributions: list[Any] | None = Field(
+        default=None,
+        description=(
+            "Per row, per feature (per class for multiclass) TreeSHAP contributions to the "
+            "raw score (explain)."
+        ),
+    )
+    bias: list[Any] | None = Field(
+        default=None,
+        description="Per row, the expected raw score (per class for multiclass) (explain).",
+    )
+
+
+class FeatureImportanceItem(BaseModel):
+    name: str
+    importance: float | None
+    std: float | None
+
+
+class FeatureImportanceOut(BaseModel):
+    model_id: str
+    kind: str
+    features: list[FeatureImportanceItem]

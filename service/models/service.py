@@ -1,0 +1,275 @@
+"""Rules about models: reading, deleting, loading (checked and cached), predicting, importances.
+
+Routers call these and turn their results into bodies; domain errors are ``CoppiceError``s.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+from http import HTTPStatus
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+from sqlalchemy.orm import Session
+
+import engine
+from service.datasets.service import load_columns
+from service.db.tables import ImportanceRecord, ModelRecord
+from service.errors import Conflict, InvalidInput, NotFound
+from service.models import importance as imp
+from service.models import repository
+from service.models.cache import LoadedModel, ModelCache
+from service.models.encoding import encode_records, encode_rows
+from service.models.schemas import PredictRequest
+from service.training.data import prepare
+from service.training.spec import TrainingError, TrainingSpec
+from service.training.split import holdout_split
+
+EXPLAINABLE_METHODS = "decision_tree, random_forest, extra_trees, bagging of trees, " + (
+    "gradient_boosting and xgboost"
+)
+
+
+class ArtifactCorrupt(Conflict):
+    """The model's stored artifact is damaged and cannot be used; delete the model and retrain."""
+
+    status = HTTPStatus.CONFLICT
+    type = "urn:coppice:problem:artifact-corrupt"
+
+    @property
+    def title(self) -> str:
+        return "Model artifact corrupt"
+
+
+class TrainingDataGone(Conflict):
+    """The model's training data is no longer available, so this cannot be computed."""
+
+
+# --- reading and deleting -------------------------------------------------------------------
+
+
+def get_model(session: Session, model_id: str) -> ModelRecord:
+    record = repository.get(session, model_id)
+    if record is None:
+        raise NotFound(f"There is no model with id '{model_id}'.")
+    return record
+
+
+def list_models(
+    session: Session, *, method: str | None, limit: int, offset: int
+) -> tuple[list[ModelRecord], int]:
+    return repository.list_page(session, method=method, limit=limit, offset=offset)
+
+
+def delete_model(session: Session, cache: ModelCache, model_id: str) -> None:
+    if not repository.delete_model(session, model_id):
+        raise NotFound(f"There is no model with id '{model_id}'.")
+    cache.evict(model_id)
+
+
+def curves(session: Session, model_id: str) -> dict[str, Any]:
+    record = get_model(session, model_id)
+    if not record.curves:
+        raise NotFound(
+            f"Model '{model_id}' has no learning curves: a '{record.method}' model has no "
+            "iterations to plot."
+        )
+    return dict(record.curves)
+
+
+# --- loading --------------------------------------------------------------------------------
+
+
+def loaded_model(session: Session, cache: ModelCache, model_id: str) -> LoadedModel:
+    """The usable model, from the cache, or loaded (and checked) from the database once."""
+    return cache.get_or_load(model_id, lambda: _load(session, model_id))
+
+
+def _load(session: Session, model_id: str) -> LoadedModel:
+    record = get_model(session, model_id)
+    artifact = repository.artifact(session, model_id)
+    if artifact is None:
+        raise ArtifactCorrupt(f"Model '{model_id}' has no stored artifact; delete it and retrain.")
+    data = bytes(artifact.data)
+    digest = hashlib.sha256(data).hexdigest()
+    if digest != artifact.sha256 or len(data) != artifact.size_bytes:
+        raise ArtifactCorrupt(
+            f"The stored artifact of model '{model_id}' does not match its SHA-256 checksum "
+            "(it was damaged in storage); the model cannot be used. Delete it and train again."
+        )
+    try:
+        estimator = engine.load_model(data)
+    except engine.ModelFormatError as error:
+        raise ArtifactCorrupt(
+            f"The stored artifact of model '{model_id}' cannot be read ({error}); delete the "
+            "model and train again."
+        ) from None
+    return LoadedModel(
+        id=record.id,
+        method=record.method,
+        task=record.task,
+        target=record.target,
+        estimator=estimator,
+        features=[dict(feature) for feature in record.features],
+        encoding=dict(record.encoding or {}),
+        classes=None if record.classes is None else [str(c) for c in record.classes],
+        size_bytes=len(data),
+    )
+
+
+# --- predicting -----------------------------------------------------------------------------
+
+
+def predict(model: LoadedModel, body: PredictRequest) -> dict[str, Any]:
+    """The prediction body for ``body``'s rows (see ``PredictResponse``)."""
+    if body.explain and not imp.explainable(model.estimator):
+        raise InvalidInput(
+            f"A '{model.method}' model cannot be explained: TreeSHAP contributions exist for "
+            f'{EXPLAINABLE_METHODS}. Send "explain": false.',
+            errors=[{"loc": ["body", "explain"], "msg": "not supported by this model"}],
+        )
+    if body.records is not None:
+        X = encode_records(model, body.records)
+    else:
+        assert body.columns is not None and body.rows is not None
+        X = encode_rows(model, body.columns, body.rows)
+    classification = model.task == "classification"
+    out: dict[str, Any] = {
+        "model_id": model.id,
+        "predictions": [],
+        "probabilities": None,
+        "classes": model.classes if classification else None,
+        "contributions": None,
+        "bias": None,
+    }
+    if X.shape[0] == 0:
+        if classification and body.return_proba:
+            out["probabilities"] = []
+        if body.explain:
+            out["contributions"], out["bias"] = [], []
+        return out
+    estimator = model.estimator
+    if classification:
+        out["predictions"] = [str(label) for label in np.asarray(estimator.predict(X)).tolist()]
+        if body.return_proba:
+            out["probabilities"] = _proba(estimator, X, model.classes or []).tolist()
+    else:
+        out["predictions"] = _floats(np.asarray(estimator.predict(X), dtype=np.float64))
+    if body.explain:
+        contributions, bias = engine.tree_contributions(estimator, X)
+        out["contributions"] = np.asarray(contributions, dtype=np.float64).tolist()
+        row_bias = np.asarray(bias, dtype=np.float64).tolist()
+        out["bias"] = [row_bias] * X.shape[0]
+    return out
+
+
+def _proba(estimator: Any, X: npt.NDArray[np.float64], classes: list[str]) -> Any:
+    proba = np.asarray(estimator.predict_proba(X), dtype=np.float64)
+    model_classes = [str(c) for c in estimator.classes_]
+    if model_classes == classes:
+        return proba
+    full = np.zeros((X.shape[0], len(classes)))
+    full[:, [classes.index(c) for c in model_classes]] = proba
+    return full
+
+
+def _floats(values: npt.NDArray[np.float64]) -> list[float | None]:
+    return [v if math.isfinite(v) else None for v in values.tolist()]
+
+
+# --- feature importance ---------------------------------------------------------------------
+
+
+def feature_importance(
+    session: Session, cache: ModelCache, model_id: str, kind: str | None
+) -> dict[str, Any]:
+    """``{"model_id", "kind", "features"}`` of ``kind`` (default: the method's), stored once."""
+    record = get_model(session, model_id)
+    model = loaded_model(session, cache, model_id)
+    stored = repository.stored_importance_kinds(session, model_id)
+    kinds = imp.available_kinds(
+        record.method, model.estimator, stored, has_validation=_has_holdout(record)
+    )
+    chosen = kind if kind is not None else imp.default_kind(record.method, kinds)
+    if chosen is None or chosen not in kinds:
+        asked = f"'{chosen}'" if chosen is not None else "any"
+        raise InvalidInput(
+            f"Model '{model_id}' ({record.method}) has no {asked} importance; it has "
+            + (", ".join(f"'{k}'" for k in kinds) if kinds else "none")
+            + ".",
+            errors=[{"loc": ["query", "kind"], "msg": f"one of: {', '.join(kinds)}"}],
+        )
+    existing = repository.importance(session, model_id, chosen)
+    if existing is None:
+        features = _compute(session, record, model, chosen)
+        existing = repository.add_importance(
+            session,
+            ImportanceRecord(model_id=model_id, kind=chosen, payload={"features": features}),
+        )
+    return {"model_id": model_id, "kind": chosen, "features": existing.payload["features"]}
+
+
+def _has_holdout(record: ModelRecord) -> bool:
+    """Whether training kept validation rows apart (a holdout; not folds, not none)."""
+    return bool((record.metrics or {}).get("validation"))
+
+
+def _compute(
+    session: Session, record: ModelRecord, model: LoadedModel, kind: str
+) -> list[dict[str, Any]]:
+    names = [feature["name"] for feature in model.features]
+    estimator = model.estimator
+    if kind in imp.MODEL_KINDS:
+        values, std = imp.from_model(estimator, kind)
+        return imp.ranked(names, values, std)
+    spec, X, y, train_rows, validation_rows = _training_rows(session, record)
+    if kind == "permutation":
+        assert validation_rows is not None
+        mean, spread = imp.permutation(estimator, X[validation_rows], y[validation_rows], spec.seed)
+    elif kind == "shap":
+        assert validation_rows is not None
+        mean, spread = imp.shap(estimator, X[validation_rows])
+    else:
+        mean, spread = imp.oob_permutation(estimator, X[train_rows], y[train_rows], spec.seed)
+    return imp.ranked(names, mean, spread)
+
+
+def _training_rows(
+    session: Session, record: ModelRecord
+) -> tuple[
+    TrainingSpec,
+    npt.NDArray[np.float64],
+    npt.NDArray[Any],
+    npt.NDArray[np.intp],
+    npt.NDArray[np.intp] | None,
+]:
+    """The job's matrix and its (train, validation) rows, split exactly as training did."""
+    job = repository.job(session, record.job_id)
+    if job is None or not record.dataset_id or job.dataset_id is None:
+        raise TrainingDataGone(
+            f"Model '{record.id}' was trained on a dataset that has since been deleted, so its "
+            "training and validation rows are gone; this importance cannot be computed."
+        )
+    try:
+        spec = TrainingSpec.from_job(job)
+    except TrainingError as error:
+        raise TrainingDataGone(error.message) from None
+    try:
+        columns = load_columns(session, job.dataset_id, spec.columns)
+    except NotFound:
+        raise TrainingDataGone(
+            f"Model '{record.id}' was trained on dataset '{job.dataset_id}', which has been "
+            "deleted; this importance cannot be computed."
+        ) from None
+    data = prepare(spec, columns)
+    n_rows = data.y.shape[0]
+    folds = "folds" in spec.validation
+    holdout = 0.0 if folds else float(spec.validation.get("holdout", 0.0))
+    if holdout > 0:
+        train, validation = holdout_split(
+            data.y, holdout, classification=spec.task == "classification", seed=spec.seed
+        )
+        return spec, data.X, data.y, train, validation
+    return spec, data.X, data.y, np.arange(n_rows, dtype=np.intp), None

@@ -1,0 +1,115 @@
+"""Models trained the worker's way, and the app they live in, for the model tests.
+
+A model is made as in production, minus the worker process: the dataset and the job go in
+through the API, then the job is claimed, trained with ``run_training`` and stored with the
+worker's own ``claim`` and ``finish_succeeded``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import httpx
+import numpy as np
+from fastapi import FastAPI
+from sqlalchemy import Engine
+
+from service.config import Settings
+from service.datasets.service import load_columns
+from service.deps import Resources
+from service.training import TrainingSpec, run_training
+from service.worker import queue
+from service.worker.execution import JobSnapshot
+from service.worker.lease import LeasePolicy
+
+# The service_settings fixture's COPPICE_MAX_PREDICT_ROWS.
+MAX_PREDICT_ROWS = 50
+
+WORKER = "test-worker"
+N_ROWS = 160
+COLUMNS = ["x", "z", "colour", "amount", "label", "species"]
+
+
+def dataset_rows(n: int = N_ROWS, seed: int = 0) -> list[list[Any]]:
+    """x, z numeric (x with gaps), colour categorical (with gaps), three targets."""
+    rng = np.random.default_rng(seed)
+    x = rng.normal(size=n)
+    z = rng.normal(size=n)
+    colours = rng.choice(["red", "green", "blue"], size=n)
+    rows = []
+    for i in range(n):
+        colour = None if i % 13 == 0 else str(colours[i])
+        amount = 2 * x[i] + (1.5 if colour == "red" else 0.0) + 0.3 * z[i]
+        label = "yes" if amount > 0.5 else "no"
+        species = "a" if x[i] < -0.4 else ("b" if x[i] < 0.4 else "c")
+        rows.append(
+            [None if i % 11 == 0 else float(x[i]), float(z[i]), colour, amount, label, species]
+        )
+    return rows
+
+
+@dataclass
+class Service:
+    """One running app, its HTTP client and a way to get trained models into it."""
+
+    client: httpx.AsyncClient
+    app: FastAPI
+    settings: Settings
+    dataset_id: str = ""
+
+    @property
+    def db_engine(self) -> Engine:
+        resources: Resources = self.app.state.resources
+        return resources.db_engine
+
+    async def dataset(self) -> str:
+        if not self.dataset_id:
+            response = await self.client.post(
+                "/v1/datasets", json={"columns": COLUMNS, "rows": dataset_rows()}
+            )
+            assert response.status_code == 201, response.text
+            self.dataset_id = response.json()["id"]
+        return self.dataset_id
+
+    async def train(
+        self,
+        method: str,
+        *,
+        target: str = "label",
+        params: dict[str, Any] | None = None,
+        validation: dict[str, Any] | None = None,
+        features: list[str] | None = None,
+        name: str | None = None,
+    ) -> str:
+        """Train one model the way the worker does; returns its id."""
+        body: dict[str, Any] = {
+            "dataset_id": await self.dataset(),
+            "target": target,
+            "method": method,
+            "features": features or ["x", "z", "colour"],
+            "params": params if params is not None else {"n_estimators": 10},
+            "seed": 7,
+        }
+        if validation is not None:
+            body["validation"] = validation
+        if name is not None:
+            body["name"] = name
+        job = await self.client.post("/v1/jobs", json=body)
+        assert job.status_code == 202, job.text
+        now = datetime.now(UTC)
+        policy = LeasePolicy(
+            lease=timedelta(minutes=5), heartbeat=timedelta(seconds=30), backoff=timedelta(0)
+        )
+        with queue.transaction(self.db_engine) as session:
+            record = queue.claim(session, worker_id=WORKER, now=now, policy=policy)
+            assert record is not None and record.id == job.json()["id"]
+            snapshot = JobSnapshot.of(record, n_jobs=1)
+            spec = TrainingSpec.from_job(record)
+            columns = load_columns(session, record.dataset_id or "", spec.columns)
+        outcome = run_training(spec, columns, lambda fraction, stage: None, lambda: False)
+        with queue.transaction(self.db_engine) as session:
+            model_id = queue.finish_succeeded(session, snapshot, WORKER, outcome, now=now)
+        assert model_id is not None
+        return model_id
