@@ -29,7 +29,11 @@ from engine.ensemble import (
     RandomForestRegressor,
 )
 from engine.inspection import permutation_importance
+from engine.linear import LinearRegression, LogisticRegression, Perceptron, Ridge
+from engine.naive_bayes import GaussianNB
+from engine.neighbors import KNeighborsClassifier, KNeighborsRegressor
 from engine.persistence import ModelFormatError, load_model, model_manifest, save_model
+from engine.preprocessing import EncodedClassifier, EncodedRegressor
 from engine.shap import tree_contributions
 from engine.tree import DecisionTreeClassifier, DecisionTreeRegressor
 
@@ -41,15 +45,24 @@ __all__ = [
     "BaggingRegressor",
     "DecisionTreeClassifier",
     "DecisionTreeRegressor",
+    "EncodedClassifier",
+    "EncodedRegressor",
     "ExtraTreesClassifier",
     "ExtraTreesRegressor",
+    "GaussianNB",
     "GradientBoostingClassifier",
     "GradientBoostingRegressor",
+    "KNeighborsClassifier",
+    "KNeighborsRegressor",
+    "LinearRegression",
+    "LogisticRegression",
     "ModelFormatError",
+    "Perceptron",
     "ProgressEvent",
     "RandomForestClassifier",
     "RandomForestRegressor",
     "RegionBoostClassifier",
+    "Ridge",
     "TrainingInterrupted",
     "XGBoostClassifier",
     "XGBoostRegressor",

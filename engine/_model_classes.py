@@ -22,7 +22,11 @@ from engine.ensemble._forest import (
     RandomForestRegressor,
 )
 from engine.ensemble._sampling import MemberSampling
+from engine.linear import LinearRegression, LogisticRegression, Perceptron, Ridge
+from engine.naive_bayes import GaussianNB
+from engine.neighbors import KNeighborsClassifier, KNeighborsRegressor
 from engine.persistence import register_model_class
+from engine.preprocessing import DenseEncoding, EncodedClassifier, EncodedRegressor
 from engine.tree._binning import BinMapper
 from engine.tree._classes import DecisionTreeClassifier, DecisionTreeRegressor
 from engine.tree._tree import Tree
@@ -36,15 +40,25 @@ MODEL_CLASSES: tuple[type, ...] = (
     BinMapper,
     DecisionTreeClassifier,
     DecisionTreeRegressor,
+    DenseEncoding,
+    EncodedClassifier,
+    EncodedRegressor,
     EstimatorMember,
     ExtraTreesClassifier,
     ExtraTreesRegressor,
+    GaussianNB,
     GradientBoostingClassifier,
     GradientBoostingRegressor,
+    KNeighborsClassifier,
+    KNeighborsRegressor,
+    LinearRegression,
+    LogisticRegression,
     MemberSampling,
+    Perceptron,
     RandomForestClassifier,
     RandomForestRegressor,
     RegionBoostClassifier,
+    Ridge,
     Tree,
     XGBoostClassifier,
     XGBoostRegressor,

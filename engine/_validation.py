@@ -9,7 +9,10 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
+from engine.base import check_is_fitted
+
 __all__ = [
+    "CompleteInputMixin",
     "DataConversionWarning",
     "check_X",
     "check_sample_weight",
@@ -174,3 +177,34 @@ def resolve_seed_sequence(random_state: Any) -> np.random.SeedSequence:
 def spawn_seeds(root: np.random.SeedSequence, n: int) -> list[np.random.SeedSequence]:
     """``n`` independent child seeds, spawned in the parent before any work is dispatched."""
     return root.spawn(n)
+
+
+class CompleteInputMixin:
+    """Input checks of estimators that cannot use missing values (NaN).
+
+    ``check_X`` lets NaN through because trees route it; a linear model, a distance or a
+    Gaussian density has no meaning for it, so these estimators refuse it with a clear error.
+    """
+
+    def _forget_fit(self) -> None:
+        for name in [n for n in vars(self) if n.endswith("_") and not n.startswith("__")]:
+            delattr(self, name)  # a failed refit must not leave the previous model behind
+
+    def _check_complete_X(self, X: Any, *, fitted: bool = False) -> NDArray[np.float64]:
+        name = type(self).__name__
+        n_features = None
+        if fitted:
+            check_is_fitted(self)
+            n_features = self.n_features_in_  # type: ignore[attr-defined]
+        array = check_X(X, n_features=n_features, estimator=name)
+        if np.isnan(array).any():
+            raise ValueError(
+                f"{name} does not accept missing values (NaN); impute them or use a "
+                "tree-based method."
+            )
+        return array
+
+    def __sklearn_tags__(self) -> Any:
+        tags = super().__sklearn_tags__()  # type: ignore[misc]
+        tags.input_tags.allow_nan = False
+        return tags

@@ -43,6 +43,10 @@ class Method:
     regressor: type[Any] | None
     # What one callback event of the estimator counts, for the job's stage text ("tree 3/100").
     progress_unit: str = "iteration"
+    # Whether the estimator needs a complete numeric matrix (no NaN, no category codes): the
+    # service then wraps it in engine.EncodedClassifier/EncodedRegressor (impute, one-hot,
+    # standardise), so it trains on the same tables as the trees.
+    dense_input: bool = False
     # What a nested-learner parameter left at None stands for, per task, as
     # {"method", "params"}; the service always passes it explicitly, so the dataset's
     # categorical features reach the members and resolved params show the learner.
@@ -165,7 +169,49 @@ _METHODS = (
     ),
 )
 
-CATALOG: Mapping[str, Method] = MappingProxyType({method.name: method for method in _METHODS})
+# The engine's Perceptron is left out: it has no probabilities, which every classification
+# metric and the predict endpoint's return_proba need; the engine still bags and boosts it.
+_BASE_LEARNERS = (
+    Method(
+        name="logistic_regression",
+        dense_input=True,
+        description="L2-regularised logistic regression (binary and multinomial), Newton or L-BFGS.",
+        classifier=engine.LogisticRegression,
+        regressor=None,
+    ),
+    Method(
+        name="linear_regression",
+        dense_input=True,
+        description="Ordinary least squares.",
+        classifier=None,
+        regressor=engine.LinearRegression,
+    ),
+    Method(
+        name="ridge",
+        dense_input=True,
+        description="Least squares with an L2 penalty on the coefficients.",
+        classifier=None,
+        regressor=engine.Ridge,
+    ),
+    Method(
+        name="k_neighbors",
+        dense_input=True,
+        description="k-nearest neighbours: majority vote or average of the k closest rows.",
+        classifier=engine.KNeighborsClassifier,
+        regressor=engine.KNeighborsRegressor,
+    ),
+    Method(
+        name="naive_bayes",
+        dense_input=True,
+        description="Gaussian naive Bayes: independent normal features per class.",
+        classifier=engine.GaussianNB,
+        regressor=None,
+    ),
+)
+
+CATALOG: Mapping[str, Method] = MappingProxyType(
+    {method.name: method for method in (*_METHODS, *_BASE_LEARNERS)}
+)
 
 
 def get_method(name: str) -> Method | None:

@@ -14,6 +14,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+import engine
 from engine._params import (
     CallableValue,
     Constraint,
@@ -246,7 +247,8 @@ def build_estimator(
     members' seeds; members run inside the ensemble's processes); ``categorical_features``
     goes to every learner that takes it.
     """
-    cls = CATALOG[method_name].estimator_class(task)
+    method = CATALOG[method_name]
+    cls = method.estimator_class(task)
     accepted = cls.parameter_defaults()
     kwargs: dict[str, Any] = {}
     for name, value in resolved.items():
@@ -264,4 +266,7 @@ def build_estimator(
         kwargs["random_state"] = random_state
     if "n_jobs" in accepted and n_jobs is not None:
         kwargs["n_jobs"] = n_jobs
-    return cls(**kwargs)
+    if not method.dense_input:
+        return cls(**kwargs)
+    encoded = engine.EncodedClassifier if task == Task.CLASSIFICATION else engine.EncodedRegressor
+    return encoded(cls(**kwargs), categorical_features=list(categorical_features or []) or None)

@@ -15,6 +15,8 @@ so a check that starts passing fails the run until its entry is removed):
 | check_sample_weight_equivalence_on_dense_data  | ArcX4Classifier, AdaBoostRegressor | weighted bootstrap resampling (the methods' definition; R2's default mode) |
 | check_sample_weight_equivalence_on_dense_data  | RegionBoostClassifier              | repeated rows take k-nearest-neighbour slots a weighted row does not |
 | check_sample_weight_equivalence_on_dense_data  | AdaBoostClassifier, GradientBoostingClassifier, XGBoost* | a few rows of the check's data land in different leaves; hand replications agree to 1e-16; cause not yet found (open) |
+| check_sample_weight_equivalence_on_dense_data  | Perceptron                         | online updates in shuffled row order: a repeated row is two updates at different moments, a weight of 2 one doubled update |
+| check_sample_weight_equivalence_on_dense_data  | KNeighbors*                        | a repeated row fills two of the k neighbour slots where a weighted row fills one |
 | check_regressors_no_decision_function          | XGBoostRegressor                   | every boosted model exposes its raw additive score as decision_function, by design |
 
 The decision trees pass the weight-equivalence check because their bin edges ignore rows of
@@ -45,10 +47,17 @@ from engine import (
     ExtraTreesClassifier,
     ExtraTreesRegressor,
     GradientBoostingClassifier,
+    GaussianNB,
     GradientBoostingRegressor,
+    KNeighborsClassifier,
+    KNeighborsRegressor,
+    LinearRegression,
+    LogisticRegression,
+    Perceptron,
     RandomForestClassifier,
     RandomForestRegressor,
     RegionBoostClassifier,
+    Ridge,
     XGBoostClassifier,
     XGBoostRegressor,
 )
@@ -84,6 +93,13 @@ ESTIMATORS: list[Any] = [
     GradientBoostingRegressor(n_estimators=N_MEMBERS, random_state=0),
     XGBoostClassifier(n_estimators=N_MEMBERS, random_state=0),
     XGBoostRegressor(n_estimators=N_MEMBERS, random_state=0),
+    LogisticRegression(),
+    LinearRegression(),
+    Ridge(),
+    Perceptron(random_state=0),
+    KNeighborsClassifier(),
+    KNeighborsRegressor(),
+    GaussianNB(),
 ]
 
 UNFITTED_REASON = (
@@ -115,6 +131,11 @@ UNEXPLAINED_WEIGHT_REASON = (
     "weighted and repeated fits put a few rows of the check's data in different leaves; "
     "integer weights agree with repetition to 1e-16 in hand replications, cause not yet found"
 )
+PERCEPTRON_REASON = (
+    "the perceptron visits rows one at a time in a shuffled order, so a repeated row is two "
+    "updates at different moments while a weight of 2 is one doubled update"
+)
+KNN_REASON = "a repeated row fills two of the k neighbour slots where a weighted row fills one"
 RAW_SCORE_REASON = (
     "boosted regressors expose the raw additive score as decision_function, as the project "
     "asks of every boosted model (it differs from predict for count:poisson)"
@@ -136,6 +157,10 @@ def expected_failed_checks(estimator: Any) -> dict[str, str]:
         AdaBoostClassifier | GradientBoostingClassifier | XGBoostClassifier | XGBoostRegressor,
     ):
         failures[weight_check] = UNEXPLAINED_WEIGHT_REASON
+    if isinstance(estimator, Perceptron):
+        failures[weight_check] = PERCEPTRON_REASON
+    if isinstance(estimator, KNeighborsClassifier | KNeighborsRegressor):
+        failures[weight_check] = KNN_REASON
     if isinstance(estimator, XGBoostRegressor):
         failures["check_regressors_no_decision_function"] = RAW_SCORE_REASON
     return failures

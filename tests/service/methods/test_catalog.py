@@ -21,6 +21,11 @@ EXPECTED = {
     "region_boost": {"classification"},
     "gradient_boosting": {"classification", "regression"},
     "xgboost": {"classification", "regression"},
+    "logistic_regression": {"classification"},
+    "linear_regression": {"regression"},
+    "ridge": {"regression"},
+    "k_neighbors": {"classification", "regression"},
+    "naive_bayes": {"classification"},
 }
 KEYWORDS = {
     "$schema", "$defs", "$ref", "type", "enum", "minimum", "maximum", "exclusiveMinimum",

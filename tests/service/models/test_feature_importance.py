@@ -199,3 +199,11 @@ async def _estimator(svc: Service, model_id: str) -> Any:
         artifact = session.get(ModelArtifactRecord, model_id)
         assert artifact is not None
         return engine.load_model(artifact.data)
+
+
+async def test_a_base_learner_defaults_to_permutation(svc: Service) -> None:
+    model_id = await svc.train("logistic_regression", params={})
+
+    body = await importance(svc, model_id)
+
+    check_shape(body, model_id, "permutation")

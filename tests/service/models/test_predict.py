@@ -329,3 +329,28 @@ async def test_damaged_artifact_bytes_are_refused(svc: Service) -> None:
 
 def test_dataset_rows_are_deterministic() -> None:
     assert dataset_rows() == dataset_rows()
+
+
+@pytest.mark.parametrize(
+    ("method", "target"),
+    [("logistic_regression", "label"), ("k_neighbors", "amount"), ("naive_bayes", "species")],
+)
+async def test_base_learners_predict_from_the_same_records(
+    svc: Service, method: str, target: str
+) -> None:
+    """Dense-input learners take gaps and category names like the trees (encoded for them)."""
+    model_id = await svc.train(method, target=target, params={})
+    model = await estimator(svc, model_id)
+
+    body = await predict(svc, model_id, records=RECORDS)
+    explained = await svc.client.post(
+        f"/v1/models/{model_id}/predict", json={"records": RECORDS, "explain": True}
+    )
+
+    assert isinstance(model, engine.EncodedClassifier | engine.EncodedRegressor)
+    expected = model.predict(encoded(RECORDS))
+    if target == "amount":
+        np.testing.assert_allclose(body["predictions"], expected)
+    else:
+        assert body["predictions"] == [str(label) for label in expected]
+    assert explained.status_code == 422
