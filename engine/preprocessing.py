@@ -98,6 +98,26 @@ class DenseEncoding:
         return np.hstack(blocks)
 
 
+class _Delegated:
+    """A method of the wrapped learner, applied to the encoded input; absent if it lacks it."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+
+    def __get__(self, wrapper: Any, owner: type | None = None) -> Any:
+        if wrapper is None:
+            return self
+        learner = getattr(wrapper, "estimator_", wrapper.estimator)
+        if not hasattr(learner, self.name):
+            raise AttributeError(f"{type(learner).__name__} has no {self.name}")
+
+        def method(X: Any) -> NDArray[Any]:
+            encoded = wrapper._encoded(X)  # checks that the wrapper is fitted
+            return np.asarray(getattr(wrapper.estimator_, self.name)(encoded))
+
+        return method
+
+
 class _EncodedEstimator(BaseEstimator):
     estimator: Any
     categorical_features: Any
@@ -164,11 +184,10 @@ class EncodedClassifier(ClassifierMixin, _EncodedEstimator):
         self.classes_ = self.estimator_.classes_
         return self
 
-    def predict_proba(self, X: Any) -> FloatArray:
-        return np.asarray(self.estimator_.predict_proba(self._encoded(X)), dtype=np.float64)
-
-    def decision_function(self, X: Any) -> FloatArray:
-        return np.asarray(self.estimator_.decision_function(self._encoded(X)))
+    # Only when the wrapped learner has them, so ``hasattr(model, "predict_proba")`` tells the
+    # truth (a perceptron has no probabilities).
+    predict_proba = _Delegated("predict_proba")
+    decision_function = _Delegated("decision_function")
 
 
 class EncodedRegressor(RegressorMixin, _EncodedEstimator):

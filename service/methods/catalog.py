@@ -169,8 +169,6 @@ _METHODS = (
     ),
 )
 
-# The engine's Perceptron is left out: it has no probabilities, which every classification
-# metric and the predict endpoint's return_proba need; the engine still bags and boosts it.
 _BASE_LEARNERS = (
     Method(
         name="logistic_regression",
@@ -194,6 +192,17 @@ _BASE_LEARNERS = (
         regressor=engine.Ridge,
     ),
     Method(
+        name="perceptron",
+        dense_input=True,
+        progress_unit="epoch",
+        description=(
+            "Rosenblatt's perceptron (one-vs-rest beyond two classes); labels only, no "
+            "probabilities, so its log loss and ROC AUC are null."
+        ),
+        classifier=engine.Perceptron,
+        regressor=None,
+    ),
+    Method(
         name="k_neighbors",
         dense_input=True,
         description="k-nearest neighbours: majority vote or average of the k closest rows.",
@@ -201,7 +210,7 @@ _BASE_LEARNERS = (
         regressor=engine.KNeighborsRegressor,
     ),
     Method(
-        name="naive_bayes",
+        name="gaussian_nb",
         dense_input=True,
         description="Gaussian naive Bayes: independent normal features per class.",
         classifier=engine.GaussianNB,

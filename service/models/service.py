@@ -130,12 +130,18 @@ def predict(model: LoadedModel, body: PredictRequest) -> dict[str, Any]:
             f'{EXPLAINABLE_METHODS}. Send "explain": false.',
             errors=[{"loc": ["body", "explain"], "msg": "not supported by this model"}],
         )
+    classification = model.task == "classification"
+    if classification and body.return_proba and not hasattr(model.estimator, "predict_proba"):
+        raise InvalidInput(
+            f"A '{model.method}' model predicts labels only, without probabilities. "
+            'Send "return_proba": false.',
+            errors=[{"loc": ["body", "return_proba"], "msg": "not supported by this model"}],
+        )
     if body.records is not None:
         X = encode_records(model, body.records)
     else:
         assert body.columns is not None and body.rows is not None
         X = encode_rows(model, body.columns, body.rows)
-    classification = model.task == "classification"
     out: dict[str, Any] = {
         "model_id": model.id,
         "predictions": [],

@@ -16,19 +16,29 @@ REGRESSION_METRICS = ("rmse", "mae", "r2")
 
 
 def classification_metrics(
-    y: npt.NDArray[Any], proba: npt.NDArray[np.float64], classes: Sequence[str]
+    y: npt.NDArray[Any],
+    proba: npt.NDArray[np.float64] | None,
+    classes: Sequence[str],
+    predicted: npt.NDArray[Any] | None = None,
 ) -> dict[str, Any]:
     """Accuracy, log loss, ROC AUC, macro F1 and the confusion matrix (rows: true class).
 
-    ``proba`` has one column per class in ``classes`` order; the prediction is its argmax.
-    A metric undefined on these rows (ROC AUC with one class present) is None.
+    ``proba`` has one column per class in ``classes`` order; the prediction is its argmax. A
+    model without probabilities (the perceptron) passes ``proba=None`` and its ``predicted``
+    labels: log loss and ROC AUC are then None. A metric undefined on these rows (ROC AUC with
+    one class present) is None.
     """
     labels = np.asarray(classes)
-    predicted = labels[np.argmax(proba, axis=1)]
+    if proba is not None:
+        predicted = labels[np.argmax(proba, axis=1)]
+    assert predicted is not None, "pass proba or predicted labels"
+    scored = proba  # bound for the lambdas below, which mypy cannot narrow through
     return {
         "accuracy": _number(lambda: metrics.accuracy_score(y, predicted)),
-        "log_loss": _number(lambda: metrics.log_loss(y, _normalised(proba), labels=labels)),
-        "roc_auc": _number(lambda: _roc_auc(y, proba, labels)),
+        "log_loss": None
+        if scored is None
+        else _number(lambda: metrics.log_loss(y, _normalised(scored), labels=labels)),
+        "roc_auc": None if scored is None else _number(lambda: _roc_auc(y, scored, labels)),
         "f1_macro": _number(lambda: metrics.f1_score(y, predicted, average="macro", labels=labels)),
         "confusion_matrix": metrics.confusion_matrix(y, predicted, labels=labels)
         .astype(int)

@@ -204,6 +204,9 @@ def _evaluate(model: Any, data: TrainingData, rows: Rows, classification: bool) 
     X, y = data.X[rows], data.y[rows]
     if classification:
         assert data.classes is not None
+        if not hasattr(model, "predict_proba"):
+            labels = np.asarray([str(label) for label in np.asarray(model.predict(X)).tolist()])
+            return classification_metrics(y, None, data.classes, predicted=labels)
         return classification_metrics(y, _proba(model, X, data.classes), data.classes)
     return regression_metrics(y, np.asarray(model.predict(X), dtype=np.float64))
 

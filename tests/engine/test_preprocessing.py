@@ -11,6 +11,7 @@ from engine import (
     KNeighborsClassifier,
     LinearRegression,
     LogisticRegression,
+    Perceptron,
     load_model,
     save_model,
 )
@@ -91,3 +92,14 @@ def test_unwrapped_learner_refuses_nan_with_a_clear_error() -> None:
     X = _table()
     with pytest.raises(ValueError, match="does not accept missing values"):
         LinearRegression().fit(X, np.arange(5.0))
+
+
+def test_probabilities_exist_only_when_the_learner_has_them() -> None:
+    rng = np.random.default_rng(2)
+    X = rng.normal(size=(60, 2))
+    y = (X[:, 0] > 0).astype(int)
+    assert not hasattr(EncodedClassifier(Perceptron()), "predict_proba")
+    model = EncodedClassifier(Perceptron(random_state=0)).fit(X, y)
+    assert not hasattr(model, "predict_proba")
+    assert model.decision_function(X).shape == (60,)
+    assert hasattr(EncodedClassifier(LogisticRegression()).fit(X, y), "predict_proba")

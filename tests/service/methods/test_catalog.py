@@ -24,8 +24,9 @@ EXPECTED = {
     "logistic_regression": {"classification"},
     "linear_regression": {"regression"},
     "ridge": {"regression"},
+    "perceptron": {"classification"},
     "k_neighbors": {"classification", "regression"},
-    "naive_bayes": {"classification"},
+    "gaussian_nb": {"classification"},
 }
 KEYWORDS = {
     "$schema", "$defs", "$ref", "type", "enum", "minimum", "maximum", "exclusiveMinimum",

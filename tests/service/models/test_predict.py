@@ -333,7 +333,7 @@ def test_dataset_rows_are_deterministic() -> None:
 
 @pytest.mark.parametrize(
     ("method", "target"),
-    [("logistic_regression", "label"), ("k_neighbors", "amount"), ("naive_bayes", "species")],
+    [("logistic_regression", "label"), ("k_neighbors", "amount"), ("gaussian_nb", "species")],
 )
 async def test_base_learners_predict_from_the_same_records(
     svc: Service, method: str, target: str
@@ -354,3 +354,19 @@ async def test_base_learners_predict_from_the_same_records(
     else:
         assert body["predictions"] == [str(label) for label in expected]
     assert explained.status_code == 422
+
+
+async def test_a_model_without_probabilities_predicts_labels_only(svc: Service) -> None:
+    model_id = await svc.train("perceptron", params={})
+
+    labels = await predict(svc, model_id, records=RECORDS)
+    with_proba = await svc.client.post(
+        f"/v1/models/{model_id}/predict", json={"records": RECORDS, "return_proba": True}
+    )
+    metrics = (await svc.client.get(f"/v1/models/{model_id}")).json()["metrics"]
+
+    assert set(labels["predictions"]) <= {"yes", "no"} and labels["probabilities"] is None
+    assert with_proba.status_code == 422
+    assert with_proba.json()["errors"][0]["loc"] == ["body", "return_proba"]
+    assert metrics["validation"]["log_loss"] is None and metrics["validation"]["roc_auc"] is None
+    assert metrics["validation"]["accuracy"] > 0.6
