@@ -19,6 +19,8 @@ from service.jobs.router import router as jobs_router
 from service.methods.router import router as methods_router
 from service.models.cache import ModelCache
 from service.models.router import router as models_router
+from service.observability import install_observability
+from service.security import install_cors, install_security
 from service.worker import Supervisor, WorkerConfig
 
 
@@ -68,4 +70,10 @@ def create_app(settings: Settings) -> FastAPI:
     app.include_router(jobs_router)
     app.include_router(models_router)
     app.include_router(inference_router)
+    # Middleware added last runs first: CORS answers preflights before anything else, the
+    # request middleware (request id, access log, metrics) then sees every request, and the
+    # key check runs in front of the routes, whichever router added them.
+    install_security(app, settings)
+    install_observability(app)
+    install_cors(app, settings)
     return app

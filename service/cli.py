@@ -10,6 +10,7 @@ from collections.abc import Callable, Sequence
 from pydantic import ValidationError
 
 from service.config import Settings
+from service.logs import configure_logging
 
 
 def _migrate(settings: Settings) -> None:
@@ -36,7 +37,15 @@ def _cmd_serve(args: argparse.Namespace, settings: Settings) -> int:
     settings = Settings.model_validate(settings.model_dump() | overrides)
     # Migrating first means a fresh data dir or an upgraded release serves at once.
     _migrate(settings)
-    uvicorn.run(create_app(settings), host=settings.host, port=settings.port)
+    # log_config=None: uvicorn's records go through configure_logging's handler like all
+    # others; its access log is off because service.observability writes a richer one.
+    uvicorn.run(
+        create_app(settings),
+        host=settings.host,
+        port=settings.port,
+        log_config=None,
+        access_log=False,
+    )
     return 0
 
 
@@ -73,15 +82,17 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``coppice`` console script; returns the process exit code."""
     args = build_parser().parse_args(argv)
-    # Without a handler Alembic's progress lines ("Running upgrade ...") would be dropped;
-    # basicConfig is a no-op where logging is already configured (under pytest, say).
-    logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
-    # Alembic announces each of its plugins at INFO on every start; operators need none of it.
-    logging.getLogger("alembic.runtime.plugins").setLevel(logging.WARNING)
     handler: Command = args.handler
     try:
-        return handler(args, Settings())
+        settings = Settings()
+        # One set-up for every command: JSON lines (or text) on stderr, with request and job
+        # ids; it also carries Alembic's progress lines ("Running upgrade ...").
+        configure_logging(settings.log_level, settings.log_format)
+        # Alembic announces each of its plugins at INFO on every start; operators need none of it.
+        logging.getLogger("alembic.runtime.plugins").setLevel(logging.WARNING)
+        return handler(args, settings)
     except ValidationError as error:
-        # A mistyped COPPICE_* variable is a user error: say which, without a traceback.
+        # A mistyped COPPICE_* variable is a user error: say which, without a traceback (and
+        # without the value, which Settings keeps out of its errors: it may be a secret).
         print(f"coppice: invalid configuration: {error}", file=sys.stderr)
         return 2

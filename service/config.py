@@ -10,16 +10,24 @@ document it in the README's configuration table, and read it from the injected o
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
+from typing import Annotated, Any, Literal
 
-from pydantic import Field, model_validator
-from pydantic_settings import BaseSettings, SettingsConfigDict
+from pydantic import Field, field_validator, model_validator
+from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
+
+from service.api_keys import ApiKey, check_unique, parse_api_keys
 
 
 class Settings(BaseSettings):
     """Everything the service can be configured with; the defaults run on one machine."""
 
-    model_config = SettingsConfigDict(env_prefix="COPPICE_", extra="ignore")
+    # hide_input_in_errors: a rejected value may be a secret (an API key, a database password),
+    # and the CLI prints validation errors; they name the setting and the problem instead.
+    model_config = SettingsConfigDict(
+        env_prefix="COPPICE_", extra="ignore", hide_input_in_errors=True
+    )
 
     data_dir: Path = Field(
         default=Path("./coppice-data"),
@@ -120,6 +128,67 @@ class Settings(BaseSettings):
             "and their jobs requeued."
         ),
     )
+
+    # NoDecode: these arrive as plain strings too, not only as JSON; the validators parse them.
+    # repr=False: even digests of keys stay out of tracebacks and debug output.
+    api_keys: Annotated[list[ApiKey], NoDecode] = Field(
+        default_factory=list,
+        repr=False,
+        description=(
+            "API keys and their roles (admin, predict): 'key:role,...', "
+            "'sha256:<hex digest>:role,...' or a JSON list of {key|sha256, role, name}. "
+            "Empty means the API is open."
+        ),
+    )
+    metrics_require_key: bool = Field(
+        default=False,
+        description="Whether GET /metrics needs an API key (any role) when keys are configured.",
+    )
+    cors_origins: Annotated[list[str], NoDecode] = Field(
+        default_factory=list,
+        description=(
+            "Origins browsers may call the API from ('https://app.example.com,...' or a JSON "
+            "list; '*' for any). Empty turns CORS off."
+        ),
+    )
+    log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"] = Field(
+        default="INFO", description="Least severe log records written."
+    )
+    log_format: Literal["json", "text"] = Field(
+        default="json", description="Log lines as JSON objects, or as text for a terminal."
+    )
+
+    @field_validator("api_keys", mode="before")
+    @classmethod
+    def _parse_api_keys(cls, value: Any) -> list[Any]:
+        return parse_api_keys(value)
+
+    @field_validator("api_keys")
+    @classmethod
+    def _unique_api_keys(cls, keys: list[ApiKey]) -> list[ApiKey]:
+        check_unique(keys)
+        return keys
+
+    @field_validator("cors_origins", mode="before")
+    @classmethod
+    def _parse_origins(cls, value: Any) -> Any:
+        if isinstance(value, str):
+            text = value.strip()
+            value = json.loads(text) if text.startswith("[") else text.split(",")
+        if isinstance(value, list | tuple):
+            # A browser sends its Origin without a trailing slash; a pasted URL may have one.
+            return [str(origin).strip().rstrip("/") for origin in value if str(origin).strip()]
+        return value
+
+    @field_validator("log_level", mode="before")
+    @classmethod
+    def _upper_level(cls, value: Any) -> Any:
+        return value.strip().upper() if isinstance(value, str) else value
+
+    @field_validator("log_format", mode="before")
+    @classmethod
+    def _lower_format(cls, value: Any) -> Any:
+        return value.strip().lower() if isinstance(value, str) else value
 
     @model_validator(mode="after")
     def _heartbeat_within_lease(self) -> Settings:

@@ -95,6 +95,18 @@ class NotReady(CoppiceError):
     status = HTTPStatus.SERVICE_UNAVAILABLE
 
 
+class Unauthorized(CoppiceError):
+    """This request needs a valid API key."""
+
+    status = HTTPStatus.UNAUTHORIZED
+
+
+class Forbidden(CoppiceError):
+    """This API key's role does not allow this request."""
+
+    status = HTTPStatus.FORBIDDEN
+
+
 def problem_response(
     request: Request,
     *,
@@ -106,7 +118,9 @@ def problem_response(
     headers: Mapping[str, str] | None = None,
 ) -> JSONResponse:
     """Render one problem; ``/v2`` paths get the inference protocol's ``{"error": ...}``."""
-    if request.url.path.startswith(INFERENCE_PREFIX):
+    path = request.url.path
+    # "/v2" itself is the protocol's server metadata route.
+    if path.startswith(INFERENCE_PREFIX) or path == INFERENCE_PREFIX.rstrip("/"):
         return JSONResponse({"error": detail}, status_code=status, headers=headers)
     body: dict[str, Any] = {
         "type": type_,
@@ -157,14 +171,26 @@ async def _validation_error(request: Request, exc: Exception) -> JSONResponse:
     )
 
 
-async def _unhandled(request: Request, exc: Exception) -> JSONResponse:
-    # Starlette re-raises after this response is sent, so the traceback is still logged
-    # by the server; clients get the same shape as every other error and no internals.
+def internal_error_response(request: Request) -> JSONResponse:
+    """The answer to an unexpected failure: no internals, only the request id to quote.
+
+    The request id is the one ``service.observability`` gave the request (and logged the
+    traceback with); it is also in the ``X-Request-ID`` header.
+    """
+    request_id = getattr(request.state, "request_id", None)
+    detail = "The server failed to handle this request; it has been logged"
+    detail += f" with request id {request_id}." if request_id else "."
+    headers = {"X-Request-ID": request_id} if request_id else None
     return problem_response(
-        request,
-        status=HTTPStatus.INTERNAL_SERVER_ERROR,
-        detail="The server failed to handle this request; it has been logged.",
+        request, status=HTTPStatus.INTERNAL_SERVER_ERROR, detail=detail, headers=headers
     )
+
+
+async def _unhandled(request: Request, exc: Exception) -> JSONResponse:
+    # Reached only by failures outside the request middleware of service.observability (which
+    # answers, and logs, the others itself); Starlette re-raises after this response is sent,
+    # so the server logs the traceback.
+    return internal_error_response(request)
 
 
 def install_error_handlers(app: FastAPI) -> None:

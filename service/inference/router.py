@@ -1,19 +1,39 @@
-"""HTTP routes of the Open Inference Protocol (KServe v2); health first, models later."""
+"""HTTP routes of the Open Inference Protocol (KServe v2): health, metadata, readiness, infer.
+
+Every error here is the protocol's ``{"error": "..."}`` (``service.errors`` renders ``/v2``
+paths that way); docs/inference.md describes the surface for users.
+"""
 
 from __future__ import annotations
 
 import logging
+from typing import Any
 
-from fastapi import APIRouter, Response
+from anyio import to_thread
+from fastapi import APIRouter, Request, Response
+from fastapi.responses import JSONResponse
 from sqlalchemy import text
 from sqlalchemy.exc import SQLAlchemyError
 
-from service.deps import DbEngineDep
-from service.inference.schemas import LiveResponse, ReadyResponse
+from service.bodies import read_limited
+from service.deps import DbEngineDep, ModelCacheDep, SettingsDep
+from service.inference import service, wire
+from service.inference.schemas import (
+    ErrorResponse,
+    InferenceRequest,
+    InferenceResponse,
+    LiveResponse,
+    ModelMetadataResponse,
+    ModelReadyResponse,
+    ReadyResponse,
+    ServerMetadataResponse,
+)
 
 logger = logging.getLogger(__name__)
 
 router = APIRouter(prefix="/v2", tags=["inference"])
+
+REQUEST_LIMIT_SETTING = "COPPICE_MAX_REQUEST_BYTES"
 
 
 @router.get("/health/live")
@@ -38,3 +58,173 @@ def ready(db_engine: DbEngineDep, response: Response) -> ReadyResponse:
         response.status_code = 503
         return ReadyResponse(ready=False)
     return ReadyResponse(ready=True)
+
+
+# --- server and model metadata ----------------------------------------------------------------
+
+_MODEL_ERRORS: dict[int | str, dict[str, Any]] = {
+    404: {"model": ErrorResponse, "description": "No model has that id (or that version)."},
+    503: {"model": ErrorResponse, "description": "The model cannot be loaded now."},
+}
+_INFER_ERRORS: dict[int | str, dict[str, Any]] = {
+    400: {"model": ErrorResponse, "description": "Malformed request, or tensors that do not fit."},
+    **_MODEL_ERRORS,
+    413: {"model": ErrorResponse, "description": "Too many rows, or too large a body."},
+    415: {"model": ErrorResponse, "description": "A Content-Encoding other than gzip/deflate."},
+}
+
+
+@router.get("")
+async def server_metadata(request: Request) -> ServerMetadataResponse:
+    """The server's name, version and the protocol extensions it supports."""
+    return ServerMetadataResponse.model_validate(service.server_metadata(request.app.version))
+
+
+@router.get("/models/{model_id}", responses=_MODEL_ERRORS, response_model_exclude_none=True)
+def model_metadata(
+    model_id: str, db_engine: DbEngineDep, cache: ModelCacheDep
+) -> ModelMetadataResponse:
+    """The model's input tensor (features, kinds, category codes) and output tensors."""
+    model = service.loaded_model(db_engine, cache, model_id)
+    return ModelMetadataResponse.model_validate(service.model_metadata(model))
+
+
+@router.get(
+    "/models/{model_id}/versions/{version}",
+    responses=_MODEL_ERRORS,
+    response_model_exclude_none=True,
+)
+def model_version_metadata(
+    model_id: str, version: str, db_engine: DbEngineDep, cache: ModelCacheDep
+) -> ModelMetadataResponse:
+    """As `GET /v2/models/{model_id}`; a model's one version is `1`."""
+    model = service.loaded_model(db_engine, cache, model_id, version)
+    return ModelMetadataResponse.model_validate(service.model_metadata(model))
+
+
+# --- model readiness --------------------------------------------------------------------------
+
+
+@router.get(
+    "/models/{model_id}/ready",
+    responses={
+        404: _MODEL_ERRORS[404],
+        503: {"model": ModelReadyResponse, "description": "The model cannot be loaded now."},
+    },
+)
+def model_ready(model_id: str, db_engine: DbEngineDep, cache: ModelCacheDep) -> Response:
+    """The model is loaded (into the cache, if it was not) and can serve inferences."""
+    return _readiness(db_engine, cache, model_id, None)
+
+
+@router.get(
+    "/models/{model_id}/versions/{version}/ready",
+    responses={
+        404: _MODEL_ERRORS[404],
+        503: {"model": ModelReadyResponse, "description": "The model cannot be loaded now."},
+    },
+)
+def model_version_ready(
+    model_id: str, version: str, db_engine: DbEngineDep, cache: ModelCacheDep
+) -> Response:
+    """As `GET /v2/models/{model_id}/ready`; a model's one version is `1`."""
+    return _readiness(db_engine, cache, model_id, version)
+
+
+def _readiness(
+    db_engine: DbEngineDep, cache: ModelCacheDep, model_id: str, version: str | None
+) -> Response:
+    try:
+        service.loaded_model(db_engine, cache, model_id, version)
+    except service.ModelNotReady as error:
+        # Both shapes in one body: {"ready": false} for clients that read it, {"error"} for
+        # clients (tritonclient) that turn any non-200 body into an exception message.
+        body = ModelReadyResponse(name=model_id, ready=False, error=error.detail)
+        return JSONResponse(body.model_dump(), status_code=503)
+    return JSONResponse({"name": model_id, "ready": True})
+
+
+# --- inference --------------------------------------------------------------------------------
+
+_INFER_OPENAPI: dict[str, Any] = {
+    "requestBody": {
+        "required": True,
+        "description": (
+            "The inference request as JSON; or, with an `Inference-Header-Content-Length` "
+            "header, that many bytes of JSON followed by the inputs' binary data "
+            "(Triton's binary tensor data extension)."
+        ),
+        "content": {
+            "application/json": {"schema": InferenceRequest.model_json_schema()},
+            "application/octet-stream": {"schema": {"type": "string", "format": "binary"}},
+        },
+    }
+}
+
+
+@router.post(
+    "/models/{model_id}/infer",
+    response_model=InferenceResponse,
+    response_model_exclude_none=True,
+    responses=_INFER_ERRORS,
+    openapi_extra=_INFER_OPENAPI,
+)
+async def infer(
+    model_id: str,
+    request: Request,
+    db_engine: DbEngineDep,
+    settings: SettingsDep,
+    cache: ModelCacheDep,
+) -> Response:
+    """Predict the rows of the input tensor(s): `predictions` and, for classifiers, `probabilities`."""
+    return await _infer(request, db_engine, settings, cache, model_id, None)
+
+
+@router.post(
+    "/models/{model_id}/versions/{version}/infer",
+    response_model=InferenceResponse,
+    response_model_exclude_none=True,
+    responses=_INFER_ERRORS,
+    openapi_extra=_INFER_OPENAPI,
+)
+async def infer_version(
+    model_id: str,
+    version: str,
+    request: Request,
+    db_engine: DbEngineDep,
+    settings: SettingsDep,
+    cache: ModelCacheDep,
+) -> Response:
+    """As `POST /v2/models/{model_id}/infer`; a model's one version is `1`."""
+    return await _infer(request, db_engine, settings, cache, model_id, version)
+
+
+async def _infer(
+    request: Request,
+    db_engine: DbEngineDep,
+    settings: SettingsDep,
+    cache: ModelCacheDep,
+    model_id: str,
+    version: str | None,
+) -> Response:
+    limit = settings.max_request_bytes
+    raw = await read_limited(request, limit, setting=REQUEST_LIMIT_SETTING)
+    encoding = request.headers.get("content-encoding", "")
+    header_length = request.headers.get(wire.HEADER_LENGTH)
+
+    # Decoding and predicting are CPU work: off the event loop, in a worker thread.
+    def work() -> service.InferenceResult:
+        model = service.loaded_model(db_engine, cache, model_id, version)
+        body = wire.split_request(
+            wire.decompress(raw, encoding, limit, setting=REQUEST_LIMIT_SETTING), header_length
+        )
+        return service.infer(
+            model,
+            body.header,
+            body.binary,
+            max_rows=settings.max_predict_rows,
+            setting="COPPICE_MAX_PREDICT_ROWS",
+        )
+
+    result = await to_thread.run_sync(work)
+    return Response(result.content, media_type=result.media_type, headers=result.headers)

@@ -29,6 +29,7 @@ from sqlalchemy.exc import SQLAlchemyError
 
 from service.db.tables import JobStatus
 from service.db.types import utc_now
+from service.logs import bound, job_id_var
 from service.worker import queue, recovery
 from service.worker.execution import JobSnapshot, TrainFunction, fit_process_main
 from service.worker.lease import LeasePolicy, describe_exit
@@ -70,15 +71,17 @@ class JobRun(threading.Thread):
         self.process: BaseProcess | None = None
 
     def run(self) -> None:
-        try:
-            self._run()
-        except Exception:
-            logger.exception("job %s: the worker failed while running it", self.job.id)
-            self._kill()
-            # Leave the job to its lease: the reaper takes it back when the lease lapses,
-            # by which time the database (the likely culprit) may be back.
-        finally:
-            self.context.wake.set()
+        # Every log line of this thread carries the job's id (see service.logs).
+        with bound(job_id_var, self.job.id):
+            try:
+                self._run()
+            except Exception:
+                logger.exception("job %s: the worker failed while running it", self.job.id)
+                self._kill()
+                # Leave the job to its lease: the reaper takes it back when the lease lapses,
+                # by which time the database (the likely culprit) may be back.
+            finally:
+                self.context.wake.set()
 
     # --- the watch loop -------------------------------------------------------------------
 

@@ -198,7 +198,9 @@ class Supervisor:
         with queue.transaction(self._engine) as session:
             recovery.cancel_requested_queued(session, now=utc_now())
         for job_id, status in reaped:
-            logger.warning("job %s: lease expired; now %s", job_id, status.value)
+            logger.warning(
+                "job %s: lease expired; now %s", job_id, status.value, extra={"job_id": job_id}
+            )
 
     def _fill_slots(self) -> None:
         self._runs = [run for run in self._runs if run.is_alive()]
@@ -210,7 +212,12 @@ class Supervisor:
                 if job is None:
                     return
                 snapshot = JobSnapshot.of(job, n_jobs=self.config.processes_per_job)
-            logger.info("job %s: claimed (attempt %d)", snapshot.id, snapshot.attempts)
+            logger.info(
+                "job %s: claimed (attempt %d)",
+                snapshot.id,
+                snapshot.attempts,
+                extra={"job_id": snapshot.id},
+            )
             run = JobRun(self._context, snapshot)
             self._runs.append(run)
             run.start()
