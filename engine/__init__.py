@@ -20,6 +20,15 @@ from engine.boosting import (
     XGBoostRegressor,
 )
 from engine.callbacks import ProgressEvent, TrainingInterrupted
+from engine.cluster import ConsensusClustering, KMeans, adjusted_rand_score, clustering_stability
+from engine.combine import (
+    GradingClassifier,
+    StackingClassifier,
+    StackingRegressor,
+    VotingClassifier,
+    VotingRegressor,
+)
+from engine.diagnostics import bias_variance_decomposition, ensemble_diversity
 from engine.ensemble import (
     BaggingClassifier,
     BaggingRegressor,
@@ -27,6 +36,15 @@ from engine.ensemble import (
     ExtraTreesRegressor,
     RandomForestClassifier,
     RandomForestRegressor,
+)
+from engine.fusion import (
+    BKSCombiner,
+    DependenceTreeCombiner,
+    MixtureOfExpertsClassifier,
+    MixtureOfExpertsRegressor,
+    NaiveBayesCombiner,
+    SVDCombiner,
+    WerneckeCombiner,
 )
 from engine.inspection import permutation_importance
 from engine.linear import LinearRegression, LogisticRegression, Perceptron, Ridge
@@ -41,10 +59,13 @@ __all__ = [
     "AdaBoostClassifier",
     "AdaBoostRegressor",
     "ArcX4Classifier",
+    "BKSCombiner",
     "BaggingClassifier",
     "BaggingRegressor",
+    "ConsensusClustering",
     "DecisionTreeClassifier",
     "DecisionTreeRegressor",
+    "DependenceTreeCombiner",
     "EncodedClassifier",
     "EncodedRegressor",
     "ExtraTreesClassifier",
@@ -52,20 +73,35 @@ __all__ = [
     "GaussianNB",
     "GradientBoostingClassifier",
     "GradientBoostingRegressor",
+    "GradingClassifier",
+    "KMeans",
     "KNeighborsClassifier",
     "KNeighborsRegressor",
     "LinearRegression",
     "LogisticRegression",
+    "MixtureOfExpertsClassifier",
+    "MixtureOfExpertsRegressor",
     "ModelFormatError",
+    "NaiveBayesCombiner",
     "Perceptron",
     "ProgressEvent",
     "RandomForestClassifier",
     "RandomForestRegressor",
     "RegionBoostClassifier",
     "Ridge",
+    "SVDCombiner",
+    "StackingClassifier",
+    "StackingRegressor",
     "TrainingInterrupted",
+    "VotingClassifier",
+    "VotingRegressor",
+    "WerneckeCombiner",
     "XGBoostClassifier",
     "XGBoostRegressor",
+    "adjusted_rand_score",
+    "bias_variance_decomposition",
+    "clustering_stability",
+    "ensemble_diversity",
     "load_model",
     "model_manifest",
     "permutation_importance",

@@ -14,6 +14,14 @@ from engine.boosting import (
     XGBoostClassifier,
     XGBoostRegressor,
 )
+from engine.cluster import ConsensusClustering, KMeans
+from engine.combine import (
+    GradingClassifier,
+    StackingClassifier,
+    StackingRegressor,
+    VotingClassifier,
+    VotingRegressor,
+)
 from engine.ensemble._bagging import BaggingClassifier, BaggingRegressor, EstimatorMember
 from engine.ensemble._forest import (
     ExtraTreesClassifier,
@@ -22,6 +30,15 @@ from engine.ensemble._forest import (
     RandomForestRegressor,
 )
 from engine.ensemble._sampling import MemberSampling
+from engine.fusion import (
+    BKSCombiner,
+    DependenceTreeCombiner,
+    MixtureOfExpertsClassifier,
+    MixtureOfExpertsRegressor,
+    NaiveBayesCombiner,
+    SVDCombiner,
+    WerneckeCombiner,
+)
 from engine.linear import LinearRegression, LogisticRegression, Perceptron, Ridge
 from engine.naive_bayes import GaussianNB
 from engine.neighbors import KNeighborsClassifier, KNeighborsRegressor
@@ -62,6 +79,23 @@ MODEL_CLASSES: tuple[type, ...] = (
     Tree,
     XGBoostClassifier,
     XGBoostRegressor,
+    # The combiners (engine.combine).
+    GradingClassifier,
+    StackingClassifier,
+    StackingRegressor,
+    VotingClassifier,
+    VotingRegressor,
+    # Clustering (engine.cluster).
+    ConsensusClustering,
+    KMeans,
+    # Label fusion and the mixture of experts (engine.fusion).
+    BKSCombiner,
+    DependenceTreeCombiner,
+    MixtureOfExpertsClassifier,
+    MixtureOfExpertsRegressor,
+    NaiveBayesCombiner,
+    SVDCombiner,
+    WerneckeCombiner,
 )
 
 for _cls in MODEL_CLASSES:

@@ -46,8 +46,8 @@ from engine import (
     DecisionTreeRegressor,
     ExtraTreesClassifier,
     ExtraTreesRegressor,
-    GradientBoostingClassifier,
     GaussianNB,
+    GradientBoostingClassifier,
     GradientBoostingRegressor,
     KNeighborsClassifier,
     KNeighborsRegressor,
@@ -62,6 +62,22 @@ from engine import (
     XGBoostRegressor,
 )
 from engine.base import NotFittedError
+from engine.combine import (
+    GradingClassifier,
+    StackingClassifier,
+    StackingRegressor,
+    VotingClassifier,
+    VotingRegressor,
+)
+from engine.fusion import (
+    BKSCombiner,
+    DependenceTreeCombiner,
+    MixtureOfExpertsClassifier,
+    MixtureOfExpertsRegressor,
+    NaiveBayesCombiner,
+    SVDCombiner,
+    WerneckeCombiner,
+)
 
 N_MEMBERS = 5
 
@@ -100,6 +116,65 @@ ESTIMATORS: list[Any] = [
     KNeighborsClassifier(),
     KNeighborsRegressor(),
     GaussianNB(),
+    # Combiners of small members. Those that learn from held-out folds pass the weight
+    # equivalence check because it hands every estimator with a `cv` parameter explicit splits.
+    # The checks seed only the combiner, so members that draw randomness get their own seed.
+    VotingClassifier(
+        [("tree", DecisionTreeClassifier(max_depth=3, random_state=0)), ("nb", GaussianNB())]
+    ),
+    VotingClassifier(
+        [
+            ("tree", DecisionTreeClassifier(max_depth=3, random_state=0)),
+            ("lr", LogisticRegression()),
+        ],
+        voting="soft",
+        weights="log_odds",
+        cv=3,
+        random_state=0,
+    ),
+    VotingRegressor(
+        [("tree", DecisionTreeRegressor(max_depth=3, random_state=0)), ("ridge", Ridge())]
+    ),
+    StackingClassifier(
+        [("tree", DecisionTreeClassifier(max_depth=3, random_state=0)), ("nb", GaussianNB())],
+        cv=3,
+        random_state=0,
+    ),
+    StackingRegressor(
+        [("tree", DecisionTreeRegressor(max_depth=3, random_state=0)), ("lin", LinearRegression())],
+        cv=3,
+        random_state=0,
+    ),
+    GradingClassifier(
+        [
+            ("tree", DecisionTreeClassifier(max_depth=3, random_state=0)),
+            ("lr", LogisticRegression()),
+        ],
+        cv=3,
+        random_state=0,
+    ),
+    # Label fusion (engine.fusion): out-of-fold member labels, so also explicit splits in the
+    # weight-equivalence check. The mixture's EM is capped at 20 iterations to keep it quick.
+    *(
+        combiner(
+            [
+                ("tree", DecisionTreeClassifier(max_depth=3, random_state=0)),
+                ("nb", GaussianNB()),
+                ("lr", LogisticRegression()),
+            ],
+            cv=3,
+            random_state=0,
+        )
+        for combiner in (
+            NaiveBayesCombiner,
+            BKSCombiner,
+            WerneckeCombiner,
+            DependenceTreeCombiner,
+            SVDCombiner,
+        )
+    ),
+    MixtureOfExpertsClassifier(max_iter=20, random_state=0),
+    MixtureOfExpertsRegressor(random_state=0),
 ]
 
 UNFITTED_REASON = (

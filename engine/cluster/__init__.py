@@ -1,0 +1,23 @@
+"""Clustering and cluster ensembles: k-means, consensus clustering, stability, agreement.
+
+Seed 003 ("Miscellaneous"): a cluster ensemble combines many partitions through their
+co-association matrix (:class:`ConsensusClustering`), and the "model explorer" algorithm
+rates a number of clusters by how reproducible it is across subsamples
+(:func:`clustering_stability`), comparing partitions with :func:`adjusted_rand_score`.
+"""
+
+from engine.cluster._consensus import ConsensusClustering
+from engine.cluster._kmeans import KMeans
+from engine.cluster._linkage import average_linkage, cut_linkage
+from engine.cluster._metrics import adjusted_rand_score, contingency_matrix
+from engine.cluster._stability import clustering_stability
+
+__all__ = [
+    "ConsensusClustering",
+    "KMeans",
+    "adjusted_rand_score",
+    "average_linkage",
+    "clustering_stability",
+    "contingency_matrix",
+    "cut_linkage",
+]
