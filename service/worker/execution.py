@@ -28,6 +28,7 @@ from typing import Any, Protocol
 from sqlalchemy.orm import Session
 
 from engine import TrainingInterrupted
+from engine.parallel import limit_blas_threads
 from service.datasets.columns import ColumnData
 from service.datasets.service import DatasetDataCorrupt, load_columns
 from service.db.session import create_db_engine
@@ -181,6 +182,8 @@ def fit_process_main(
     # decides whether it stops), and a kill of the group takes the engine's processes too.
     os.setpgid(0, 0)
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    # One BLAS thread: the service runs fits side by side and each fit's n_jobs are processes.
+    limit_blas_threads()
     # The worker, or the fork server that dies with it: a new parent means the worker is gone.
     parent_pid = os.getppid()
     throttle = ProgressThrottle(CHILD_PROGRESS_INTERVAL)
