@@ -47,10 +47,18 @@ class Method:
     # service then wraps it in engine.EncodedClassifier/EncodedRegressor (impute, one-hot,
     # standardise), so it trains on the same tables as the trees.
     dense_input: bool = False
+    # Parameters holding a list of named learners, [{"name", "method", "params"}, ...].
+    learner_lists: tuple[str, ...] = ()
+    # Learners that see features the method derives (stacking's out-of-fold predictions), not
+    # the dataset's columns: they get no categorical features.
+    derived_input_learners: tuple[str, ...] = ()
+    # Parameters the service fixes for this method and a job cannot set, with their values.
+    fixed_params: Mapping[str, Any] = field(default_factory=dict)
     # What a nested-learner parameter left at None stands for, per task, as
-    # {"method", "params"}; the service always passes it explicitly, so the dataset's
-    # categorical features reach the members and resolved params show the learner.
-    default_learners: Mapping[str, Mapping[Task, Mapping[str, Any]]] = field(default_factory=dict)
+    # {"method", "params"} (or a list of named learners for a ``learner_lists`` parameter);
+    # the service always passes it explicitly, so the dataset's categorical features reach the
+    # members and resolved params show the learner.
+    default_learners: Mapping[str, Mapping[Task, Any]] = field(default_factory=dict)
 
     @property
     def tasks(self) -> tuple[Task, ...]:
@@ -218,8 +226,138 @@ _BASE_LEARNERS = (
     ),
 )
 
+
+def _named(name: str, method: str, **params: Any) -> dict[str, Any]:
+    return {"name": name, "method": method, "params": params}
+
+
+# What a combiner combines when a job names no members: three different kinds of learner, so
+# their errors differ (the point of combining), each good on its own.
+_DEFAULT_MEMBERS: Mapping[Task, list[dict[str, Any]]] = {
+    Task.CLASSIFICATION: [
+        _named("forest", "random_forest", n_estimators=100),
+        _named("boosting", "gradient_boosting"),
+        _named("logistic", "logistic_regression"),
+    ],
+    Task.REGRESSION: [
+        _named("forest", "random_forest", n_estimators=100),
+        _named("boosting", "gradient_boosting"),
+        _named("ridge", "ridge"),
+    ],
+}
+_CLASSIFIER_MEMBERS = {Task.CLASSIFICATION: _DEFAULT_MEMBERS[Task.CLASSIFICATION]}
+
+
+def _label_fusion(name: str, description: str, classifier: type[Any]) -> Method:
+    return Method(
+        name=name,
+        progress_unit="model",
+        description=description,
+        classifier=classifier,
+        regressor=None,
+        learner_lists=("estimators",),
+        default_learners={"estimators": _CLASSIFIER_MEMBERS},
+        fixed_params={"prefit": False},
+    )
+
+
+_COMBINERS = (
+    Method(
+        name="voting",
+        progress_unit="model",
+        description=(
+            "Majority (hard) or probability-averaging (soft) vote of different learners, "
+            "optionally weighted, e.g. by out-of-fold log-odds of their accuracy."
+        ),
+        classifier=engine.VotingClassifier,
+        regressor=engine.VotingRegressor,
+        learner_lists=("estimators",),
+        default_learners={"estimators": _DEFAULT_MEMBERS},
+    ),
+    Method(
+        name="stacking",
+        progress_unit="model",
+        description=(
+            "Stacked generalisation: a final learner trained on the members' out-of-fold "
+            "predictions (k folds), the members then refitted on all rows."
+        ),
+        classifier=engine.StackingClassifier,
+        regressor=engine.StackingRegressor,
+        learner_lists=("estimators",),
+        derived_input_learners=("final_estimator",),
+        default_learners={
+            "estimators": _DEFAULT_MEMBERS,
+            "final_estimator": {
+                Task.CLASSIFICATION: {"method": "logistic_regression", "params": {}},
+                Task.REGRESSION: {"method": "ridge", "params": {}},
+            },
+        },
+    ),
+    Method(
+        name="grading",
+        progress_unit="model",
+        description=(
+            "Grading: per member, a grader learns from the features where that member is "
+            "right; the members graded right vote."
+        ),
+        classifier=engine.GradingClassifier,
+        regressor=None,
+        learner_lists=("estimators",),
+        default_learners={
+            "estimators": _CLASSIFIER_MEMBERS,
+            "grader": {
+                Task.CLASSIFICATION: {"method": "decision_tree", "params": {"min_samples_leaf": 5}}
+            },
+        },
+    ),
+    _label_fusion(
+        "naive_bayes_combiner",
+        "Naive Bayes fusion of the members' labels through their out-of-fold confusion matrices.",
+        engine.NaiveBayesCombiner,
+    ),
+    _label_fusion(
+        "bks_combiner",
+        "Behaviour knowledge space: the most frequent true class of each combination of "
+        "member labels, falling back to the majority vote.",
+        engine.BKSCombiner,
+    ),
+    _label_fusion(
+        "wernecke_combiner",
+        "Wernecke's method: behaviour knowledge space cells trusted only when their "
+        "confidence interval says so.",
+        engine.WerneckeCombiner,
+    ),
+    _label_fusion(
+        "dependence_tree_combiner",
+        "First-order dependence tree (Chow-Liu) over the members' labels, per class.",
+        engine.DependenceTreeCombiner,
+    ),
+    _label_fusion(
+        "svd_combiner",
+        "SVD combination: correspondence analysis of the members' decision profiles, "
+        "nearest class template.",
+        engine.SVDCombiner,
+    ),
+    Method(
+        name="mixture_of_experts",
+        dense_input=True,
+        description=(
+            "Mixture of experts: a softmax gate over the inputs weighting experts, trained by EM "
+            "(default experts: logistic / linear regression)."
+        ),
+        classifier=engine.MixtureOfExpertsClassifier,
+        regressor=engine.MixtureOfExpertsRegressor,
+        default_learners={
+            "estimator": {
+                Task.CLASSIFICATION: {"method": "logistic_regression", "params": {}},
+                Task.REGRESSION: {"method": "linear_regression", "params": {}},
+            },
+        },
+    ),
+)
+
 CATALOG: Mapping[str, Method] = MappingProxyType(
-    {method.name: method for method in (*_METHODS, *_BASE_LEARNERS)}
+    {method.name: method for method in (*_METHODS, *_BASE_LEARNERS, *_COMBINERS)}
 )
 
 

@@ -52,9 +52,17 @@ class ParamsInvalid(ValueError):
         super().__init__(" ".join(error.message for error in self.errors))
 
 
-def accepted_params(cls: type[Any]) -> list[str]:
-    """The parameters of ``cls`` a job may set (all but the service-controlled ones)."""
-    return [name for name in cls.parameter_defaults() if name not in SERVICE_CONTROLLED]
+def accepted_params(cls: type[Any], method: Method | None = None) -> list[str]:
+    """The parameters of ``cls`` a job may set: all but those the service controls or fixes.
+
+    Required constructor arguments (a combiner's ``estimators``) are included.
+    """
+    fixed = method.fixed_params if method is not None else {}
+    return [
+        name
+        for name in cls._get_param_names()
+        if name not in SERVICE_CONTROLLED and name not in fixed
+    ]
 
 
 def is_learner_param(constraints: Sequence[Constraint]) -> bool:
@@ -90,7 +98,8 @@ def _resolve(
     errors: list[ParamError],
 ) -> dict[str, Any]:
     cls = method.estimator_class(task)
-    defaults = cls.parameter_defaults()
+    defaults = cls.parameter_defaults()  # required arguments have none: None stands for them
+    accepted = accepted_params(cls, method)
     constraints: Mapping[str, list[Constraint]] = cls._parameter_constraints
     n_errors = len(errors)
     for name in params:
@@ -100,8 +109,16 @@ def _resolve(
                     f"{path}.{name}", f"'{path}.{name}' {SERVICE_CONTROLLED[name]}; leave it out."
                 )
             )
-        elif name not in defaults:
-            known = ", ".join(accepted_params(cls))
+        elif name in method.fixed_params:
+            errors.append(
+                ParamError(
+                    f"{path}.{name}",
+                    f"'{path}.{name}' is fixed to {method.fixed_params[name]!r} by the service; "
+                    "leave it out.",
+                )
+            )
+        elif name not in accepted:
+            known = ", ".join(accepted)
             errors.append(
                 ParamError(
                     f"{path}.{name}",
@@ -110,9 +127,14 @@ def _resolve(
                 )
             )
     resolved: dict[str, Any] = {}
-    for name in accepted_params(cls):
+    for name in accepted:
         allowed = constraints.get(name, [])
-        value = params.get(name, defaults[name])
+        value = params.get(name, defaults.get(name))
+        if name in method.learner_lists:
+            resolved[name] = _resolve_learner_list(
+                method, task, name, value, limits, f"{path}.{name}", depth, errors
+            )
+            continue
         if is_learner_param(allowed):
             resolved[name] = _resolve_learner(
                 method, task, name, value, limits, f"{path}.{name}", depth, errors
@@ -198,6 +220,54 @@ def _resolve_learner(
     return {"method": inner.name, "params": resolved}
 
 
+def _resolve_learner_list(
+    method: Method,
+    task: Task,
+    name: str,
+    value: Any,
+    limits: Limits,
+    path: str,
+    depth: int,
+    errors: list[ParamError],
+) -> Any:
+    """A list of named learners, each ``{"name", "method", "params"}``, resolved in turn."""
+    if value is None:
+        value = method.default_learners.get(name, {}).get(task)
+    if not isinstance(value, list) or not value:
+        errors.append(
+            ParamError(
+                path,
+                f"'{path}' must be a non-empty list of named learners, "
+                '[{"name": "forest", "method": "random_forest", "params": {...}}, ...], '
+                f"or null; got {value!r}.",
+            )
+        )
+        return value
+    resolved: list[Any] = []
+    seen: set[str] = set()
+    for index, item in enumerate(value):
+        item_path = f"{path}[{index}]"
+        member_name = item.get("name") if isinstance(item, Mapping) else None
+        if not isinstance(member_name, str) or not member_name or "__" in member_name:
+            errors.append(
+                ParamError(
+                    f"{item_path}.name",
+                    f"'{item_path}.name' must be a non-empty string without '__'; "
+                    f"got {member_name!r}.",
+                )
+            )
+            continue
+        if member_name in seen:
+            errors.append(
+                ParamError(f"{item_path}.name", f"'{item_path}.name' repeats {member_name!r}.")
+            )
+        seen.add(member_name)
+        learner = {key: item[key] for key in item if key != "name"}
+        inner = _resolve_learner(method, task, name, learner, limits, item_path, depth, errors)
+        resolved.append({"name": member_name, **inner})
+    return resolved
+
+
 def _bounds_message(path: str, value: Any, allowed: Sequence[Constraint]) -> str:
     described = " or ".join(c.describe() for c in allowed if not isinstance(c, CallableValue))
     return f"'{path}' must be {described}; got {value!r}."
@@ -243,21 +313,40 @@ def build_estimator(
 ) -> Any:
     """An unfitted estimator from resolved parameters.
 
-    ``random_state`` and ``n_jobs`` go to the top-level estimator only (ensembles derive their
-    members' seeds; members run inside the ensemble's processes); ``categorical_features``
-    goes to every learner that takes it.
+    ``random_state`` and ``n_jobs`` go to the top-level estimator (ensembles derive their
+    members' seeds; members run inside the ensemble's processes). A combiner's members are
+    not seeded by the combiner, so each named member gets a seed derived from it, and a job
+    stays reproducible. ``categorical_features`` goes to every learner that sees the dataset's
+    columns: not to one inside a dense-input method (it sees the encoded matrix) nor to one
+    that learns from derived features (stacking's final estimator).
     """
     method = CATALOG[method_name]
     cls = method.estimator_class(task)
     accepted = cls.parameter_defaults()
-    kwargs: dict[str, Any] = {}
+    inner_categoricals = None if method.dense_input else categorical_features
+    kwargs: dict[str, Any] = dict(method.fixed_params)
     for name, value in resolved.items():
-        if isinstance(value, Mapping) and "method" in value:
+        seen_columns = None if name in method.derived_input_learners else inner_categoricals
+        if name in method.learner_lists and isinstance(value, list):
+            value = [
+                (
+                    member["name"],
+                    build_estimator(
+                        member["method"],
+                        task,
+                        member.get("params", {}),
+                        random_state=None if random_state is None else random_state + index + 1,
+                        categorical_features=seen_columns,
+                    ),
+                )
+                for index, member in enumerate(value)
+            ]
+        elif isinstance(value, Mapping) and "method" in value:
             value = build_estimator(
                 value["method"],
                 task,
                 value.get("params", {}),
-                categorical_features=categorical_features,
+                categorical_features=seen_columns,
             )
         kwargs[name] = value
     if categorical_features and "categorical_features" in accepted:

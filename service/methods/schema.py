@@ -24,11 +24,14 @@ def params_schema(method: Method) -> dict[str, Any]:
     per_task = {task: method.estimator_class(task) for task in method.tasks}
     names: list[str] = []
     for cls in per_task.values():
-        names += [name for name in accepted_params(cls) if name not in names]
+        names += [name for name in accepted_params(cls, method) if name not in names]
     properties: dict[str, Any] = {}
     uses_learner = False
     for name in sorted(names):
-        properties[name] = _property(method, name, per_task)
+        if name in method.learner_lists:
+            properties[name] = _learner_list_property(method, name)
+        else:
+            properties[name] = _property(method, name, per_task)
         uses_learner = uses_learner or "learner" in json.dumps(properties[name])
     schema: dict[str, Any] = {
         "$schema": JSON_SCHEMA_DIALECT,
@@ -37,7 +40,7 @@ def params_schema(method: Method) -> dict[str, Any]:
         "additionalProperties": False,
     }
     if uses_learner:
-        schema["$defs"] = {"learner": learner_schema()}
+        schema["$defs"] = {"learner": learner_schema(), "named_learner": named_learner_schema()}
     return schema
 
 
@@ -51,6 +54,31 @@ def learner_schema() -> dict[str, Any]:
         },
         "required": ["method"],
         "additionalProperties": False,
+    }
+
+
+def named_learner_schema() -> dict[str, Any]:
+    learner = learner_schema()
+    return {
+        **learner,
+        "description": "A member of a combiner: a unique name, a method and its params.",
+        "properties": {"name": {"type": "string"}, **learner["properties"]},
+        "required": ["name", "method"],
+    }
+
+
+def _learner_list_property(method: Method, name: str) -> dict[str, Any]:
+    defaults = "; ".join(
+        f"{json.dumps(members)} ({task.value})"
+        for task, members in method.default_learners.get(name, {}).items()
+    )
+    return {
+        "anyOf": [
+            {"type": "array", "items": {"$ref": "#/$defs/named_learner"}},
+            {"type": "null"},
+        ],
+        "default": None,
+        "description": f"The learners to combine, each with a unique name. null means {defaults}.",
     }
 
 

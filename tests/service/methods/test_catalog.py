@@ -27,11 +27,20 @@ EXPECTED = {
     "perceptron": {"classification"},
     "k_neighbors": {"classification", "regression"},
     "gaussian_nb": {"classification"},
+    "voting": {"classification", "regression"},
+    "stacking": {"classification", "regression"},
+    "grading": {"classification"},
+    "naive_bayes_combiner": {"classification"},
+    "bks_combiner": {"classification"},
+    "wernecke_combiner": {"classification"},
+    "dependence_tree_combiner": {"classification"},
+    "svd_combiner": {"classification"},
+    "mixture_of_experts": {"classification", "regression"},
 }
 KEYWORDS = {
     "$schema", "$defs", "$ref", "type", "enum", "minimum", "maximum", "exclusiveMinimum",
     "exclusiveMaximum", "anyOf", "properties", "additionalProperties", "required", "default",
-    "description", "items", "x-tasks",
+    "description", "items", "minItems", "x-tasks",
 }  # fmt: skip
 TYPES = {"object", "array", "string", "number", "integer", "boolean", "null"}
 
@@ -112,10 +121,11 @@ def test_params_schema_is_valid_and_accepts_the_defaults(name: str) -> None:
     json.dumps(schema, allow_nan=False)  # plain JSON, no NaN or infinity
     assert schema["additionalProperties"] is False
     assert not set(schema["properties"]) & set(SERVICE_CONTROLLED)
+    assert not set(schema["properties"]) & set(method.fixed_params)
     for task in method.tasks:
         cls = method.estimator_class(task)
         for param, default in cls.parameter_defaults().items():
-            if param in SERVICE_CONTROLLED:
+            if param in SERVICE_CONTROLLED or param in method.fixed_params:
                 continue
             assert param in schema["properties"]
             assert _valid({param: default}, schema, schema), (param, default)

@@ -112,3 +112,60 @@ def test_build_estimator_passes_service_settings_down() -> None:
         "random_forest", R, resolve_params("random_forest", R, {}), n_jobs=2, random_state=1
     )
     assert forest.n_jobs == 2 and forest.categorical_features is None
+
+
+def test_combiner_members_default_to_three_kinds_of_learner() -> None:
+    resolved = resolve_params("voting", C, {})
+    members = resolved["estimators"]
+    assert [m["name"] for m in members] == ["forest", "boosting", "logistic"]
+    assert members[0]["params"]["n_estimators"] == 100  # the default member, expanded
+    assert members[2]["params"]["C"] == 1.0
+    assert [m["name"] for m in resolve_params("voting", R, {})["estimators"]][-1] == "ridge"
+
+
+def test_member_lists_are_checked_item_by_item() -> None:
+    params = {
+        "estimators": [
+            {"name": "a", "method": "ridge", "params": {"alpha": -1}},
+            {"name": "a", "method": "nope"},
+            {"method": "ridge"},
+            {"name": "b", "method": "ridge", "colour": "red"},
+        ]
+    }
+    assert _paths("voting", R, params) == [
+        "params.estimators[0].params.alpha",
+        "params.estimators[1].name",
+        "params.estimators[1].method",
+        "params.estimators[2].name",
+        "params.estimators[3]",
+    ]
+    assert _paths("stacking", C, {"estimators": []}) == ["params.estimators"]
+    assert _paths("bks_combiner", C, {"prefit": True}) == ["params.prefit"]
+
+
+def test_build_estimator_seeds_members_and_routes_categorical_features() -> None:
+    members = [
+        {"name": "forest", "method": "random_forest", "params": {"n_estimators": 5}},
+        {"name": "linear", "method": "logistic_regression"},
+    ]
+    resolved = resolve_params("stacking", C, {"estimators": members})
+    model = build_estimator("stacking", C, resolved, random_state=7, categorical_features=[1])
+
+    (_, forest), (_, linear) = model.estimators
+    assert model.random_state == 7
+    # Members are not seeded by the combiner: the service derives a seed for each.
+    assert forest.random_state == 8 and forest.categorical_features == [1]
+    assert isinstance(linear, engine.EncodedClassifier) and linear.categorical_features == [1]
+    # The final estimator learns from out-of-fold predictions, not the dataset's columns.
+    assert isinstance(model.final_estimator, engine.EncodedClassifier)
+    assert model.final_estimator.categorical_features is None
+
+
+def test_mixture_of_experts_sees_the_encoded_matrix() -> None:
+    resolved = resolve_params("mixture_of_experts", R, {"n_experts": 3})
+    model = build_estimator("mixture_of_experts", R, resolved, categorical_features=[0])
+
+    assert isinstance(model, engine.EncodedRegressor) and model.categorical_features == [0]
+    expert = model.estimator.estimator
+    # Inside the encoding there are no category codes left: the expert is not told of any.
+    assert isinstance(expert, engine.EncodedRegressor) and expert.categorical_features is None

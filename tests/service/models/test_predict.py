@@ -370,3 +370,26 @@ async def test_a_model_without_probabilities_predicts_labels_only(svc: Service) 
     assert with_proba.json()["errors"][0]["loc"] == ["body", "return_proba"]
     assert metrics["validation"]["log_loss"] is None and metrics["validation"]["roc_auc"] is None
     assert metrics["validation"]["accuracy"] > 0.6
+
+
+@pytest.mark.parametrize(
+    ("method", "target"), [("voting", "species"), ("stacking", "amount"), ("bks_combiner", "label")]
+)
+async def test_combiners_predict_from_the_same_records(
+    svc: Service, method: str, target: str
+) -> None:
+    linear = "ridge" if target == "amount" else "logistic_regression"
+    members = [
+        {"name": "forest", "method": "random_forest", "params": {"n_estimators": 5}},
+        {"name": "linear", "method": linear},
+    ]
+    model_id = await svc.train(method, target=target, params={"estimators": members})
+    model = await estimator(svc, model_id)
+
+    body = await predict(svc, model_id, records=RECORDS)
+
+    expected = model.predict(encoded(RECORDS))
+    if target == "amount":
+        np.testing.assert_allclose(body["predictions"], expected)
+    else:
+        assert body["predictions"] == [str(label) for label in expected]

@@ -16,6 +16,8 @@ from service.methods.catalog import CATALOG
 from service.training import TrainingError, TrainingSpec, run_training
 
 N = 120
+# Combiners of fitted members report no learning curve of their own.
+COMBINERS = [name for name, method in CATALOG.items() if method.learner_lists]
 CASES = [(name, task.value) for name, method in CATALOG.items() for task in method.tasks]
 
 
@@ -41,6 +43,14 @@ def _spec(method: str, task: str, **changes: Any) -> TrainingSpec:
     cls = CATALOG[method].estimator_class(CATALOG[method].tasks[0])
     if "n_estimators" in cls.parameter_defaults():
         params["n_estimators"] = 8
+    if "estimators" in CATALOG[method].learner_lists:
+        # Small members of three kinds, one of them a dense-input learner the service wraps.
+        linear = "logistic_regression" if task == "classification" else "ridge"
+        params["estimators"] = [
+            {"name": "tree", "method": "decision_tree", "params": {"max_depth": 3}},
+            {"name": "forest", "method": "random_forest", "params": {"n_estimators": 8}},
+            {"name": "linear", "method": linear},
+        ]
     values: dict[str, Any] = {
         "method": method,
         "task": task,
@@ -98,8 +108,9 @@ def test_every_method_and_task_trains_scores_and_saves(method: str, task: str) -
     assert 0 < outcome.n_estimators <= 8
     assert reports and all(0 <= f <= 1 for f, _ in reports)
     assert [f for f, _ in reports] == sorted(f for f, _ in reports)
-    if CATALOG[method].dense_input:
-        # No trees, no impurity: permutation importance is computed when first asked for.
+    if not hasattr(model, "feature_importances_"):
+        # No impurity of its own (base learners, combiners): permutation importance is
+        # computed when first asked for.
         assert "impurity" not in outcome.importances
     else:
         importances = outcome.importances["impurity"]
@@ -107,7 +118,7 @@ def test_every_method_and_task_trains_scores_and_saves(method: str, task: str) -
         assert importances[0]["importance"] >= importances[1]["importance"]
     # The resolved params hold every default and never the service-controlled ones.
     assert "random_state" not in outcome.resolved_params
-    if method == "decision_tree":
+    if method in ("decision_tree", *COMBINERS):
         assert outcome.curves is None
     # Extra trees draw no bootstrap (no out-of-bag curve); a base learner's iterative solver
     # may report its training loss or nothing.
