@@ -544,7 +544,9 @@ def tree_contributions(model: Any, X: Any) -> tuple[NDArray[np.float64], Any]:
     Parameters
     ----------
     model : fitted DecisionTree*, RandomForest*, ExtraTrees*, Bagging* of trees (soft
-        voting), or any model registered with :func:`explained_trees`.
+        voting), or any model registered with :func:`explained_trees` (the boosted models
+        register in ``engine.boosting._explain``: gradient boosting, XGBoost and AdaBoost
+        over decision trees, explaining ``decision_function``).
     X : array-like of shape (n_samples, n_features)
         Raw features, as given to ``predict``.
 

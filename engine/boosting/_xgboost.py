@@ -5,8 +5,9 @@ score, grows a tree with the :class:`~engine.tree._criteria.Newton` criterion �
 ``½[G_L²/(H_L+λ) + G_R²/(H_R+λ) − (G_L+G_R)²/(H_L+H_R+λ)] − γ``, leaf weight
 ``w* = −G/(H+λ)`` (L1 ``reg_alpha`` soft-thresholds G), ``min_child_weight`` on the hessian
 cover — and adds ``learning_rate · w*`` of the row's leaf to its score. Features are binned
-once per fit (``tree_method="hist"``, seed 003's approximate global split finding). Seed 002
-prints the gain with H_L where H_R belongs in the second term; the correct form is used.
+once per fit: into quantile bins (``tree_method="hist"``, seed 003's approximate global split
+finding) or one bin per distinct value (``"exact"``, exact greedy search). Seed 002 prints the
+gain with H_L where H_R belongs in the second term; the correct form is used.
 """
 
 from __future__ import annotations
@@ -29,13 +30,14 @@ from engine._params import (
 from engine._targets import encode_labels
 from engine._validation import check_sample_weight, check_target, check_X, resolve_seed_sequence
 from engine.base import BaseEstimator, ClassifierMixin, RegressorMixin, check_is_fitted
-from engine.boosting._losses import grouped_weighted_quantile
 from engine.boosting._objectives import OBJECTIVES, Objective, resolve_objective, softmax
-from engine.callbacks import Callback, ProgressEvent, notify
+from engine.boosting._xgboost_rounds import Rounds
+from engine.callbacks import Callback
 from engine.tree._binning import MAX_BINS, BinMapper, categorical_mask
-from engine.tree._build import BinnedData, TreeSpec, build_newton_tree
+from engine.tree._build import BinnedData, TreeSpec
 from engine.tree._criteria import Newton
 from engine.tree._grower import GrowthLimits
+from engine.tree._monotone import resolve_monotone_constraints
 from engine.tree._packed import PackedTrees
 from engine.tree._tree import Tree
 
@@ -60,8 +62,11 @@ XGBOOST_CONSTRAINTS: dict[str, list[Constraint]] = {
     "max_delta_step": [NON_NEGATIVE],
     "subsample": [UNIT_INTERVAL],
     "colsample_bytree": [UNIT_INTERVAL],
+    "colsample_bylevel": [UNIT_INTERVAL],
     "colsample_bynode": [UNIT_INTERVAL],
+    "tree_method": [Options(("hist", "exact"))],
     "max_bins": [Interval("int", 2, MAX_BINS)],
+    "monotone_constraints": [SequenceValue(), NoneValue()],
     "quantile_alpha": [Interval("real", 0.0, 1.0, closed="neither")],
     "base_score": [Interval("real", None, None), NoneValue()],
     "early_stopping_rounds": [Interval("int", 1, None), NoneValue()],
@@ -91,6 +96,10 @@ class BaseXGBoost(BaseEstimator):
     colsample_bytree: float
     colsample_bynode: float
     max_bins: int
+    # Parameters newer than the first saved models: those load with these values.
+    colsample_bylevel: float = 1.0
+    tree_method: str = "hist"
+    monotone_constraints: Any = None
     objective: Any
     quantile_alpha: float
     base_score: float | None
@@ -126,7 +135,11 @@ class BaseXGBoost(BaseEstimator):
         objective = self._objective()
         root = resolve_seed_sequence(self.random_state)
         binning_seed, rounds_seed = root.spawn(2)
-        mapper = BinMapper(self.max_bins, seed=int(binning_seed.generate_state(1)[0]))
+        mapper = BinMapper(
+            self.max_bins,
+            seed=int(binning_seed.generate_state(1)[0]),
+            exact=self.tree_method == "exact",
+        )
         mapper.fit(X[weights > 0], categorical_mask(self.categorical_features, X.shape[1]))
         data = BinnedData.from_mapper(mapper.transform(X), target, mapper)
         X_encoded = mapper.encode_for_prediction(X)
@@ -139,7 +152,10 @@ class BaseXGBoost(BaseEstimator):
             (f"validation_{i}", *self._evaluation_arrays(mapper, X_eval, y_eval, X.shape[1]))
             for i, (X_eval, y_eval) in enumerate(eval_set or ())
         ]
-        rounds = _Rounds(self, objective, data, X_encoded, target, weights, base, evaluations)
+        monotone = self._monotone(mapper, objective)
+        rounds = Rounds(
+            self, objective, data, X_encoded, target, weights, base, evaluations, monotone
+        )
         rounds.run(np.random.default_rng(rounds_seed), callbacks)
         self.estimators_ = rounds.trees
         self.base_score_ = base
@@ -167,19 +183,53 @@ class BaseXGBoost(BaseEstimator):
     def _encode_eval_target(self, y: Any) -> FloatArray:
         return np.asarray(y, dtype=np.float64)
 
-    def _tree_spec(self, n_candidates: int) -> TreeSpec:
+    def _tree_spec(self, n_candidates: int, monotone: NDArray[np.int8] | None) -> TreeSpec:
+        """One round's tree settings; ``n_candidates`` features survived ``colsample_bytree``.
+
+        As XGBoost, the column samples nest: each depth level draws ``colsample_bylevel`` of
+        the tree's features and each split ``colsample_bynode`` of its level's.
+        """
         lossguide = self.grow_policy == "lossguide"
+        n_level = max(1, round(self.colsample_bylevel * n_candidates))
         limits = GrowthLimits(
             max_depth=self.max_depth if not lossguide or self.max_depth else None,
             min_weight_leaf=self.min_child_weight,
-            max_features=max(1, round(self.colsample_bynode * n_candidates)),
+            max_features=max(1, round(self.colsample_bynode * n_level)),
+            level_features=n_level if n_level < n_candidates else None,
             max_leaf_nodes=self.max_leaves if lossguide else None,
             min_split_gain=self.gamma,
         )
         criterion = Newton(
             l2=self.reg_lambda, l1=self.reg_alpha, max_delta_step=self.max_delta_step
         )
-        return TreeSpec(criterion=criterion, random_splits=False, limits=limits, n_classes=0)
+        return TreeSpec(
+            criterion=criterion,
+            random_splits=False,
+            limits=limits,
+            n_classes=0,
+            monotone=monotone,
+        )
+
+    def _monotone(self, mapper: BinMapper, objective: Objective) -> NDArray[np.int8] | None:
+        """The validated ``monotone_constraints``; None when there is nothing to enforce."""
+        monotone = resolve_monotone_constraints(
+            self.monotone_constraints, mapper.is_categorical_.size
+        )
+        if monotone is None:
+            return None
+        constrained_categorical = np.flatnonzero(mapper.is_categorical_ & (monotone != 0))
+        if constrained_categorical.size:
+            raise ValueError(
+                "monotone_constraints apply to numeric features; categorical feature(s) "
+                f"{constrained_categorical.tolist()} have a non-zero constraint."
+            )
+        if objective.name in ("reg:absoluteerror", "reg:quantileerror"):
+            raise ValueError(
+                f"monotone_constraints are not supported with {objective.name}: its leaves "
+                "are reset to residual quantiles after the tree is grown, which the "
+                "constraints' weight bounds do not cover."
+            )
+        return monotone
 
     # --- prediction ------------------------------------------------------------------------
 
@@ -243,147 +293,6 @@ class BaseXGBoost(BaseEstimator):
         return gain / total if total > 0 else gain
 
 
-class _Rounds:
-    """The boosting loop of one fit: trees, scores, evaluation history, early stopping."""
-
-    def __init__(
-        self,
-        model: BaseXGBoost,
-        objective: Objective,
-        data: BinnedData,
-        X_encoded: FloatArray,
-        target: FloatArray,
-        weights: FloatArray,
-        base: FloatArray,
-        evaluations: list[tuple[str, FloatArray, FloatArray]],
-    ) -> None:
-        self.model = model
-        self.objective = objective
-        self.data = data
-        self.X_encoded = X_encoded
-        self.target = target
-        self.weights = weights
-        n_outputs = base.size
-        self.raw = np.tile(base, (target.size, 1))
-        self.evaluations = [
-            (name, X_eval, y_eval, np.tile(base, (X_eval.shape[0], 1)))
-            for name, X_eval, y_eval in evaluations
-        ]
-        self.metric = model.eval_metric or _default_metric(objective.name, n_outputs)
-        self.trees: list[list[Tree]] = []
-        self.history: dict[str, dict[str, list[float]]] = {
-            name: {self.metric: []} for name, *_ in self.evaluations
-        }
-        self.best_iteration: int | None = None
-        self.best_score: float | None = None
-
-    def run(self, rng: np.random.Generator, callbacks: list[Callback] | None) -> None:
-        model = self.model
-        n_rows, n_features = self.X_encoded.shape
-        n_outputs = self.raw.shape[1]
-        for round_index in range(model.n_estimators):
-            gradient, hessian = self.objective(self.target, self.raw)
-            gradient = gradient.reshape(n_rows, -1)
-            hessian = hessian.reshape(n_rows, -1)
-            weights = self.weights
-            if model.subsample < 1.0:
-                weights = weights * (rng.random(n_rows) < model.subsample)
-            subset = None
-            n_candidates = n_features
-            if model.colsample_bytree < 1.0:
-                n_candidates = max(1, round(model.colsample_bytree * n_features))
-                subset = np.sort(rng.choice(n_features, n_candidates, replace=False))
-            spec = model._tree_spec(n_candidates)
-            stage = []
-            for k in range(n_outputs):
-                tree = build_newton_tree(
-                    self.data, gradient[:, k], hessian[:, k], weights, spec, rng, subset
-                )
-                self._refresh_leaves(tree, weights)
-                tree.values *= model.learning_rate
-                self.raw[:, k] += tree.predict(self.X_encoded)[:, 0]
-                for _, X_eval, _, raw_eval in self.evaluations:
-                    raw_eval[:, k] += tree.predict(X_eval)[:, 0]
-                stage.append(tree)
-            self.trees.append(stage)
-            metrics = self._evaluate()
-            notify(
-                callbacks,
-                ProgressEvent(type(model).__name__, round_index + 1, model.n_estimators, metrics),
-            )
-            if self._should_stop(round_index):
-                break
-        if self.best_iteration is not None and model.early_stopping_rounds is not None:
-            del self.trees[self.best_iteration + 1 :]
-
-    def _refresh_leaves(self, tree: Tree, weights: FloatArray) -> None:
-        """Absolute and quantile losses: set leaves to the residual quantile, as XGBoost does.
-
-        Their hessian is constant, so Newton leaf weights take tiny steps; the weighted
-        quantile of each leaf's residuals is the exact minimiser of the loss in the leaf.
-        """
-        level = {"reg:absoluteerror": 0.5, "reg:quantileerror": self.model.quantile_alpha}
-        if self.objective.name not in level:
-            return
-        in_bag = weights > 0
-        leaves = tree.apply(self.X_encoded[in_bag])
-        residual = self.target[in_bag] - self.raw[in_bag, 0]
-        quantiles = grouped_weighted_quantile(
-            residual, weights[in_bag], leaves, tree.node_count, level[self.objective.name]
-        )
-        is_leaf = tree.nodes["left_child"] < 0
-        tree.values[is_leaf, 0] = quantiles[is_leaf]
-
-    def _evaluate(self) -> dict[str, float]:
-        metrics = {
-            f"train_{self.metric}": _metric(self.metric, self.target, self.raw, self.objective)
-        }
-        for name, _, y_eval, raw_eval in self.evaluations:
-            value = _metric(self.metric, y_eval, raw_eval, self.objective)
-            self.history[name][self.metric].append(value)
-            metrics[f"{name}_{self.metric}"] = value
-        return metrics
-
-    def _should_stop(self, round_index: int) -> bool:
-        if not self.evaluations:
-            return False
-        last = self.history[self.evaluations[-1][0]][self.metric]
-        if self.best_score is None or last[-1] < self.best_score:
-            self.best_score, self.best_iteration = last[-1], round_index
-        patience = self.model.early_stopping_rounds
-        return patience is not None and round_index - (self.best_iteration or 0) >= patience
-
-
-def _default_metric(objective: str, n_outputs: int) -> str:
-    return {
-        "reg:absoluteerror": "mae",
-        "binary:logistic": "logloss",
-        "multi:softprob": "mlogloss",
-        "count:poisson": "poisson-nloglik",
-    }.get(objective, "mlogloss" if n_outputs > 1 else "rmse")
-
-
-def _metric(name: str, y: FloatArray, raw: FloatArray, objective: Objective) -> float:
-    """An evaluation metric (lower is better) of raw scores against targets."""
-    if name == "rmse":
-        return float(np.sqrt(np.mean((raw[:, 0] - y) ** 2)))
-    if name == "mae":
-        return float(np.mean(np.abs(raw[:, 0] - y)))
-    if name == "poisson-nloglik":
-        mean = np.exp(raw[:, 0])
-        return float(np.mean(mean - y * raw[:, 0]))
-    if name in ("logloss", "error"):
-        p = np.clip(1.0 / (1.0 + np.exp(-raw[:, 0])), 1e-15, 1 - 1e-15)
-        if name == "error":
-            return float(np.mean((p > 0.5) != (y > 0.5)))
-        return float(-np.mean(y * np.log(p) + (1 - y) * np.log(1 - p)))
-    probabilities = np.clip(softmax(raw), 1e-15, 1.0)
-    labels = y.astype(np.intp)
-    if name == "merror":
-        return float(np.mean(probabilities.argmax(axis=1) != labels))
-    return float(-np.mean(np.log(probabilities[np.arange(labels.size), labels])))
-
-
 REGRESSION_OBJECTIVES = (
     "reg:squarederror",
     "reg:pseudohubererror",
@@ -409,8 +318,19 @@ class XGBoostRegressor(RegressorMixin, BaseXGBoost):
         L2 (λ) and L1 (α) penalties on leaf weights.
     max_delta_step : float
         Leaf weights are clipped to ±max_delta_step when positive.
-    subsample, colsample_bytree, colsample_bynode : float
-        Row fraction per round, feature fraction per tree and per split.
+    subsample, colsample_bytree, colsample_bylevel, colsample_bynode : float
+        Row fraction per round; feature fraction per tree, of those per depth level, and of
+        those per split (the samples nest, as in XGBoost).
+    tree_method : {"hist", "exact"}
+        ``"hist"``: split search over ``max_bins`` quantile bins per feature (seed 003's
+        approximate global method). ``"exact"``: every distinct value is its own bin (up to
+        65,535 per feature; ``max_bins`` is ignored), so every midpoint between consecutive
+        sorted values is a candidate threshold — exact greedy search, for small data.
+    monotone_constraints : sequence of {-1, 0, 1} or None
+        Per feature: the raw score must not decrease (1) or not increase (−1) in it, all
+        other features fixed. Enforced as XGBoost does (leaf-weight bounds propagated from
+        each constrained split's midpoint; see ``engine.tree._monotone``). Numeric features
+        only; not with ``reg:absoluteerror`` or ``reg:quantileerror``.
     objective : str or callable
         ``reg:squarederror``, ``reg:pseudohubererror``, ``reg:absoluteerror``,
         ``reg:quantileerror`` (with ``quantile_alpha``), ``count:poisson``, or
@@ -442,8 +362,11 @@ class XGBoostRegressor(RegressorMixin, BaseXGBoost):
         max_delta_step: float = 0.0,
         subsample: float = 1.0,
         colsample_bytree: float = 1.0,
+        colsample_bylevel: float = 1.0,
         colsample_bynode: float = 1.0,
+        tree_method: str = "hist",
         max_bins: int = MAX_BINS,
+        monotone_constraints: Any = None,
         objective: str | Callable[..., Any] = "reg:squarederror",
         quantile_alpha: float = 0.5,
         base_score: float | None = None,
@@ -464,8 +387,11 @@ class XGBoostRegressor(RegressorMixin, BaseXGBoost):
         self.max_delta_step = max_delta_step
         self.subsample = subsample
         self.colsample_bytree = colsample_bytree
+        self.colsample_bylevel = colsample_bylevel
         self.colsample_bynode = colsample_bynode
+        self.tree_method = tree_method
         self.max_bins = max_bins
+        self.monotone_constraints = monotone_constraints
         self.objective = objective
         self.quantile_alpha = quantile_alpha
         self.base_score = base_score
@@ -524,8 +450,11 @@ class XGBoostClassifier(ClassifierMixin, BaseXGBoost):
         max_delta_step: float = 0.0,
         subsample: float = 1.0,
         colsample_bytree: float = 1.0,
+        colsample_bylevel: float = 1.0,
         colsample_bynode: float = 1.0,
+        tree_method: str = "hist",
         max_bins: int = MAX_BINS,
+        monotone_constraints: Any = None,
         objective: str | Callable[..., Any] | None = None,
         quantile_alpha: float = 0.5,
         base_score: float | None = None,
@@ -547,8 +476,11 @@ class XGBoostClassifier(ClassifierMixin, BaseXGBoost):
         self.max_delta_step = max_delta_step
         self.subsample = subsample
         self.colsample_bytree = colsample_bytree
+        self.colsample_bylevel = colsample_bylevel
         self.colsample_bynode = colsample_bynode
+        self.tree_method = tree_method
         self.max_bins = max_bins
+        self.monotone_constraints = monotone_constraints
         self.objective = objective
         self.quantile_alpha = quantile_alpha
         self.base_score = base_score

@@ -5,6 +5,12 @@ Trees are grown on binned features: each numeric feature is cut into at most ``m
 codes ``0..k-1``, and :data:`MISSING_BIN` (255) holds missing values. Split search then works
 on small integers, and a split "bin ≤ b" is stored as the real threshold ``edges[b]`` so that
 prediction reads raw values and never needs the binner again (categorical features excepted).
+
+*Exact* binning (``exact=True``, XGBoost's ``tree_method="exact"``) gives every distinct value
+of a numeric feature its own bin, with edges at the midpoints between consecutive values, so
+that "bin ≤ b" enumerates exactly the thresholds of exact greedy split finding. When a feature
+has more than 255 distinct values the codes are ``uint16`` and missing values take the code
+65535; the split search reads the code width from the dtype.
 """
 
 from __future__ import annotations
@@ -14,10 +20,11 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-__all__ = ["MISSING_BIN", "BinMapper"]
+__all__ = ["MAX_EXACT_BINS", "MISSING_BIN", "BinMapper", "has_missing_codes"]
 
 MISSING_BIN = 255
 MAX_BINS = 255
+MAX_EXACT_BINS = 65_535  # distinct values per feature that uint16 codes hold beside missing
 
 
 class BinMapper:
@@ -31,55 +38,83 @@ class BinMapper:
         Quantiles are computed on at most this many rows (drawn with ``seed``).
     seed : int
         Seed for the subsample; binning happens once in the parent process.
+    exact : bool
+        One bin per distinct value of each numeric feature (at most ``MAX_EXACT_BINS``), from
+        all rows; ``max_bins`` and ``subsample`` are then not used.
 
     Attributes
     ----------
     is_categorical_ : ndarray of bool, shape (n_features,)
     n_bins_ : ndarray of int32, shape (n_features,)
         Non-missing bins used by each feature.
-    thresholds_ : ndarray of float64, shape (n_features, 255)
+    thresholds_ : ndarray of float64, shape (n_features, W) with W = max(255, bins − 1)
         ``thresholds_[f, b]`` is the largest raw value in bins ``0..b`` of a numeric feature
         (the split "bin ≤ b" is ``x <= thresholds_[f, b]``); ``inf`` past the last edge.
-    bin_values_ : ndarray of float64, shape (n_features, 256)
+    bin_values_ : ndarray of float64, shape (n_features, W + 1)
         A representative raw value per bin, in increasing order (used to draw random
         thresholds uniformly in value space for extremely randomised trees).
     categories_ : ndarray of float64, shape (n_features, 255)
         Known category values of categorical features, sorted, NaN-padded.
     """
 
-    def __init__(self, max_bins: int = MAX_BINS, subsample: int = 200_000, seed: int = 0) -> None:
+    exact: bool = False  # models saved before exact binning existed load with this default
+
+    def __init__(
+        self,
+        max_bins: int = MAX_BINS,
+        subsample: int = 200_000,
+        seed: int = 0,
+        exact: bool = False,
+    ) -> None:
         if not 2 <= max_bins <= MAX_BINS:
             raise ValueError(f"max_bins must be in [2, {MAX_BINS}]; got {max_bins}.")
         self.max_bins = max_bins
         self.subsample = subsample
         self.seed = seed
+        self.exact = exact
 
     def fit(self, X: NDArray[np.float64], categorical: NDArray[np.bool_]) -> BinMapper:
         n_samples, n_features = X.shape
-        if n_samples > self.subsample:
+        if n_samples > self.subsample and not self.exact:
             rng = np.random.default_rng(self.seed)
             X = X[np.sort(rng.choice(n_samples, self.subsample, replace=False))]
         self.is_categorical_ = np.asarray(categorical, dtype=bool).copy()
         self.n_bins_ = np.zeros(n_features, dtype=np.int32)
-        self.thresholds_ = np.full((n_features, MAX_BINS), np.inf)
-        self.bin_values_ = np.full((n_features, MAX_BINS + 1), np.nan)
         self.categories_ = np.full((n_features, MAX_BINS), np.nan)
+        edges: list[NDArray[np.float64]] = []
+        representatives: list[NDArray[np.float64]] = []
         for f in range(n_features):
             column = X[:, f]
             values = column[~np.isnan(column)]
             if self.is_categorical_[f]:
-                self._fit_categorical(f, values)
+                found = self._fit_categorical(f, values)
             else:
-                self._fit_numeric(f, values)
+                found = self._fit_numeric(f, values)
+            edges.append(found[0])
+            representatives.append(found[1])
+            self.n_bins_[f] = found[1].size
+        width = max([MAX_BINS, *(e.size for e in edges)])
+        self.thresholds_ = np.full((n_features, width), np.inf)
+        self.bin_values_ = np.full((n_features, width + 1), np.nan)
+        for f in range(n_features):
+            self.thresholds_[f, : edges[f].size] = edges[f]
+            self.bin_values_[f, : representatives[f].size] = representatives[f]
         return self
 
-    def _fit_numeric(self, f: int, values: NDArray[np.float64]) -> None:
+    def _fit_numeric(
+        self, f: int, values: NDArray[np.float64]
+    ) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+        """Bin edges and one representative value per bin of a numeric feature."""
         distinct = np.unique(values)
         if distinct.size == 0:
-            self.n_bins_[f] = 1
-            self.bin_values_[f, 0] = 0.0
-            return
-        if distinct.size <= self.max_bins:
+            return np.zeros(0), np.zeros(1)
+        if self.exact and distinct.size > MAX_EXACT_BINS:
+            raise ValueError(
+                f"Feature {f} has {distinct.size} distinct values; exact binning holds at most "
+                f"{MAX_EXACT_BINS}. Use histogram binning (tree_method='hist') for data this "
+                "large."
+            )
+        if self.exact or distinct.size <= self.max_bins:
             low, high = distinct[:-1], distinct[1:]
             edges = (low + high) / 2.0
             # Rounding can push the midpoint of two adjacent floats onto the upper one,
@@ -92,12 +127,11 @@ class BinMapper:
             edges = edges[edges < distinct[-1]]
             bounds = np.concatenate(([distinct[0]], edges, [distinct[-1]]))
             representatives = (bounds[:-1] + bounds[1:]) / 2.0
-        n_edges = edges.size
-        self.n_bins_[f] = n_edges + 1
-        self.thresholds_[f, :n_edges] = edges
-        self.bin_values_[f, : n_edges + 1] = representatives
+        return edges, representatives
 
-    def _fit_categorical(self, f: int, values: NDArray[np.float64]) -> None:
+    def _fit_categorical(
+        self, f: int, values: NDArray[np.float64]
+    ) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
         if values.size and ((values < 0).any() or (values != np.floor(values)).any()):
             raise ValueError(
                 f"Categorical feature {f} must hold non-negative integer codes; "
@@ -110,22 +144,24 @@ class BinMapper:
                 f"{self.max_bins} are supported."
             )
         k = max(categories.size, 1)
-        self.n_bins_[f] = k
         self.categories_[f, : categories.size] = categories
-        self.bin_values_[f, :k] = np.arange(k, dtype=np.float64)
+        return np.zeros(0), np.arange(k, dtype=np.float64)
 
-    def transform(self, X: NDArray[np.float64]) -> NDArray[np.uint8]:
-        """Bin codes, shape (n_samples, n_features), C-ordered ``uint8``."""
-        binned = np.empty(X.shape, dtype=np.uint8)
+    def transform(self, X: NDArray[np.float64]) -> NDArray[np.unsignedinteger[Any]]:
+        """Bin codes, shape (n_samples, n_features), C-ordered: ``uint8`` with missing values
+        at 255, or ``uint16`` with missing at 65535 when exact binning needs more bins."""
+        dtype = np.uint8 if int(self.n_bins_.max(initial=1)) <= MAX_BINS else np.uint16
+        missing = np.iinfo(dtype).max
+        binned = np.empty(X.shape, dtype=dtype)
         for f in range(X.shape[1]):
             column = X[:, f]
             if self.is_categorical_[f]:
                 codes = self.encode_categories(f, column)
-                binned[:, f] = np.where(np.isnan(codes), MISSING_BIN, codes).astype(np.uint8)
+                binned[:, f] = np.where(np.isnan(codes), missing, codes).astype(dtype)
             else:
                 n_edges = int(self.n_bins_[f]) - 1
                 codes_int = np.searchsorted(self.thresholds_[f, :n_edges], column, side="left")
-                codes_int[np.isnan(column)] = MISSING_BIN
+                codes_int[np.isnan(column)] = missing
                 binned[:, f] = codes_int
         return binned
 
@@ -147,6 +183,11 @@ class BinMapper:
         for f in np.flatnonzero(self.is_categorical_):
             encoded[:, f] = self.encode_categories(int(f), X[:, f])
         return encoded
+
+
+def has_missing_codes(binned: NDArray[np.unsignedinteger[Any]]) -> bool:
+    """Whether any code is the missing-value code of its dtype (255 or 65535)."""
+    return bool((binned == np.iinfo(binned.dtype).max).any())
 
 
 def categorical_mask(categorical_features: Any, n_features: int) -> NDArray[np.bool_]:

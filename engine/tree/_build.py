@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from engine.tree._binning import MISSING_BIN, BinMapper
+from engine.tree._binning import BinMapper, has_missing_codes
 from engine.tree._criteria import Criterion
 from engine.tree._grower import GrowthLimits, grow_tree
 from engine.tree._splitter import SplitContext
@@ -31,6 +31,8 @@ class TreeSpec:
     random_splits: bool
     limits: GrowthLimits
     n_classes: int  # 0 for regression
+    # Second-order trees: monotone constraint per feature (−1, 0, +1), None when all are 0.
+    monotone: NDArray[np.int8] | None = None
 
 
 @dataclass(frozen=True)
@@ -39,13 +41,13 @@ class BinnedData:
 
     Attributes
     ----------
-    binned : ndarray of uint8, shape (n_samples, n_features)
+    binned : ndarray of uint8 (``uint16`` for exact binning), shape (n_samples, n_features)
     target : ndarray, shape (n_samples,)
         Class indices (int64) for classification, float64 targets for regression.
     thresholds, bin_values, is_categorical : arrays from :class:`BinMapper`
     """
 
-    binned: NDArray[np.uint8]
+    binned: NDArray[np.unsignedinteger[Any]]
     target: NDArray[Any]
     thresholds: NDArray[np.float64]
     bin_values: NDArray[np.float64]
@@ -54,7 +56,7 @@ class BinnedData:
 
     @classmethod
     def from_mapper(
-        cls, binned: NDArray[np.uint8], target: NDArray[Any], mapper: BinMapper
+        cls, binned: NDArray[np.unsignedinteger[Any]], target: NDArray[Any], mapper: BinMapper
     ) -> BinnedData:
         return cls(
             binned,
@@ -125,7 +127,7 @@ def build_tree(
         n_bins=data.n_bins,
         classes=classes if spec.n_classes else None,
         weights=row_weights if spec.n_classes else None,
-        has_missing=bool((binned == MISSING_BIN).any()),
+        has_missing=has_missing_codes(binned),
     )
     return grow_tree(ctx, targets, data.thresholds, spec.limits, rng, feature_subset)
 
@@ -162,7 +164,8 @@ def build_newton_tree(
         min_weight_leaf=spec.limits.min_weight_leaf,
         random_splits=spec.random_splits,
         n_bins=data.n_bins,
-        has_missing=bool((binned == MISSING_BIN).any()),
+        has_missing=has_missing_codes(binned),
+        monotone=spec.monotone,
     )
     return grow_tree(ctx, None, data.thresholds, spec.limits, rng, feature_subset)
 

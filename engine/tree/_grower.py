@@ -10,11 +10,11 @@ from __future__ import annotations
 
 import heapq
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
 
-from engine.tree._binning import MISSING_BIN
 from engine.tree._criteria import (
     CLASSIFICATION_CRITERIA,
     Newton,
@@ -22,6 +22,7 @@ from engine.tree._criteria import (
     node_weight,
     score,
 )
+from engine.tree._monotone import UNBOUNDED, MonotoneBounds
 from engine.tree._splitter import (
     SplitContext,
     Splits,
@@ -41,6 +42,9 @@ HISTOGRAM_MAX_CELLS = 8_000_000
 # ... and while a level splits at most this many nodes: past it, deep trees' many small
 # nodes are cheaper to search from their rows.
 HISTOGRAM_MAX_SPLITS = 128
+# Codes per feature in a dense histogram (8-bit binning), and bits of a category bitset.
+HISTOGRAM_CODES = 256
+BITSET_CODES = 256
 
 
 @dataclass(frozen=True)
@@ -53,6 +57,9 @@ class GrowthLimits:
     min_weight_leaf: float = 0.0
     min_impurity_decrease: float = 0.0
     max_features: int | None = None  # candidate features drawn per split; None = all
+    # Candidate features drawn once per depth level (XGBoost's colsample_bylevel), from which
+    # each split then draws its max_features; None = all.
+    level_features: int | None = None
     max_leaf_nodes: int | None = None
     min_split_gain: float = 0.0  # γ: a Newton split must gain more than this
 
@@ -106,13 +113,15 @@ class _Growth:
         self.rng = rng
         n_features = ctx.binned.shape[1]
         candidates = np.arange(n_features) if feature_subset is None else np.asarray(feature_subset)
+        self.level_size = min(limits.level_features or candidates.size, candidates.size)
         per_round = limits.max_features or candidates.size
         # When every node searches every feature, ties between features go to the first
         # one searched: a random order per tree keeps such ties from always favouring the
         # same feature (scikit-learn shuffles the features at every node for the same reason).
         self.candidates = (
-            rng.permutation(candidates) if per_round >= candidates.size else candidates
+            rng.permutation(candidates) if per_round >= self.level_size else candidates
         )
+        self.level_pools: dict[int, NDArray[np.int64]] = {}
         self.table = _NodeTable()
         size = 64
         self.split_feature = np.full(size, -1, dtype=np.int64)
@@ -125,6 +134,11 @@ class _Growth:
         # reuse the counts instead of summing the weights again.
         self.unit_weights = ctx.criterion == "squared_error" and bool(
             (ctx.channels[:, 0] == 1.0).all()
+        )
+        self.monotone = (
+            MonotoneBounds(ctx.criterion, ctx.monotone)
+            if ctx.monotone is not None and isinstance(ctx.criterion, Newton)
+            else None
         )
 
     # -- node statistics --------------------------------------------------------------
@@ -161,6 +175,29 @@ class _Growth:
             values = mean[:, None]
             impurities = squared / weight
         return totals, counts, values, impurities
+
+    def bounded(
+        self,
+        totals: NDArray[np.float64],
+        values: NDArray[np.float64],
+        impurities: NDArray[np.float64],
+        bounds: NDArray[np.float64] | None,
+    ) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+        """Node values and impurities under monotone constraints' weight bounds."""
+        if self.monotone is None or bounds is None:
+            return values, impurities
+        return self.monotone.node_statistics(totals, bounds)
+
+    def child_bounds(
+        self,
+        parent_bounds: NDArray[np.float64] | None,
+        parent_feature: NDArray[np.int64],
+        child_totals: NDArray[np.float64],
+    ) -> NDArray[np.float64] | None:
+        """Bounds of the children (left, right per parent) of the nodes just split."""
+        if self.monotone is None or parent_bounds is None:
+            return None
+        return self.monotone.children(parent_bounds, parent_feature, child_totals)
 
     def record(
         self,
@@ -201,14 +238,27 @@ class _Growth:
 
     # -- histograms (all candidate features, for subtraction) ----------------------------
 
+    def level_pool(self, depth: int) -> NDArray[np.int64]:
+        """The candidate features of a depth level, drawn once per level (in tree order)."""
+        if self.level_size >= self.candidates.size:
+            return self.candidates
+        pool = self.level_pools.get(depth)
+        if pool is None:
+            drawn = self.rng.choice(self.candidates.size, self.level_size, replace=False)
+            pool = self.level_pools[depth] = self.candidates[np.sort(drawn)]
+        return pool
+
     def uses_histograms(self) -> bool:
         """Whether this tree can keep per-node histograms and derive siblings by subtraction.
 
-        That needs every node to search the same features (no per-split sampling) and the
-        best-split search (random thresholds need no histogram).
+        That needs every node of a level to search all the level's features (no per-split
+        sampling) and the best-split search (random thresholds need no histogram). The
+        histograms cover all the tree's features; a level searches the columns of its own.
         """
         per_round = self.limits.max_features or self.candidates.size
-        return per_round >= self.candidates.size and not self.ctx.random_splits
+        # Exact binning's 65,536 codes per feature would make dense histograms huge.
+        narrow = self.ctx.n_codes <= HISTOGRAM_CODES
+        return narrow and per_round >= self.level_size and not self.ctx.random_splits
 
     def histograms(
         self, rows: NDArray[np.intp], slot_of_row: NDArray[np.intp], n_slots: int
@@ -223,10 +273,10 @@ class _Growth:
         n_features = self.candidates.size
         n_channels = ctx.channels.shape[1]
         codes = np.ascontiguousarray(ctx.binned[rows][:, self.candidates].T)
-        base = slot_of_row * 256
-        n_cells = n_slots * 256
-        counts = np.empty((n_slots, n_features, 256), dtype=np.int64)
-        sums = np.empty((n_slots, n_features, 256, n_channels))
+        base = slot_of_row * HISTOGRAM_CODES
+        n_cells = n_slots * HISTOGRAM_CODES
+        counts = np.empty((n_slots, n_features, HISTOGRAM_CODES), dtype=np.int64)
+        sums = np.empty((n_slots, n_features, HISTOGRAM_CODES, n_channels))
         by_class = ctx.classes is not None and ctx.weights is not None
         if by_class:
             assert ctx.classes is not None and ctx.weights is not None
@@ -236,12 +286,12 @@ class _Growth:
             channels = ctx.channels[rows]
         for j in range(n_features):
             keys = base + codes[j]
-            counts[:, j] = np.bincount(keys, minlength=n_cells).reshape(n_slots, 256)
+            counts[:, j] = np.bincount(keys, minlength=n_cells).reshape(n_slots, HISTOGRAM_CODES)
             if by_class:
                 class_keys = class_offset + codes[j].astype(np.intp) * n_channels
                 sums[:, j] = np.bincount(
                     class_keys, weights=row_weights, minlength=n_cells * n_channels
-                ).reshape(n_slots, 256, n_channels)
+                ).reshape(n_slots, HISTOGRAM_CODES, n_channels)
                 continue
             for c in range(n_channels):
                 if c == 0 and self.unit_weights:
@@ -249,7 +299,7 @@ class _Growth:
                     continue
                 sums[:, j, :, c] = np.bincount(
                     keys, weights=channels[:, c], minlength=n_cells
-                ).reshape(n_slots, 256)
+                ).reshape(n_slots, HISTOGRAM_CODES)
         return counts, sums
 
     # -- split search -------------------------------------------------------------------
@@ -260,17 +310,21 @@ class _Growth:
         slot_of_row: NDArray[np.intp],
         totals: NDArray[np.float64],
         counts: NDArray[np.int64],
+        depth: int,
+        bounds: NDArray[np.float64] | None = None,
     ) -> Splits:
-        """Best splits of a batch, drawing ``max_features`` candidates per node.
+        """Best splits of a batch, drawing ``max_features`` candidates per node from the
+        features of its depth level.
 
         As in scikit-learn, a node whose drawn features admit no valid split keeps drawing
         from its remaining features before it is declared a leaf.
         """
         n_slots = totals.shape[0]
-        n_candidates = self.candidates.size
+        pool = self.level_pool(depth)
+        n_candidates = pool.size
         per_round = self.limits.max_features or n_candidates
         if per_round >= n_candidates:
-            features = np.broadcast_to(self.candidates, (n_slots, n_candidates))
+            features = np.broadcast_to(pool, (n_slots, n_candidates))
             return find_splits(
                 self.ctx,
                 rows,
@@ -279,9 +333,10 @@ class _Growth:
                 totals,
                 counts,
                 self.rng,
+                bounds,
             )
         order = self.rng.random((n_slots, n_candidates)).argsort(axis=1)
-        drawn = self.candidates[order]
+        drawn = pool[order]
         result: Splits | None = None
         pending = np.arange(n_slots)
         for start in range(0, n_candidates, per_round):
@@ -298,6 +353,7 @@ class _Growth:
                 totals[pending],
                 counts[pending],
                 self.rng,
+                None if bounds is None else bounds[pending],
             )
             result = splits if result is None else _merge(result, splits, pending)
             pending = pending[~splits.found]
@@ -336,11 +392,13 @@ class _Growth:
         self.split_left[ids] = left_ids
         self.split_missing_left[ids] = splits.missing_left[chosen]
         categorical = self.ctx.is_categorical[feature]
+        last_bin = self.ctx.missing_code - 1
         self.split_threshold[ids] = np.where(
-            categorical, np.nan, self.thresholds[feature, np.minimum(split_bin, MISSING_BIN - 1)]
+            categorical, np.nan, self.thresholds[feature, np.minimum(split_bin, last_bin)]
         )
         if categorical.any():
-            codes = splits.left_codes[chosen][categorical]
+            # Categories have codes below 255 in either code width: 256 bits hold them all.
+            codes = splits.left_codes[chosen][categorical][:, :BITSET_CODES]
             self.table.bitsets.append(np.packbits(codes, axis=1, bitorder="little"))
             start = self.table.n_bitsets
             self.table.n_bitsets += int(categorical.sum())
@@ -446,8 +504,13 @@ def _grow_level_wise(growth: _Growth) -> None:
     slot_of_row = np.zeros(n_rows, dtype=np.intp)
     n_slots, depth = 1, 0
     histograms = growth.histograms(rows, slot_of_row, 1) if growth.uses_histograms() else None
+    bounds = UNBOUNDED[None, :] if growth.monotone is not None else None
+    parent_feature = np.zeros(0, dtype=np.int64)
     while n_slots:
         totals, counts, values, impurities = growth.summarise(rows, slot_of_row, n_slots)
+        if depth > 0:
+            bounds = growth.child_bounds(bounds, parent_feature, totals)
+        values, impurities = growth.bounded(totals, values, impurities, bounds)
         node_ids = growth.record(totals, counts, values, impurities, depth)
         if depth == 0:
             growth.root_weight = float(growth.table.columns["weighted_n_samples"][0][0])
@@ -456,23 +519,35 @@ def _grow_level_wise(growth: _Growth) -> None:
             break
         slots = np.flatnonzero(open_nodes)
         batch_rows, batch_slots = _select_slots(rows, slot_of_row, slots, n_slots)
+        slot_bounds = None if bounds is None else bounds[slots]
         if histograms is None:
-            splits = growth.search(batch_rows, batch_slots, totals[slots], counts[slots])
+            splits = growth.search(
+                batch_rows, batch_slots, totals[slots], counts[slots], depth, slot_bounds
+            )
         else:
-            features = np.broadcast_to(growth.candidates, (slots.size, growth.candidates.size))
+            pool = growth.level_pool(depth)
+            columns = (
+                slice(None)
+                if pool.size == growth.candidates.size
+                else np.flatnonzero(np.isin(growth.candidates, pool))
+            )
+            features = np.broadcast_to(growth.candidates[columns], (slots.size, pool.size))
             splits = find_splits_in_histograms(
                 growth.ctx,
-                histograms[0][slots],
-                histograms[1][slots],
+                histograms[0][slots][:, columns],
+                histograms[1][slots][:, columns],
                 np.ascontiguousarray(features),
                 totals[slots],
                 counts[slots],
                 growth.rng,
+                slot_bounds,
             )
         chosen = growth.accepted(splits)
         if not chosen.any():
             break
         growth.apply_splits(node_ids[slots], splits, chosen)
+        if slot_bounds is not None:
+            bounds, parent_feature = slot_bounds[chosen], splits.feature[chosen]
         # Rows of chosen nodes move to their children; child slots keep parent order so
         # the rows stay grouped by slot, which keeps the next level's key sort cheap.
         keep_slot = np.full(slots.size, -1, dtype=np.intp)
@@ -504,7 +579,7 @@ def _child_histograms(
     deep levels have many small nodes whose 256-bin histograms are mostly empty.
     """
     n_pairs = parents.size
-    n_cells = 2 * n_pairs * growth.candidates.size * 256
+    n_cells = 2 * n_pairs * growth.candidates.size * HISTOGRAM_CODES
     if (
         n_cells > HISTOGRAM_CELLS_PER_ROW * rows.size
         or n_cells > HISTOGRAM_MAX_CELLS
@@ -536,9 +611,11 @@ def _grow_best_first(growth: _Growth, max_leaf_nodes: int) -> None:
     totals, counts, values, impurities = growth.summarise(
         all_rows, np.zeros(n_rows, dtype=np.intp), 1
     )
+    root_bounds = UNBOUNDED[None, :] if growth.monotone is not None else None
+    values, impurities = growth.bounded(totals, values, impurities, root_bounds)
     root = growth.record(totals, counts, values, impurities, 0)
     growth.root_weight = float(growth.table.columns["weighted_n_samples"][0][0])
-    heap: list[tuple[float, int, int, NDArray[np.intp], Splits, int]] = []
+    heap: list[tuple[float, int, int, NDArray[np.intp], Splits, int, Any]] = []
     tie = 0
 
     def consider(
@@ -548,6 +625,7 @@ def _grow_best_first(growth: _Growth, max_leaf_nodes: int) -> None:
         counts: NDArray[np.int64],
         impurities: NDArray[np.float64],
         depth: int,
+        bounds: NDArray[np.float64] | None,
     ) -> None:
         nonlocal tie
         open_nodes = growth.splittable(totals, counts, impurities, depth)
@@ -556,20 +634,29 @@ def _grow_best_first(growth: _Growth, max_leaf_nodes: int) -> None:
             return
         batch_rows = np.concatenate([row_sets[s] for s in slots])
         batch_slots = np.repeat(np.arange(slots.size), [row_sets[s].size for s in slots])
-        splits = growth.search(batch_rows, batch_slots, totals[slots], counts[slots])
+        splits = growth.search(
+            batch_rows,
+            batch_slots,
+            totals[slots],
+            counts[slots],
+            depth,
+            None if bounds is None else bounds[slots],
+        )
         accepted = growth.accepted(splits)
         for k, slot in enumerate(slots):
             gain = float(splits.gain[k])
             if not accepted[k]:
                 continue
             single = _take(splits, k)
-            heapq.heappush(heap, (-gain, tie, int(node_ids[slot]), row_sets[slot], single, depth))
+            node_bounds = None if bounds is None else bounds[slot : slot + 1]
+            entry = (-gain, tie, int(node_ids[slot]), row_sets[slot], single, depth, node_bounds)
+            heapq.heappush(heap, entry)
             tie += 1
 
-    consider(root, [all_rows], totals, counts, impurities, 0)
+    consider(root, [all_rows], totals, counts, impurities, 0, root_bounds)
     n_leaves = 1
     while heap and n_leaves < max_leaf_nodes:
-        _, _, node_id, rows, split, depth = heapq.heappop(heap)
+        _, _, node_id, rows, split, depth, node_bounds = heapq.heappop(heap)
         growth.apply_splits(np.array([node_id]), split, np.array([True]))
         right = growth.goes_right(rows, np.zeros(rows.size, dtype=np.intp), split)
         children = [rows[~right], rows[right]]
@@ -578,9 +665,11 @@ def _grow_best_first(growth: _Growth, max_leaf_nodes: int) -> None:
         totals, counts, values, impurities = growth.summarise(
             ordered, np.sort(slot_of_row, kind="stable"), 2
         )
+        bounds = growth.child_bounds(node_bounds, split.feature, totals)
+        values, impurities = growth.bounded(totals, values, impurities, bounds)
         child_ids = growth.record(totals, counts, values, impurities, depth + 1)
         n_leaves += 1
-        consider(child_ids, children, totals, counts, impurities, depth + 1)
+        consider(child_ids, children, totals, counts, impurities, depth + 1, bounds)
 
 
 def _take(splits: Splits, k: int) -> Splits:

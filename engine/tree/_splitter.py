@@ -13,7 +13,8 @@ On the group table every split candidate is a prefix of a segment's groups:
   positive class, the class mean, or the mean target), which finds the best binary partition
   of the categories without enumerating the ``2^(k−1) − 1`` of them (Breiman et al., exact
   for two classes and for regression, a heuristic beyond);
-* missing values (bin 255) are tried on both sides and the better side is learned.
+* missing values (the last code: 255, or 65535 for exact binning's ``uint16`` codes) are
+  tried on both sides and the better side is learned.
 
 :func:`find_splits_naive` is the plain-loop reference the tests hold this module equal to.
 """
@@ -21,12 +22,13 @@ On the group table every split candidate is a prefix of a segment's groups:
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
 
-from engine.tree._binning import MISSING_BIN
 from engine.tree._criteria import Criterion, Newton, node_weight, score
+from engine.tree._monotone import bounded_weight, children_scores, score_given_weight
 
 __all__ = ["SplitContext", "Splits", "find_splits", "find_splits_naive"]
 
@@ -39,16 +41,17 @@ class SplitContext:
 
     Attributes
     ----------
-    binned : ndarray of uint8, shape (n_rows, n_features)
-        Bin codes of the tree's rows.
+    binned : ndarray of uint8 or uint16, shape (n_rows, n_features)
+        Bin codes of the tree's rows; the largest code of the dtype marks missing values.
+        ``uint16`` codes come from exact binning (one bin per distinct value).
     channels : ndarray of float64, shape (n_rows, n_channels)
         Per-row statistics: weighted one-hot classes, or ``(w, w·y)`` for regression.
     is_categorical : ndarray of bool, shape (n_features,)
-    bin_values : ndarray of float64, shape (n_features, 256)
+    bin_values : ndarray of float64, shape (n_features, n_bins_max + 1)
         Representative raw value per bin (for random thresholds).
     """
 
-    binned: NDArray[np.uint8]
+    binned: NDArray[np.unsignedinteger[Any]]
     channels: NDArray[np.float64]
     criterion: Criterion
     is_categorical: NDArray[np.bool_]
@@ -60,13 +63,29 @@ class SplitContext:
     classes: NDArray[np.int64] | None = None  # class index per row (classification)
     weights: NDArray[np.float64] | None = None  # weight per row (classification)
     has_missing: bool = True  # False lets kernels skip missing-value bookkeeping
+    # Monotone constraint per feature (−1, 0, +1; Newton criterion only), None when all are 0.
+    # Searches then also take each node's [lower, upper] weight bounds (engine.tree._monotone).
+    monotone: NDArray[np.int8] | None = None
+
+    @property
+    def code_bits(self) -> int:
+        """Bits of a bin code: 8 for histogram binning, 16 for exact binning."""
+        return 8 * int(self.binned.dtype.itemsize)
+
+    @property
+    def n_codes(self) -> int:
+        return 1 << self.code_bits
+
+    @property
+    def missing_code(self) -> int:
+        return self.n_codes - 1
 
 
 @dataclass
 class Splits:
     """The best split of each node in a batch of ``S`` nodes.
 
-    ``left_codes[s, c]`` tells whether bin code ``c`` (255 = missing) goes left; it encodes
+    ``left_codes[s, c]`` tells whether bin code ``c`` (the last = missing) goes left; it encodes
     numeric thresholds, categorical partitions and the missing direction in one table.
     """
 
@@ -101,9 +120,9 @@ def _group_table(
     row_features = np.maximum(features, 0)[slot_of_row]
     bins = ctx.binned[rows[:, None], row_features].T
     segment = np.arange(n_per_node)[:, None] * n_slots + slot_of_row[None, :]
-    keys = ((segment << 8) | bins).ravel()
+    keys = ((segment << ctx.code_bits) | bins).ravel()
     row_channels = ctx.channels[rows]
-    n_cells = n_slots * n_per_node * N_CODES
+    n_cells = n_slots * n_per_node * ctx.n_codes
     if n_cells <= min(DENSE_CELLS_PER_ROW * keys.size, DENSE_MAX_CELLS):
         cell_counts = np.bincount(keys, minlength=n_cells)
         group_keys = np.flatnonzero(cell_counts)
@@ -130,7 +149,7 @@ def _group_table(
             sums[:, c] = np.bincount(
                 group_of_element, weights=element_channels[:, c], minlength=starts.size
             )
-    return group_keys >> 8, group_keys & 0xFF, counts, sums
+    return group_keys >> ctx.code_bits, group_keys & ctx.missing_code, counts, sums
 
 
 def _categorical_order(
@@ -165,7 +184,7 @@ def _categorical_order(
             node = segment % n_slots
             statistic = sums[np.arange(sums.shape[0]), target_class[node]] / sums.sum(axis=1)
     sort_value = np.where(is_categorical, np.nan_to_num(statistic), bins.astype(np.float64))
-    sort_value[bins == MISSING_BIN] = np.inf
+    sort_value[bins == ctx.missing_code] = np.inf
     return np.lexsort((sort_value, segment))
 
 
@@ -177,6 +196,7 @@ def find_splits(
     parent_channels: NDArray[np.float64],
     parent_counts: NDArray[np.int64],
     rng: np.random.Generator | None = None,
+    bounds: NDArray[np.float64] | None = None,
 ) -> Splits:
     """Best split of each node of a batch.
 
@@ -194,6 +214,8 @@ def find_splits(
         Row counts of each node.
     rng : Generator, optional
         Needed for random thresholds (``ctx.random_splits``).
+    bounds : ndarray of float64, shape (S, 2), optional
+        Each node's ``[lower, upper]`` leaf-weight bounds; used when ``ctx.monotone`` is set.
     """
     if ctx.random_splits and rng is not None and not ctx.is_categorical.any():
         from engine.tree._random_splitter import find_random_splits
@@ -202,7 +224,7 @@ def find_splits(
             ctx, rows, slot_of_row, features, parent_channels, parent_counts, rng
         )
     groups = _group_table(ctx, rows, slot_of_row, features)
-    return splits_from_groups(ctx, *groups, features, parent_channels, parent_counts, rng)
+    return splits_from_groups(ctx, *groups, features, parent_channels, parent_counts, rng, bounds)
 
 
 def find_splits_in_histograms(
@@ -213,6 +235,7 @@ def find_splits_in_histograms(
     parent_channels: NDArray[np.float64],
     parent_counts: NDArray[np.int64],
     rng: np.random.Generator | None = None,
+    bounds: NDArray[np.float64] | None = None,
 ) -> Splits:
     """Best split of each node from dense per-node histograms instead of rows.
 
@@ -230,14 +253,15 @@ def find_splits_in_histograms(
     sums = histogram_sums.transpose(1, 0, 2, 3).reshape(-1, n_channels)[group_keys]
     return splits_from_groups(
         ctx,
-        group_keys >> 8,
-        group_keys & 0xFF,
+        group_keys >> ctx.code_bits,
+        group_keys & ctx.missing_code,
         cell_counts[group_keys],
         sums,
         features,
         parent_channels,
         parent_counts,
         rng,
+        bounds,
     )
 
 
@@ -251,6 +275,7 @@ def splits_from_groups(
     parent_channels: NDArray[np.float64],
     parent_counts: NDArray[np.int64],
     rng: np.random.Generator | None = None,
+    bounds: NDArray[np.float64] | None = None,
 ) -> Splits:
     """Best split of each node from its group table (see :func:`find_splits`)."""
     n_slots, n_per_node = features.shape
@@ -266,7 +291,7 @@ def splits_from_groups(
     n_groups = segment.size
     n_segments = n_slots * n_per_node
     node = segment % n_slots
-    is_missing = bins == MISSING_BIN
+    is_missing = bins == ctx.missing_code
     any_missing = bool(is_missing.any())
 
     # Every node has at least one row, so every segment owns at least one group.
@@ -292,8 +317,21 @@ def splits_from_groups(
         )
 
     index = np.flatnonzero(candidate)
-    parent_score = score(parent_channels, ctx.criterion)
-    if not any_missing and ctx.min_samples_leaf <= 1 and ctx.min_weight_leaf <= 0:
+    monotone = None
+    if ctx.monotone is not None and bounds is not None:
+        assert isinstance(ctx.criterion, Newton)
+        parent_score = score_given_weight(
+            ctx.criterion, parent_channels, bounded_weight(ctx.criterion, parent_channels, bounds)
+        )
+        monotone = (bounds, ctx.monotone[segment_feature[segment[index]]])
+    else:
+        parent_score = score(parent_channels, ctx.criterion)
+    if (
+        monotone is None
+        and not any_missing
+        and ctx.min_samples_leaf <= 1
+        and ctx.min_weight_leaf <= 0
+    ):
         # Every candidate leaves rows on both sides, so only the weights need checking.
         gain, option = _plain_gains(ctx, prefix[index], parent_channels, parent_score, node[index])
     else:
@@ -310,6 +348,7 @@ def splits_from_groups(
             parent_channels,
             parent_score,
             parent_counts,
+            monotone,
         )
     group_gain = np.full(n_groups, -np.inf)
     group_gain[index] = gain
@@ -340,14 +379,14 @@ def splits_from_groups(
     heavier_left = left_weight_best >= weight_of(parent_channels, ctx.criterion) - left_weight_best
     missing_left = np.where(has_missing[best], missing_left, heavier_left)
 
-    left_codes = np.arange(N_CODES)[None, :] <= split_bin[:, None]
+    left_codes = np.arange(ctx.n_codes)[None, :] <= split_bin[:, None]
     categorical = ctx.is_categorical[np.maximum(feature, 0)] & found
     if categorical.any():
         left_codes[categorical] = missing_left[categorical, None]
         in_best_segment = (segment == best_segment[node]) & categorical[node] & ~is_missing
         goes_left = np.arange(n_groups) <= best[node]
         left_codes[node[in_best_segment], bins[in_best_segment]] = goes_left[in_best_segment]
-    left_codes[:, MISSING_BIN] = missing_left
+    left_codes[:, ctx.missing_code] = missing_left
 
     return Splits(
         found=found,
@@ -416,9 +455,12 @@ def _checked_gains(
     parent_channels: NDArray[np.float64],
     parent_score: NDArray[np.float64],
     parent_counts: NDArray[np.int64],
+    monotone: tuple[NDArray[np.float64], NDArray[np.int8]] | None = None,
 ) -> tuple[NDArray[np.float64], NDArray[np.int64]]:
     """Gains with missing values tried on both sides and leaf limits enforced.
 
+    ``monotone`` holds the nodes' weight bounds (S, 2) and each candidate's constraint: the
+    children are then scored at their clipped weights and must respect the constraint.
     Returns the better gain of each candidate and its option: 0 sends missing rows right,
     1 sends them left.
     """
@@ -433,11 +475,20 @@ def _checked_gains(
         )
     right = parent_channels[candidate_node][:, None, :] - left
     right_counts = parent_counts[candidate_node][:, None] - left_counts
-    gain = (
-        score(left, ctx.criterion)
-        + score(right, ctx.criterion)
-        - parent_score[candidate_node][:, None]
-    )
+    respects: NDArray[np.bool_] | bool = True
+    if monotone is None:
+        gain = (
+            score(left, ctx.criterion)
+            + score(right, ctx.criterion)
+            - parent_score[candidate_node][:, None]
+        )
+    else:
+        assert isinstance(ctx.criterion, Newton)
+        bounds, constraint = monotone
+        children, respects = children_scores(
+            ctx.criterion, left, right, bounds[candidate_node][:, None, :], constraint[:, None]
+        )
+        gain = children - parent_score[candidate_node][:, None]
     left_weight = weight_of(left, ctx.criterion)
     right_weight = weight_of(right, ctx.criterion)
     valid = (
@@ -447,6 +498,7 @@ def _checked_gains(
         & (right_weight > 0)
         & (left_weight >= ctx.min_weight_leaf)
         & (right_weight >= ctx.min_weight_leaf)
+        & respects
     )
     if any_missing:
         valid[:, 1] &= has_missing[index]  # without missing rows both options coincide
@@ -500,11 +552,13 @@ def find_splits_naive(
     rows: NDArray[np.intp],
     slot_of_row: NDArray[np.intp],
     features: NDArray[np.int64],
+    bounds: NDArray[np.float64] | None = None,
 ) -> tuple[NDArray[np.float64], NDArray[np.int64]]:
     """Plain-loop reference: the best gain and feature of each node (no random splits).
 
     Evaluates every numeric threshold and every prefix of the categories in statistic order,
-    with missing values sent either way, exactly as :func:`find_splits` should.
+    with missing values sent either way, exactly as :func:`find_splits` should; with
+    ``ctx.monotone`` and ``bounds``, at clipped weights and under the constraints.
     """
     n_slots = features.shape[0]
     best_gain = np.full(n_slots, -np.inf)
@@ -513,15 +567,16 @@ def find_splits_naive(
         node_rows = rows[slot_of_row == slot]
         channels = ctx.channels[node_rows]
         parent = channels.sum(axis=0)
-        parent_score = float(score(parent, ctx.criterion))
+        node_bounds = None if ctx.monotone is None or bounds is None else bounds[slot]
+        parent_score = _naive_score(ctx, parent, node_bounds)
         for feature in features[slot]:
             if feature < 0:
                 continue
             codes = ctx.binned[node_rows, feature].astype(np.int64)
-            present = sorted(set(codes.tolist()) - {MISSING_BIN})
+            present = sorted(set(codes.tolist()) - {ctx.missing_code})
             if ctx.is_categorical[feature]:
                 present.sort(key=lambda c: _naive_statistic(ctx, channels, codes, c, parent))
-            missing = codes == MISSING_BIN
+            missing = codes == ctx.missing_code
             for cut in range(len(present)):
                 left_set = set(present[: cut + 1])
                 base_left = np.isin(codes, list(left_set))
@@ -541,14 +596,49 @@ def find_splits_naive(
                     )
                     if min(weights) <= 0 or min(weights) < ctx.min_weight_leaf:
                         continue
-                    gain = float(
-                        score(left_sum, ctx.criterion)
-                        + score(right_sum, ctx.criterion)
+                    if node_bounds is not None and not _naive_respects(
+                        ctx, left_sum, right_sum, node_bounds, int(feature)
+                    ):
+                        continue
+                    gain = (
+                        _naive_score(ctx, left_sum, node_bounds)
+                        + _naive_score(ctx, right_sum, node_bounds)
                         - parent_score
                     )
                     if gain > best_gain[slot]:
                         best_gain[slot], best_feature[slot] = gain, feature
     return best_gain, best_feature
+
+
+def _naive_weight(ctx: SplitContext, total: NDArray[np.float64], bounds: Any) -> float:
+    assert isinstance(ctx.criterion, Newton)
+    lower, upper = bounds
+    return min(max(float(ctx.criterion.leaf_weight(total)), lower), upper)
+
+
+def _naive_score(ctx: SplitContext, total: NDArray[np.float64], bounds: Any) -> float:
+    """The node's score; with bounds, −(G·w + ½(H+λ)w² + α|w|) at the clipped weight w."""
+    if bounds is None:
+        return float(score(total, ctx.criterion))
+    assert isinstance(ctx.criterion, Newton)
+    gradient, hessian = float(total[0]), float(total[1])
+    if hessian + ctx.criterion.l2 <= 0:
+        return 0.0
+    w = _naive_weight(ctx, total, bounds)
+    return -(gradient * w + 0.5 * (hessian + ctx.criterion.l2) * w * w + ctx.criterion.l1 * abs(w))
+
+
+def _naive_respects(
+    ctx: SplitContext,
+    left: NDArray[np.float64],
+    right: NDArray[np.float64],
+    bounds: Any,
+    feature: int,
+) -> bool:
+    assert ctx.monotone is not None
+    w_left, w_right = _naive_weight(ctx, left, bounds), _naive_weight(ctx, right, bounds)
+    constraint = int(ctx.monotone[feature])
+    return (constraint >= 0 or w_left >= w_right) and (constraint <= 0 or w_left <= w_right)
 
 
 def _naive_statistic(

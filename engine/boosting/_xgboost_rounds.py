@@ -1,0 +1,170 @@
+"""The boosting loop of one XGBoost-style fit: trees, raw scores, metrics, early stopping.
+
+Each round computes the objective's gradients and hessians at the current raw scores, draws
+the round's rows (``subsample``) and the tree's features (``colsample_bytree``), grows one
+second-order tree per output and adds its leaf weights, shrunk by η, to the raw scores of
+the training rows and of every ``eval_set``.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import numpy as np
+from numpy.typing import NDArray
+
+from engine.boosting._losses import grouped_weighted_quantile
+from engine.boosting._objectives import Objective, softmax
+from engine.callbacks import Callback, ProgressEvent, notify
+from engine.tree._build import BinnedData, build_newton_tree
+from engine.tree._tree import Tree
+
+if TYPE_CHECKING:
+    from engine.boosting._xgboost import BaseXGBoost
+
+__all__ = ["Rounds"]
+
+FloatArray = NDArray[np.float64]
+
+
+class Rounds:
+    """The boosting loop of one fit: trees, scores, evaluation history, early stopping."""
+
+    def __init__(
+        self,
+        model: BaseXGBoost,
+        objective: Objective,
+        data: BinnedData,
+        X_encoded: FloatArray,
+        target: FloatArray,
+        weights: FloatArray,
+        base: FloatArray,
+        evaluations: list[tuple[str, FloatArray, FloatArray]],
+        monotone: NDArray[np.int8] | None = None,
+    ) -> None:
+        self.model = model
+        self.monotone = monotone
+        self.objective = objective
+        self.data = data
+        self.X_encoded = X_encoded
+        self.target = target
+        self.weights = weights
+        n_outputs = base.size
+        self.raw = np.tile(base, (target.size, 1))
+        self.evaluations = [
+            (name, X_eval, y_eval, np.tile(base, (X_eval.shape[0], 1)))
+            for name, X_eval, y_eval in evaluations
+        ]
+        self.metric = model.eval_metric or _default_metric(objective.name, n_outputs)
+        self.trees: list[list[Tree]] = []
+        self.history: dict[str, dict[str, list[float]]] = {
+            name: {self.metric: []} for name, *_ in self.evaluations
+        }
+        self.best_iteration: int | None = None
+        self.best_score: float | None = None
+
+    def run(self, rng: np.random.Generator, callbacks: list[Callback] | None) -> None:
+        model = self.model
+        n_rows, n_features = self.X_encoded.shape
+        n_outputs = self.raw.shape[1]
+        for round_index in range(model.n_estimators):
+            gradient, hessian = self.objective(self.target, self.raw)
+            gradient = gradient.reshape(n_rows, -1)
+            hessian = hessian.reshape(n_rows, -1)
+            weights = self.weights
+            if model.subsample < 1.0:
+                weights = weights * (rng.random(n_rows) < model.subsample)
+            subset = None
+            n_candidates = n_features
+            if model.colsample_bytree < 1.0:
+                n_candidates = max(1, round(model.colsample_bytree * n_features))
+                subset = np.sort(rng.choice(n_features, n_candidates, replace=False))
+            spec = model._tree_spec(n_candidates, self.monotone)
+            stage = []
+            for k in range(n_outputs):
+                tree = build_newton_tree(
+                    self.data, gradient[:, k], hessian[:, k], weights, spec, rng, subset
+                )
+                self._refresh_leaves(tree, weights)
+                tree.values *= model.learning_rate
+                self.raw[:, k] += tree.predict(self.X_encoded)[:, 0]
+                for _, X_eval, _, raw_eval in self.evaluations:
+                    raw_eval[:, k] += tree.predict(X_eval)[:, 0]
+                stage.append(tree)
+            self.trees.append(stage)
+            metrics = self._evaluate()
+            notify(
+                callbacks,
+                ProgressEvent(type(model).__name__, round_index + 1, model.n_estimators, metrics),
+            )
+            if self._should_stop(round_index):
+                break
+        if self.best_iteration is not None and model.early_stopping_rounds is not None:
+            del self.trees[self.best_iteration + 1 :]
+
+    def _refresh_leaves(self, tree: Tree, weights: FloatArray) -> None:
+        """Absolute and quantile losses: set leaves to the residual quantile, as XGBoost does.
+
+        Their hessian is constant, so Newton leaf weights take tiny steps; the weighted
+        quantile of each leaf's residuals is the exact minimiser of the loss in the leaf.
+        """
+        level = {"reg:absoluteerror": 0.5, "reg:quantileerror": self.model.quantile_alpha}
+        if self.objective.name not in level:
+            return
+        in_bag = weights > 0
+        leaves = tree.apply(self.X_encoded[in_bag])
+        residual = self.target[in_bag] - self.raw[in_bag, 0]
+        quantiles = grouped_weighted_quantile(
+            residual, weights[in_bag], leaves, tree.node_count, level[self.objective.name]
+        )
+        is_leaf = tree.nodes["left_child"] < 0
+        tree.values[is_leaf, 0] = quantiles[is_leaf]
+
+    def _evaluate(self) -> dict[str, float]:
+        metrics = {
+            f"train_{self.metric}": _metric(self.metric, self.target, self.raw, self.objective)
+        }
+        for name, _, y_eval, raw_eval in self.evaluations:
+            value = _metric(self.metric, y_eval, raw_eval, self.objective)
+            self.history[name][self.metric].append(value)
+            metrics[f"{name}_{self.metric}"] = value
+        return metrics
+
+    def _should_stop(self, round_index: int) -> bool:
+        if not self.evaluations:
+            return False
+        last = self.history[self.evaluations[-1][0]][self.metric]
+        if self.best_score is None or last[-1] < self.best_score:
+            self.best_score, self.best_iteration = last[-1], round_index
+        patience = self.model.early_stopping_rounds
+        return patience is not None and round_index - (self.best_iteration or 0) >= patience
+
+
+def _default_metric(objective: str, n_outputs: int) -> str:
+    return {
+        "reg:absoluteerror": "mae",
+        "binary:logistic": "logloss",
+        "multi:softprob": "mlogloss",
+        "count:poisson": "poisson-nloglik",
+    }.get(objective, "mlogloss" if n_outputs > 1 else "rmse")
+
+
+def _metric(name: str, y: FloatArray, raw: FloatArray, objective: Objective) -> float:
+    """An evaluation metric (lower is better) of raw scores against targets."""
+    if name == "rmse":
+        return float(np.sqrt(np.mean((raw[:, 0] - y) ** 2)))
+    if name == "mae":
+        return float(np.mean(np.abs(raw[:, 0] - y)))
+    if name == "poisson-nloglik":
+        mean = np.exp(raw[:, 0])
+        return float(np.mean(mean - y * raw[:, 0]))
+    if name in ("logloss", "error"):
+        p = np.clip(1.0 / (1.0 + np.exp(-raw[:, 0])), 1e-15, 1 - 1e-15)
+        if name == "error":
+            return float(np.mean((p > 0.5) != (y > 0.5)))
+        return float(-np.mean(y * np.log(p) + (1 - y) * np.log(1 - p)))
+    probabilities = np.clip(softmax(raw), 1e-15, 1.0)
+    labels = y.astype(np.intp)
+    if name == "merror":
+        return float(np.mean(probabilities.argmax(axis=1) != labels))
+    return float(-np.mean(np.log(probabilities[np.arange(labels.size), labels])))
