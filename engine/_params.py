@@ -10,18 +10,23 @@ from __future__ import annotations
 
 import math
 import numbers
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
+import numpy as np
+
 __all__ = [
+    "DROP",
     "Boolean",
+    "CVSplits",
     "CallableValue",
     "Constraint",
     "EstimatorValue",
     "Interval",
     "InvalidParameterError",
     "MappingValue",
+    "NamedEstimators",
     "NoneValue",
     "Options",
     "RandomStateValue",
@@ -29,6 +34,9 @@ __all__ = [
     "json_schema_for",
     "validate_parameter",
 ]
+
+DROP = "drop"
+"""What stands for an estimator in :class:`NamedEstimators` to leave that member out."""
 
 
 class InvalidParameterError(ValueError):
@@ -196,6 +204,102 @@ class EstimatorValue(Constraint):
 
     def json_schema(self) -> dict[str, Any]:
         return {"$ref": "#/$defs/learner"}
+
+
+@dataclass(frozen=True)
+class NamedEstimators(Constraint):
+    """A non-empty list of ``(name, estimator)`` pairs: the members of a combiner.
+
+    ``allow_drop`` also admits the string ``"drop"`` for an estimator (the member is left
+    out, as in scikit-learn's voting and stacking). ``distinct_names`` refuses a name given
+    twice here; without it the combiner refuses duplicates in ``fit``, with scikit-learn's
+    message. That names hold no ``__`` and differ from the combiner's own parameters only the
+    combiner can tell (``engine.combine._named``).
+    """
+
+    allow_drop: bool = False
+    distinct_names: bool = True
+
+    def is_satisfied_by(self, value: Any) -> bool:
+        if not isinstance(value, list | tuple) or not value:
+            return False
+        pairs_ok = all(
+            isinstance(pair, tuple | list)
+            and len(pair) == 2
+            and isinstance(pair[0], str)
+            and (self._is_drop(pair[1]) or EstimatorValue().is_satisfied_by(pair[1]))
+            for pair in value
+        )
+        if not pairs_ok:
+            return False
+        return not self.distinct_names or len({pair[0] for pair in value}) == len(value)
+
+    def _is_drop(self, estimator: Any) -> bool:
+        return self.allow_drop and isinstance(estimator, str) and estimator == DROP
+
+    def describe(self) -> str:
+        member = 'estimator or "drop"' if self.allow_drop else "estimator"
+        distinct = " with distinct names" if self.distinct_names else ""
+        return f"a non-empty list of (name, {member}) pairs{distinct}"
+
+    def json_schema(self) -> dict[str, Any]:
+        learner: dict[str, Any] = EstimatorValue().json_schema()
+        if self.allow_drop:
+            learner = {"anyOf": [learner, {"const": DROP}]}
+        pair = {
+            "type": "array",
+            "prefixItems": [{"type": "string"}, learner],
+            "minItems": 2,
+            "maxItems": 2,
+        }
+        return {"type": "array", "items": pair, "minItems": 1}
+
+
+_FOLD_COUNT = Interval("int", 2, None)
+
+
+@dataclass(frozen=True)
+class CVSplits(Constraint):
+    """Cross-validation: a number of folds (an integer ≥ 2) or explicit splits.
+
+    Explicit splits are scikit-learn's form: a sequence of at least ``min_splits``
+    ``(train_indices, test_indices)`` pairs of 1-D integer row indices. A one-shot iterator
+    (a generator) is refused: validating it would consume it before ``fit`` reads it.
+    """
+
+    min_splits: int = 2
+
+    def is_satisfied_by(self, value: Any) -> bool:
+        if _FOLD_COUNT.is_satisfied_by(value):
+            return True
+        if isinstance(value, str | bytes | Mapping) or not isinstance(value, Iterable):
+            return False
+        try:
+            if iter(value) is value:
+                return False
+            splits = list(value)
+        except TypeError:  # e.g. a 0-d array
+            return False
+        return len(splits) >= self.min_splits and all(_is_split(split) for split in splits)
+
+    def describe(self) -> str:
+        return f"{_FOLD_COUNT.describe()} or a sequence of (train_indices, test_indices) pairs"
+
+    def json_schema(self) -> dict[str, Any]:
+        rows = {"type": "array", "items": {"type": "integer", "minimum": 0}}
+        pair = {"type": "array", "prefixItems": [rows, rows], "minItems": 2, "maxItems": 2}
+        splits = {"type": "array", "items": pair, "minItems": self.min_splits}
+        return {"anyOf": [_FOLD_COUNT.json_schema(), splits]}
+
+
+def _is_split(split: Any) -> bool:
+    if not isinstance(split, tuple | list) or len(split) != 2:
+        return False
+    for rows in split:
+        array = np.asarray(rows)
+        if array.ndim != 1 or (array.size and array.dtype.kind not in "iu"):
+            return False
+    return True
 
 
 @dataclass(frozen=True)

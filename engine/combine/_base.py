@@ -1,9 +1,8 @@
 """What every combiner shares: a named list of heterogeneous members and their parameters.
 
 As in scikit-learn, ``estimators`` is a list of ``(name, estimator)`` pairs; an estimator may be
-the string ``"drop"`` to leave that member out. ``get_params(deep=True)`` exposes each member
-under its name and its parameters as ``name__param``, and ``set_params`` accepts both, so grid
-searches reach inside the ensemble.
+the string ``"drop"`` to leave that member out. Members are reachable through ``get_params`` and
+``set_params`` as ``name`` and ``name__param`` (:mod:`engine.combine._named`).
 """
 
 from __future__ import annotations
@@ -15,47 +14,23 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from engine._params import Constraint, EstimatorValue, Interval, NoneValue, RandomStateValue
+from engine._params import (
+    DROP,
+    Constraint,
+    CVSplits,
+    Interval,
+    NamedEstimators,
+    NoneValue,
+    RandomStateValue,
+)
 from engine._targets import encode_labels
 from engine._validation import check_sample_weight, check_target, check_X
-from engine.base import BaseEstimator, check_is_fitted
-from engine.combine._folds import resolve_folds
-from engine.combine._members import accepts_sample_weight
+from engine.base import check_is_fitted
+from engine.combine._folds import Splits, resolve_splits
+from engine.combine._members import check_accepts_sample_weight
+from engine.combine._named import NamedMembersEstimator
 
-__all__ = ["BaseCombiner", "CVSplits", "NamedEstimators", "NumberSequence", "TransformMixin"]
-
-DROP = "drop"
-
-
-@dataclass(frozen=True)
-class NamedEstimators(Constraint):
-    """A non-empty list of ``(name, estimator or "drop")`` pairs."""
-
-    def is_satisfied_by(self, value: Any) -> bool:
-        if not isinstance(value, list | tuple) or not value:
-            return False
-        return all(
-            isinstance(pair, tuple | list)
-            and len(pair) == 2
-            and isinstance(pair[0], str)
-            and (pair[1] == DROP or EstimatorValue().is_satisfied_by(pair[1]))
-            for pair in value
-        )
-
-    def describe(self) -> str:
-        return 'a non-empty list of (name, estimator or "drop") pairs'
-
-    def json_schema(self) -> dict[str, Any]:
-        pair = {
-            "type": "array",
-            "prefixItems": [
-                {"type": "string"},
-                {"anyOf": [{"$ref": "#/$defs/learner"}, {"const": DROP}]},
-            ],
-            "minItems": 2,
-            "maxItems": 2,
-        }
-        return {"type": "array", "items": pair, "minItems": 1}
+__all__ = ["BaseCombiner", "NumberSequence", "TransformMixin"]
 
 
 @dataclass(frozen=True)
@@ -78,44 +53,13 @@ class NumberSequence(Constraint):
         return {"type": "array", "items": {"type": "number", "minimum": 0}}
 
 
-@dataclass(frozen=True)
-class CVSplits(Constraint):
-    """Explicit folds: a sequence of at least two ``(train_rows, test_rows)`` index pairs."""
-
-    def is_satisfied_by(self, value: Any) -> bool:
-        if isinstance(value, str | bytes | Mapping) or not hasattr(value, "__iter__"):
-            return False
-        try:
-            splits = list(value)
-        except TypeError:
-            return False
-        return len(splits) >= 2 and all(_is_split(split) for split in splits)
-
-    def describe(self) -> str:
-        return "a sequence of (train_indices, test_indices) pairs"
-
-    def json_schema(self) -> dict[str, Any]:
-        rows = {"type": "array", "items": {"type": "integer", "minimum": 0}}
-        pair = {"type": "array", "prefixItems": [rows, rows], "minItems": 2, "maxItems": 2}
-        return {"type": "array", "items": pair, "minItems": 2}
-
-
-def _is_split(split: Any) -> bool:
-    if not isinstance(split, tuple | list) or len(split) != 2:
-        return False
-    for rows in split:
-        array = np.asarray(rows)
-        if array.ndim != 1 or (array.size and array.dtype.kind not in "iu"):
-            return False
-    return True
-
-
 COMBINER_CONSTRAINTS: dict[str, list[Constraint]] = {
-    "estimators": [NamedEstimators()],
+    # Repeated names are refused in fit, with scikit-learn's message.
+    "estimators": [NamedEstimators(allow_drop=True, distinct_names=False)],
     "n_jobs": [Interval("int", None, None), NoneValue()],
 }
 CV_CONSTRAINTS: dict[str, list[Constraint]] = {
-    "cv": [Interval("int", 2, None), CVSplits()],
+    "cv": [CVSplits()],
     "random_state": [RandomStateValue()],
 }
 
@@ -128,7 +72,7 @@ class TransformMixin:
         return self.fit(X, y, **fit_params).transform(X)  # type: ignore[attr-defined]
 
 
-class BaseCombiner(BaseEstimator):
+class BaseCombiner(NamedMembersEstimator):
     """Members, parameters, input checks and fitted-state handling of all combiners."""
 
     _classification: bool = False
@@ -142,56 +86,11 @@ class BaseCombiner(BaseEstimator):
     n_features_in_: int
     classes_: NDArray[Any]
 
-    # -- parameters ---------------------------------------------------------------------
-
-    def get_params(self, deep: bool = True) -> dict[str, Any]:
-        params = super().get_params(deep=deep)
-        if deep and self._pairs_are_valid():
-            for name, estimator in self.estimators:
-                params[name] = estimator
-                if hasattr(estimator, "get_params"):
-                    for key, value in estimator.get_params(deep=True).items():
-                        params[f"{name}__{key}"] = value
-        return params
-
-    def set_params(self, **params: Any) -> BaseCombiner:
-        if "estimators" in params:
-            self.estimators = params.pop("estimators")
-        names = [name for name, _ in self.estimators] if self._pairs_are_valid() else []
-        own: dict[str, Any] = {}
-        nested: dict[str, dict[str, Any]] = {}
-        for key, value in params.items():
-            name, _, sub_key = key.partition("__")
-            if name not in names:
-                own[key] = value
-            elif sub_key:
-                nested.setdefault(name, {})[sub_key] = value
-            else:
-                self._replace_member(name, value)
-        for name, sub_params in nested.items():
-            dict(self.estimators)[name].set_params(**sub_params)
-        super().set_params(**own)
-        return self
-
-    def _pairs_are_valid(self) -> bool:
-        return NamedEstimators().is_satisfied_by(self.estimators)
-
-    def _replace_member(self, name: str, estimator: Any) -> None:
-        self.estimators = [(n, estimator if n == name else e) for n, e in self.estimators]
-
     # -- members ------------------------------------------------------------------------
 
     def _active_members(self) -> tuple[list[str], list[Any], list[int]]:
         """Names, prototypes and positions (in ``estimators``) of the members not dropped."""
-        names = [name for name, _ in self.estimators]
-        if len(set(names)) != len(names):
-            raise ValueError(f"Names provided are not unique: {names!r}.")
-        own = set(self._get_param_names())
-        for name in names:
-            if "__" in name:
-                raise ValueError(f"Estimator names must not contain __: got {name!r}.")
-            if name in own:
-                raise ValueError(f"Estimator names conflict with constructor arguments: {name!r}.")
+        self._check_member_names([name for name, _ in self.estimators])
         active = [
             (name, estimator, i)
             for i, (name, estimator) in enumerate(self.estimators)
@@ -210,10 +109,6 @@ class BaseCombiner(BaseEstimator):
 
     # -- input --------------------------------------------------------------------------
 
-    def _forget_fit(self) -> None:
-        for name in [n for n in vars(self) if n.endswith("_") and not n.startswith("__")]:
-            delattr(self, name)
-
     def _fit_input(
         self, X: Any, y: Any, sample_weight: Any, names: list[str], prototypes: list[Any]
     ) -> tuple[NDArray[np.float64], NDArray[Any], NDArray[np.float64] | None, NDArray[Any]]:
@@ -228,23 +123,18 @@ class BaseCombiner(BaseEstimator):
         weights = None
         if sample_weight is not None:
             weights = check_sample_weight(sample_weight, X.shape[0])
-            for name, prototype in zip(names, prototypes, strict=True):
-                if not accepts_sample_weight(prototype):
-                    raise TypeError(
-                        f"Member {name!r} ({type(prototype).__name__}) does not accept "
-                        "sample_weight."
-                    )
+            check_accepts_sample_weight(names, prototypes)
         classes: NDArray[Any] = np.empty(0)
         if self._classification:
             classes, target = encode_labels(target)
         return X, target, weights, classes
 
-    def _folds(self, target: NDArray[Any]) -> tuple[NDArray[np.int64], int]:
-        """The fold of every row and the number of folds, from ``cv`` and ``random_state``.
+    def _splits(self, target: NDArray[Any]) -> Splits:
+        """The training and held-out rows of every split, from ``cv`` and ``random_state``.
 
-        Folds are stratified by class for classifiers.
+        Folds are stratified by class for classifiers; explicit splits must partition the rows.
         """
-        return resolve_folds(
+        return resolve_splits(
             self.cv,
             n_samples=target.shape[0],
             classes=target if self._classification else None,
@@ -266,7 +156,7 @@ class BaseCombiner(BaseEstimator):
         if hasattr(self, "transform"):
             # Member outputs (float64, or int64 class codes), whatever the dtype of X.
             tags.transformer_tags = TransformerTags(preserves_dtype=[])
-        nested = self._nested_estimators() if self._pairs_are_valid() else []
+        nested = self._nested_estimators() if self._members_are_valid() else []
         # NaN reaches the members untouched: the combiner accepts it when they all do.
         tags.input_tags.allow_nan = all(get_tags(e).input_tags.allow_nan for e in nested)
         return tags

@@ -22,6 +22,7 @@ from engine.callbacks import Callback
 from engine.combine._base import COMBINER_CONSTRAINTS, CV_CONSTRAINTS, BaseCombiner
 from engine.combine._members import (
     FitPlan,
+    MemberOutput,
     Progress,
     accepts_sample_weight,
     fit_members,
@@ -123,28 +124,18 @@ class GradingClassifier(ClassifierMixin, BaseCombiner):
         if sample_weight is not None and not accepts_sample_weight(grader):
             raise TypeError(f"The grader {grader!r} does not accept sample_weight.")
         X, target, weights, classes = self._fit_input(X, y, sample_weight, names, prototypes)
-        folds, n_splits = self._folds(target)
-        n_members = len(prototypes)
-        plan = FitPlan(prototypes, [0] * n_members, ["predict"] * n_members, n_splits)
+        n_members, n_jobs = len(prototypes), self.n_jobs
+        outputs = [MemberOutput("predict", classes.size)] * n_members
+        plan = FitPlan(prototypes, [0] * n_members, outputs, self._splits(target))
         progress = Progress(type(self).__name__, plan.n_fits + n_members, callbacks)
-        n_classes, n_jobs = classes.size, self.n_jobs
         members, held_out = fit_members(
-            plan,
-            X,
-            target[:, None],
-            weights,
-            folds,
-            n_classes=n_classes,
-            n_jobs=n_jobs,
-            progress=progress,
+            plan, X, target[:, None], weights, n_jobs=n_jobs, progress=progress
         )
         graded = np.column_stack(
             [out[:, 0].astype(np.int64) == target for out in held_out if out is not None]
         ).astype(np.int64)
-        grader_plan = FitPlan([grader] * n_members, range(n_members), [None] * n_members, 0)
-        graders, _ = fit_members(
-            grader_plan, X, graded, weights, None, n_classes=2, n_jobs=n_jobs, progress=progress
-        )
+        grader_plan = FitPlan([grader] * n_members, range(n_members), [None] * n_members, None)
+        graders, _ = fit_members(grader_plan, X, graded, weights, n_jobs=n_jobs, progress=progress)
         self.oof_accuracies_ = np.average(graded, axis=0, weights=weights)
         self.classes_ = classes
         self.estimators_ = members

@@ -1,10 +1,13 @@
-"""Fitting the members of a combiner: on all rows, and fold by fold for held-out predictions.
+"""Fitting the members of a combiner: on all rows, and split by split for held-out outputs.
 
-Every fit is an independent task (member × fold, plus the refit on all rows), so all of them go
+Every fit is an independent task (member × split, plus the refit on all rows), so all of them go
 through one executor (:mod:`engine.parallel`): serially for ``n_jobs=1``, otherwise in worker
-processes that see the training matrix through shared memory. A fold task returns only its
-member's output on the held-out rows; a refit task returns the fitted member. Results come back
-in task order, so the model is the same for any ``n_jobs``.
+processes that see the training matrix and the split masks through shared memory. A split task
+returns only its member's output on the held-out rows; a refit task returns the fitted member.
+Results come back in task order, so the model is the same for any ``n_jobs``.
+
+Both :mod:`engine.combine` (voting, stacking, grading) and :mod:`engine.fusion` (label fusion)
+fit their members here; they differ only in the output they collect (:class:`HeldOutOutput`).
 """
 
 from __future__ import annotations
@@ -12,28 +15,44 @@ from __future__ import annotations
 import inspect
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 import numpy as np
 from numpy.typing import NDArray
 
 from engine.base import clone
 from engine.callbacks import Callback, ProgressEvent, notify
+from engine.combine._folds import Splits
 from engine.parallel import SharedData, make_executor
 
 __all__ = [
+    "OUTPUT_METHODS",
     "FitPlan",
+    "HeldOutOutput",
+    "MemberOutput",
     "Progress",
     "accepts_sample_weight",
+    "check_accepts_sample_weight",
     "fit_members",
     "member_output",
 ]
 
 OUTPUT_METHODS = ("predict_proba", "decision_function", "predict")
 
+_REFIT = -1  # the task's split number for a refit on every row
+
 
 def accepts_sample_weight(estimator: Any) -> bool:
     return "sample_weight" in inspect.signature(estimator.fit).parameters
+
+
+def check_accepts_sample_weight(names: Sequence[str], prototypes: Sequence[Any]) -> None:
+    """Refuse, before anything is fitted, a member whose ``fit`` takes no ``sample_weight``."""
+    for name, prototype in zip(names, prototypes, strict=True):
+        if not accepts_sample_weight(prototype):
+            raise TypeError(
+                f"Member {name!r} ({type(prototype).__name__}) does not accept sample_weight."
+            )
 
 
 def member_output(
@@ -68,31 +87,48 @@ def member_output(
     return full
 
 
+class HeldOutOutput(Protocol):
+    """What a member fitted on a split gives for its held-out rows (picklable: it travels
+    to the workers with the task)."""
+
+    def __call__(self, estimator: Any, X: NDArray[np.float64]) -> NDArray[Any]: ...
+
+
 @dataclass(frozen=True)
+class MemberOutput:
+    """:func:`member_output` with ``method`` over ``n_classes`` classes, as a held-out output."""
+
+    method: str
+    n_classes: int
+
+    def __call__(self, estimator: Any, X: NDArray[np.float64]) -> NDArray[np.float64]:
+        return member_output(estimator, X, self.method, self.n_classes)
+
+
+@dataclass(frozen=True, eq=False)
 class _FitTask:
     estimator: Any  # unfitted prototype, cloned in the worker
     column: int  # which column of the shared targets is this member's target
-    fold: int  # -1: fit on every row and return the member; else hold this fold out
-    method: str | None  # output to compute on the held-out fold
-    n_classes: int
+    split: int  # _REFIT: fit on every row and return the member; else hold this split out
+    output: HeldOutOutput | None  # what to compute on the held-out rows
+    target_labels: NDArray[Any] | None  # the member learns target_labels[code], not the code
     weighted: bool
 
 
 def _run_fit_task(shared: SharedData, task: _FitTask) -> Any:
     """Fit one member (runs in a worker); the refit member, or its held-out output."""
     X, target = shared["X"], shared["targets"][:, task.column]
+    rows: Any = slice(None) if task.split == _REFIT else shared["train"][task.split]
     estimator = clone(task.estimator)
-    if task.fold < 0:
-        rows: Any = slice(None)
-    else:
-        rows = shared["folds"] != task.fold
     weights = {"sample_weight": shared["sample_weight"][rows]} if task.weighted else {}
-    estimator.fit(X[rows], target[rows], **weights)
-    if task.fold < 0:
+    target = target[rows]
+    if task.target_labels is not None:
+        target = task.target_labels[target]
+    estimator.fit(X[rows], target, **weights)
+    if task.split == _REFIT:
         return estimator
-    assert task.method is not None
-    held_out = X[shared["folds"] == task.fold]
-    return member_output(estimator, held_out, task.method, task.n_classes)
+    assert task.output is not None
+    return task.output(estimator, X[shared["test"][task.split]])
 
 
 class Progress:
@@ -109,21 +145,28 @@ class Progress:
         notify(self.callbacks, ProgressEvent(self.estimator, self.done, self.total, metrics or {}))
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class FitPlan:
     """What to fit: each member on its target column, with or without held-out output.
 
-    ``methods[i]`` is the output collected fold by fold for member ``i`` (None: none).
+    ``outputs[i]`` is the output collected split by split for member ``i`` (None: none, and
+    ``splits`` may then be None). With ``target_labels`` the members learn
+    ``target_labels[code]`` (the user's labels) instead of the encoded targets.
     """
 
     members: Sequence[Any]
     columns: Sequence[int]
-    methods: Sequence[str | None]
-    n_splits: int
+    outputs: Sequence[HeldOutOutput | None]
+    splits: Splits | None
+    target_labels: NDArray[Any] | None = None
+
+    @property
+    def n_splits(self) -> int:
+        return 0 if self.splits is None else self.splits.n_splits
 
     @property
     def n_fits(self) -> int:
-        return sum(1 + (self.n_splits if m is not None else 0) for m in self.methods)
+        return sum(1 + (self.n_splits if out is not None else 0) for out in self.outputs)
 
 
 def fit_members(
@@ -131,13 +174,11 @@ def fit_members(
     X: NDArray[np.float64],
     targets: NDArray[Any],
     sample_weight: NDArray[np.float64] | None,
-    folds: NDArray[np.int64] | None,
     *,
-    n_classes: int,
     n_jobs: int | None,
     progress: Progress,
-) -> tuple[list[Any], list[NDArray[np.float64] | None]]:
-    """Fit every member on all rows and, where asked, fold by fold.
+) -> tuple[list[Any], list[NDArray[Any] | None]]:
+    """Fit every member on all rows and, where asked, split by split.
 
     Parameters
     ----------
@@ -146,45 +187,47 @@ def fit_members(
     targets : ndarray of shape (n_samples, n_targets)
         Column ``plan.columns[i]`` is member ``i``'s target (encoded int64 classes, or floats).
     sample_weight : ndarray of shape (n_samples,) or None
-        Passed to every fit when given (on the fold's training rows).
-    folds : ndarray of shape (n_samples,), int64, or None
-        The fold of every row; needed when any ``plan.methods`` is not None.
+        Passed to every fit when given (on the split's training rows).
 
     Returns
     -------
     fitted : list
         The members refitted on all rows, in plan order.
-    held_out : list of (ndarray of shape (n_samples, n_columns) or None)
-        Each member's out-of-fold output (see :func:`member_output`).
+    held_out : list of (ndarray of shape (n_samples, ...) or None)
+        Each member's held-out output (``plan.outputs[i]`` of the rows split by split), in
+        plan order; rows no split holds out are 0.
     """
     weighted = sample_weight is not None
     tasks: list[_FitTask] = []
-    for member, column, method in zip(plan.members, plan.columns, plan.methods, strict=True):
-        tasks.append(_FitTask(member, column, -1, None, n_classes, weighted))
-        if method is not None:
+    for member, column, output in zip(plan.members, plan.columns, plan.outputs, strict=True):
+        tasks.append(_FitTask(member, column, _REFIT, None, plan.target_labels, weighted))
+        if output is not None:
             tasks += [
-                _FitTask(member, column, fold, method, n_classes, weighted)
-                for fold in range(plan.n_splits)
+                _FitTask(member, column, split, output, plan.target_labels, weighted)
+                for split in range(plan.n_splits)
             ]
     n_samples = X.shape[0]
+    no_splits = np.zeros((0, n_samples), dtype=bool)
     shared: dict[str, NDArray[Any]] = {
         "X": X,
         "targets": targets,
         "sample_weight": np.ones(n_samples) if sample_weight is None else sample_weight,
-        "folds": folds if folds is not None else np.zeros(n_samples, dtype=np.int64),
+        "train": no_splits if plan.splits is None else plan.splits.train,
+        "test": no_splits if plan.splits is None else plan.splits.test,
     }
     fitted: list[Any] = []
-    held_out: list[NDArray[np.float64] | None] = []
+    held_out: list[NDArray[Any] | None] = []
     with make_executor(shared, n_jobs, len(tasks)) as executor:
         for task, result in zip(tasks, executor.map(_run_fit_task, tasks), strict=True):
             progress.step()
-            if task.fold < 0:
+            if task.split == _REFIT:
                 fitted.append(result)
                 held_out.append(None)
                 continue
-            assert folds is not None
+            assert plan.splits is not None
             current = held_out[-1]
             if current is None:
-                current = held_out[-1] = np.empty((n_samples, result.shape[1]))
-            current[folds == task.fold] = result
+                shape = (n_samples, *result.shape[1:])
+                current = held_out[-1] = np.zeros(shape, dtype=result.dtype)
+            current[plan.splits.test[task.split]] = result
     return fitted, held_out

@@ -28,6 +28,7 @@ from engine.combine._base import (
 from engine.combine._members import (
     OUTPUT_METHODS,
     FitPlan,
+    MemberOutput,
     Progress,
     accepts_sample_weight,
     fit_members,
@@ -82,21 +83,13 @@ class _BaseStacking(TransformMixin, BaseCombiner):
             raise TypeError(f"The final estimator {final!r} does not accept sample_weight.")
         X, target, weights, classes = self._fit_input(X, y, sample_weight, names, prototypes)
         n_classes = classes.size
-        folds, n_splits = self._folds(target)
-        plan = FitPlan(prototypes, [0] * len(prototypes), methods, n_splits)
+        outputs = [MemberOutput(method, n_classes) for method in methods]
+        plan = FitPlan(prototypes, [0] * len(prototypes), outputs, self._splits(target))
         progress = Progress(type(self).__name__, plan.n_fits + 1, callbacks)
         fitted, held_out = fit_members(
-            plan,
-            X,
-            target[:, None],
-            weights,
-            folds,
-            n_classes=n_classes,
-            n_jobs=self.n_jobs,
-            progress=progress,
+            plan, X, target[:, None], weights, n_jobs=self.n_jobs, progress=progress
         )
-        outputs = [out for out in held_out if out is not None]
-        meta = self._stack(outputs, methods, X, n_classes)
+        meta = self._stack([out for out in held_out if out is not None], methods, X, n_classes)
         final.fit(meta, target, **({} if weights is None else {"sample_weight": weights}))
         progress.step()
         if self._classification:

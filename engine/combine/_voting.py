@@ -24,7 +24,7 @@ from engine.combine._base import (
     NumberSequence,
     TransformMixin,
 )
-from engine.combine._members import FitPlan, Progress, fit_members, member_output
+from engine.combine._members import FitPlan, MemberOutput, Progress, fit_members, member_output
 from engine.combine._weights import log_odds_weights
 
 __all__ = ["VotingClassifier", "VotingRegressor"]
@@ -64,19 +64,12 @@ class _BaseVoting(TransformMixin, BaseCombiner):
         given = None if learn_weights else self._given_weights(positions)
         X, target, weights, classes = self._fit_input(X, y, sample_weight, names, prototypes)
         n_classes = classes.size
-        folds, n_splits = self._folds(target) if learn_weights else (None, 0)
-        method = "predict" if learn_weights else None
-        plan = FitPlan(prototypes, [0] * len(prototypes), [method] * len(prototypes), n_splits)
+        splits = self._splits(target) if learn_weights else None
+        output = MemberOutput("predict", n_classes) if learn_weights else None
+        plan = FitPlan(prototypes, [0] * len(prototypes), [output] * len(prototypes), splits)
         progress = Progress(type(self).__name__, plan.n_fits, callbacks)
         fitted, held_out = fit_members(
-            plan,
-            X,
-            target[:, None],
-            weights,
-            folds,
-            n_classes=n_classes,
-            n_jobs=self.n_jobs,
-            progress=progress,
+            plan, X, target[:, None], weights, n_jobs=self.n_jobs, progress=progress
         )
         if given is None:
             accuracies = np.array(

@@ -8,14 +8,13 @@ were *not* fitted on: the rows are dealt into ``cv`` stratified folds, each memb
 rows (Kuncheva, *Combining Pattern Classifiers*, ch. 4, trains the combiner on data the members
 did not see; cross-validation uses every row for both). With ``prefit=True`` the members are
 used as given and the combiner is fitted on their labels of the rows passed to ``fit``.
-Rows of zero weight take no fold (see :mod:`engine.fusion._splits`), so zero weight means
+Folds, member fitting and member parameters are those of :mod:`engine.combine`.
+Rows of zero weight take no fold (see :mod:`engine.combine._folds`), so zero weight means
 "not there" for the members, the folds and the combiner's tables alike.
 """
 
 from __future__ import annotations
 
-import inspect
-import numbers
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar
@@ -26,92 +25,45 @@ from numpy.typing import NDArray
 from engine._params import (
     Boolean,
     Constraint,
-    EstimatorValue,
+    CVSplits,
     Interval,
+    NamedEstimators,
     NoneValue,
     RandomStateValue,
 )
 from engine._targets import encode_labels
 from engine._validation import check_sample_weight, check_target, check_X
-from engine.base import BaseEstimator, ClassifierMixin, check_is_fitted, clone
-from engine.callbacks import Callback, ProgressEvent, notify
-from engine.fusion._splits import CVSplits, resolve_splits
+from engine.base import ClassifierMixin, check_is_fitted
+from engine.callbacks import Callback
+from engine.combine._folds import resolve_splits
+from engine.combine._members import FitPlan, Progress, check_accepts_sample_weight, fit_members
+from engine.combine._named import NamedMembersEstimator
 from engine.fusion._tables import encode_member_labels
-from engine.parallel import SharedData, make_executor
 
-__all__ = ["FUSION_CONSTRAINTS", "BaseLabelCombiner", "NamedClassifiers"]
-
-_FIT_ON_ALL_ROWS = -1  # the task's split number for a refit on every row
-
-
-@dataclass(frozen=True)
-class NamedClassifiers(Constraint):
-    """A non-empty list of ``(name, classifier)`` pairs with distinct names."""
-
-    def is_satisfied_by(self, value: Any) -> bool:
-        if not isinstance(value, list | tuple) or not value:
-            return False
-        pairs_ok = all(
-            isinstance(pair, list | tuple)
-            and len(pair) == 2
-            and isinstance(pair[0], str)
-            and EstimatorValue().is_satisfied_by(pair[1])
-            for pair in value
-        )
-        return pairs_ok and len({pair[0] for pair in value}) == len(value)
-
-    def describe(self) -> str:
-        return "a non-empty list of (name, estimator) pairs with distinct names"
-
-    def json_schema(self) -> dict[str, Any]:
-        pair = {
-            "type": "array",
-            "prefixItems": [{"type": "string"}, {"$ref": "#/$defs/learner"}],
-            "minItems": 2,
-            "maxItems": 2,
-        }
-        return {"type": "array", "items": pair, "minItems": 1}
-
+__all__ = ["FUSION_CONSTRAINTS", "BaseLabelCombiner", "MemberLabels"]
 
 FUSION_CONSTRAINTS: dict[str, list[Constraint]] = {
-    "estimators": [NamedClassifiers()],
-    "cv": [Interval("int", 2, None), CVSplits()],
+    "estimators": [NamedEstimators()],
+    # One explicit split is a hold-out set; the test sets need not cover every row.
+    "cv": [CVSplits(min_splits=1)],
     "prefit": [Boolean()],
     "n_jobs": [Interval("int", None, None), NoneValue()],
     "random_state": [RandomStateValue()],
 }
 
 
-# --- fitting the members -------------------------------------------------------------------------
+@dataclass(frozen=True, eq=False)
+class MemberLabels:
+    """A member's labels of rows as indices into ``classes`` (its held-out output)."""
 
-
-def _accepts_sample_weight(estimator: Any) -> bool:
-    return "sample_weight" in inspect.signature(estimator.fit).parameters
-
-
-@dataclass(frozen=True)
-class _MemberFit:
+    classes: NDArray[Any]
     name: str
-    estimator: Any  # unfitted prototype, cloned in the worker
-    split: int  # index of the split whose training rows it is fitted on, or _FIT_ON_ALL_ROWS
-    classes: NDArray[Any]  # label values: members learn the user's labels, not codes
-    weighted: bool
+
+    def __call__(self, estimator: Any, X: NDArray[np.float64]) -> NDArray[np.int64]:
+        return encode_member_labels(estimator.predict(X), self.classes, self.name)
 
 
-def _fit_member(shared: SharedData, task: _MemberFit) -> Any:
-    """Fit one member (runs in a worker): the refitted member, or its held-out labels."""
-    X, target = shared["X"], shared["target"]
-    rows = slice(None) if task.split == _FIT_ON_ALL_ROWS else shared["train"][task.split]
-    estimator = clone(task.estimator)
-    extra = {"sample_weight": shared["sample_weight"][rows]} if task.weighted else {}
-    estimator.fit(X[rows], task.classes[target[rows]], **extra)
-    if task.split == _FIT_ON_ALL_ROWS:
-        return estimator
-    held_out = shared["test"][task.split]
-    return encode_member_labels(estimator.predict(X[held_out]), task.classes, task.name)
-
-
-class BaseLabelCombiner(ClassifierMixin, BaseEstimator):
+class BaseLabelCombiner(ClassifierMixin, NamedMembersEstimator):
     """Members, folds and the fit/predict skeleton of the label-fusion combiners.
 
     Subclasses implement :meth:`_fit_combiner` (learn from the out-of-fold label matrix)
@@ -131,37 +83,6 @@ class BaseLabelCombiner(ClassifierMixin, BaseEstimator):
     member_names_: list[str]
     n_features_in_: int
 
-    # -- parameters: members are reachable as ``name`` and ``name__param`` ------------------
-
-    def get_params(self, deep: bool = True) -> dict[str, Any]:
-        params = super().get_params(deep=deep)
-        if deep and NamedClassifiers().is_satisfied_by(self.estimators):
-            own = set(self._get_param_names())
-            for name, estimator in self.estimators:
-                if name in own:
-                    continue  # refused by fit; never let a member hide a parameter
-                params[name] = estimator
-                for key, value in estimator.get_params(deep=True).items():
-                    params[f"{name}__{key}"] = value
-        return params
-
-    def set_params(self, **params: Any) -> BaseLabelCombiner:
-        if "estimators" in params:
-            self.estimators = params.pop("estimators")
-        valid = NamedClassifiers().is_satisfied_by(self.estimators)
-        names = {name for name, _ in self.estimators} if valid else set()
-        own: dict[str, Any] = {}
-        for key, value in params.items():
-            name, _, sub_key = key.partition("__")
-            if name not in names or name in self._get_param_names():
-                own[key] = value
-            elif sub_key:
-                dict(self.estimators)[name].set_params(**{sub_key: value})
-            else:
-                self.estimators = [(n, value if n == name else e) for n, e in self.estimators]
-        super().set_params(**own)
-        return self
-
     @property
     def named_estimators_(self) -> dict[str, Any]:
         """The fitted members by name."""
@@ -169,10 +90,6 @@ class BaseLabelCombiner(ClassifierMixin, BaseEstimator):
         return dict(zip(self.member_names_, self.estimators_, strict=True))
 
     # -- fit ---------------------------------------------------------------------------------
-
-    def _forget_fit(self) -> None:
-        for name in [n for n in vars(self) if n.endswith("_") and not n.startswith("__")]:
-            delattr(self, name)  # a failed refit must not leave the previous model behind
 
     def fit(
         self,
@@ -202,32 +119,23 @@ class BaseLabelCombiner(ClassifierMixin, BaseEstimator):
         weights = check_sample_weight(sample_weight, X.shape[0])
         classes, target = encode_labels(labels)
         names = [member_name for member_name, _ in self.estimators]
-        for member_name in names:
-            if "__" in member_name or member_name in self._get_param_names():
-                raise ValueError(
-                    f"Member name {member_name!r} must not contain '__' nor be a parameter "
-                    f"name of {name}."
-                )
+        self._check_member_names(names)
         if self.prefit:
             fitted = [estimator for _, estimator in self.estimators]
             member_labels = self._prefit_labels(fitted, names, X, classes)
-            table_weights, total = weights, 1
+            table_weights, progress = weights, Progress(name, 1, callbacks)
         else:
             weighted = sample_weight is not None
-            fitted, member_labels, table_weights = self._cross_fit(
+            fitted, member_labels, table_weights, progress = self._cross_fit(
                 X, target, weights, classes, weighted, callbacks
             )
-            total = len(names) * (self._n_splits() + 1) + 1
         self._fit_combiner(member_labels, target, table_weights, classes.size)
-        notify(callbacks, ProgressEvent(name, total, total))
+        progress.step()
         self.classes_ = classes
         self.estimators_ = fitted
         self.member_names_ = names
         self.n_features_in_ = X.shape[1]
         return self
-
-    def _n_splits(self) -> int:
-        return int(self.cv) if isinstance(self.cv, numbers.Integral) else len(self.cv)
 
     def _prefit_labels(
         self,
@@ -239,7 +147,7 @@ class BaseLabelCombiner(ClassifierMixin, BaseEstimator):
         columns = []
         for member_name, estimator in zip(names, fitted, strict=True):
             check_is_fitted(estimator)
-            columns.append(encode_member_labels(estimator.predict(X), classes, member_name))
+            columns.append(MemberLabels(classes, member_name)(estimator, X))
         return np.column_stack(columns)
 
     def _cross_fit(
@@ -250,52 +158,45 @@ class BaseLabelCombiner(ClassifierMixin, BaseEstimator):
         classes: NDArray[Any],
         weighted: bool,
         callbacks: list[Callback] | None,
-    ) -> tuple[list[Any], NDArray[np.int64], NDArray[np.float64]]:
-        """The members refitted on all rows, their out-of-fold labels (n_samples, L), and
-        the weights the combiner learns with (zero for rows no split held out)."""
+    ) -> tuple[list[Any], NDArray[np.int64], NDArray[np.float64], Progress]:
+        """The members refitted on all rows, their out-of-fold labels (n_samples, L), the
+        weights the combiner learns with (zero for rows no split held out), and the progress
+        of the fit so far (one step left, for the combiner)."""
+        names = [member_name for member_name, _ in self.estimators]
+        prototypes = [estimator for _, estimator in self.estimators]
         if weighted:
-            for member_name, estimator in self.estimators:
-                if not _accepts_sample_weight(estimator):
-                    raise TypeError(
-                        f"Member {member_name!r} ({type(estimator).__name__}) does not accept "
-                        "sample_weight."
-                    )
-        train, test = resolve_splits(self.cv, target, weights, self.random_state)
-        tasks = [
-            _MemberFit(member_name, estimator, split, classes, weighted)
-            for member_name, estimator in self.estimators
-            for split in [*range(train.shape[0]), _FIT_ON_ALL_ROWS]
-        ]
-        shared = {
-            "X": X,
-            "target": target,
-            "sample_weight": weights,
-            "train": train,
-            "test": test,
-        }
-        labels = np.zeros((X.shape[0], len(self.estimators)), dtype=np.int64)
-        fitted: list[Any] = []
-        name, total = type(self).__name__, len(tasks) + 1
-        with make_executor(shared, self.n_jobs, len(tasks)) as executor:
-            results = executor.map(_fit_member, tasks)
-            for done, (task, result) in enumerate(zip(tasks, results, strict=True), start=1):
-                if task.split == _FIT_ON_ALL_ROWS:
-                    fitted.append(result)
-                else:
-                    labels[test[task.split], len(fitted)] = result
-                notify(callbacks, ProgressEvent(name, done, total))
-        held_out = test.any(axis=0)
-        table_weights = np.where(held_out, weights, 0.0)
+            check_accepts_sample_weight(names, prototypes)
+        splits = resolve_splits(
+            self.cv,
+            n_samples=X.shape[0],
+            classes=target,
+            weights=weights,
+            random_state=self.random_state,
+            partition=False,
+        )
+        outputs = [MemberLabels(classes, member_name) for member_name in names]
+        # Members learn the user's labels (classes[code]), as prefit members would have.
+        plan = FitPlan(prototypes, [0] * len(names), outputs, splits, target_labels=classes)
+        progress = Progress(type(self).__name__, plan.n_fits + 1, callbacks)
+        fitted, held_out = fit_members(
+            plan,
+            X,
+            target[:, None],
+            weights if weighted else None,
+            n_jobs=self.n_jobs,
+            progress=progress,
+        )
+        labels = np.column_stack([out for out in held_out if out is not None])
+        held = splits.held_out
+        table_weights = np.where(held, weights, 0.0)
         if table_weights.sum() <= 0:
             raise ValueError("The cv splits hold out no row of positive weight.")
         # Rows never held out (zero weight, or in no explicit test set) get the refitted
         # members' labels, which the combiner's tables weigh by zero.
-        if not held_out.all():
-            for member, (member_name, _) in enumerate(self.estimators):
-                labels[~held_out, member] = encode_member_labels(
-                    fitted[member].predict(X[~held_out]), classes, member_name
-                )
-        return fitted, labels, table_weights
+        if not held.all():
+            for member, output in enumerate(outputs):
+                labels[~held, member] = output(fitted[member], X[~held])
+        return fitted, labels, table_weights, progress
 
     def _fit_combiner(
         self,
@@ -317,7 +218,7 @@ class BaseLabelCombiner(ClassifierMixin, BaseEstimator):
         check_is_fitted(self)
         X = check_X(X, n_features=self.n_features_in_, estimator=type(self).__name__)
         columns = [
-            encode_member_labels(estimator.predict(X), self.classes_, name)
+            MemberLabels(self.classes_, name)(estimator, X)
             for name, estimator in zip(self.member_names_, self.estimators_, strict=True)
         ]
         return np.column_stack(columns)
@@ -362,9 +263,7 @@ class BaseLabelCombiner(ClassifierMixin, BaseEstimator):
 
         tags = super().__sklearn_tags__()
         members: Sequence[Any] = (
-            [e for _, e in self.estimators]
-            if NamedClassifiers().is_satisfied_by(self.estimators)
-            else []
+            [e for _, e in self.estimators] if self._members_are_valid() else []
         )
         # X reaches the members untouched: NaN is accepted when every member accepts it.
         tags.input_tags.allow_nan = all(get_tags(e).input_tags.allow_nan for e in members)

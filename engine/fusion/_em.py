@@ -30,7 +30,6 @@ generalised EM without that guarantee.
 
 from __future__ import annotations
 
-import inspect
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
@@ -41,6 +40,7 @@ from engine._params import Constraint, EstimatorValue, Interval, NoneValue, Rand
 from engine._validation import CompleteInputMixin, check_sample_weight, resolve_seed_sequence
 from engine.base import BaseEstimator
 from engine.callbacks import Callback, ProgressEvent, notify
+from engine.combine._members import accepts_sample_weight
 from engine.fusion._gate import (
     fit_gate,
     gate_log_proba,
@@ -132,7 +132,7 @@ class BaseMixtureOfExperts(CompleteInputMixin, BaseEstimator):
         target = self._prepare_target(y, X.shape[0])
         weights = check_sample_weight(sample_weight, X.shape[0])
         prototype = self._default_expert() if self.estimator is None else self.estimator
-        if "sample_weight" not in inspect.signature(prototype.fit).parameters:
+        if not accepts_sample_weight(prototype):
             raise TypeError(
                 f"The expert {type(prototype).__name__} does not accept sample_weight, which "
                 "EM needs to fit it on its responsibilities."
