@@ -9,7 +9,7 @@ PORT ?= 8000
 # Narrow the test run without editing the recipe, e.g. `make test PYTEST_ARGS=tests/service`.
 PYTEST_ARGS ?=
 
-.PHONY: serve test lint format bench clean
+.PHONY: serve test lint format bench bench-service clean
 
 # The stamp is rebuilt whenever pyproject.toml changes, so new dependencies
 # arrive with the next `make` instead of a hand-run pip command.
@@ -44,6 +44,9 @@ format: $(VENV)/.installed
 
 bench: $(VENV)/.bench-installed
 	$(BIN)/python -m benchmarks.run
+
+bench-service: $(VENV)/.bench-installed
+	$(BIN)/python -m benchmarks.service
 
 clean:
 	rm -rf $(VENV) build dist *.egg-info .pytest_cache .mypy_cache .ruff_cache

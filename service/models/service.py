@@ -28,7 +28,7 @@ from service.training.spec import TrainingError, TrainingSpec
 from service.training.split import holdout_split
 
 EXPLAINABLE_METHODS = "decision_tree, random_forest, extra_trees, bagging of trees, " + (
-    "gradient_boosting and xgboost"
+    "adaboost classifiers of trees, gradient_boosting and xgboost"
 )
 
 
@@ -73,8 +73,8 @@ def curves(session: Session, model_id: str) -> dict[str, Any]:
     record = get_model(session, model_id)
     if not record.curves:
         raise NotFound(
-            f"Model '{model_id}' has no learning curves: a '{record.method}' model has no "
-            "iterations to plot."
+            f"Model '{model_id}' ({record.method}) has no learning curves: its method records "
+            "none, or, for a forest without bootstrap, it has no out-of-bag rows to score."
         )
     return dict(record.curves)
 

@@ -4,22 +4,17 @@ from __future__ import annotations
 
 import os
 import shutil
-import uuid
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 
 import httpx
 import pytest
 from fastapi import FastAPI
-from sqlalchemy import create_engine, text
-from sqlalchemy.engine import make_url
-from sqlalchemy.exc import OperationalError
 
 from service.app import create_app
 from service.config import Settings
 from service.db.migrate import upgrade_to_head
-
-DEFAULT_POSTGRES_URL = "postgresql+psycopg://postgres@127.0.0.1:5432/test"
+from tests.postgres import throwaway_database
 
 
 @pytest.fixture(scope="session")
@@ -83,18 +78,5 @@ def postgres_url() -> Iterator[str]:
     The server comes from ``COPPICE_TEST_POSTGRES_URL`` (default: the local one with trust
     auth); the test is skipped when that server cannot be reached.
     """
-    admin_url = make_url(os.environ.get("COPPICE_TEST_POSTGRES_URL", DEFAULT_POSTGRES_URL))
-    admin = create_engine(admin_url, isolation_level="AUTOCOMMIT")
-    name = f"coppice_test_{uuid.uuid4().hex[:12]}"
-    try:
-        with admin.connect() as connection:
-            connection.execute(text(f'CREATE DATABASE "{name}"'))
-    except OperationalError as error:
-        admin.dispose()
-        pytest.skip(f"PostgreSQL is not reachable: {error.orig}")
-    try:
-        yield admin_url.set(database=name).render_as_string(hide_password=False)
-    finally:
-        with admin.connect() as connection:
-            connection.execute(text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
-        admin.dispose()
+    with throwaway_database() as url:
+        yield url

@@ -254,7 +254,7 @@ async def test_multiclass_contributions_are_per_class(svc: Service) -> None:
     np.testing.assert_allclose(body["probabilities"], model.predict_proba(encoded(RECORDS)))
 
 
-@pytest.mark.parametrize("method", ["adaboost", "arc_x4", "region_boost"])
+@pytest.mark.parametrize("method", ["arc_x4", "region_boost"])
 async def test_explain_without_treeshap_is_422(svc: Service, method: str) -> None:
     model_id = await svc.train(method)
 
@@ -393,3 +393,15 @@ async def test_combiners_predict_from_the_same_records(
         np.testing.assert_allclose(body["predictions"], expected)
     else:
         assert body["predictions"] == [str(label) for label in expected]
+
+
+async def test_adaboost_classifier_is_explained_additively(svc: Service) -> None:
+    model_id = await svc.train("adaboost")
+    model = await estimator(svc, model_id)
+
+    body = await predict(svc, model_id, records=RECORDS, explain=True)
+
+    contributions, bias = np.array(body["contributions"]), np.array(body["bias"])
+    np.testing.assert_allclose(
+        contributions.sum(axis=1) + bias, model.decision_function(encoded(RECORDS)), atol=1e-9
+    )
