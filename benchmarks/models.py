@@ -22,6 +22,7 @@ __all__ = [
     "BAG_FRACTION",
     "COMPARISONS",
     "LEAF_BUDGET",
+    "SKLEARN_HIST",
     "BuildContext",
     "Comparison",
     "ModelSpec",
@@ -68,6 +69,11 @@ class ModelSpec:
     settings: str
 
 
+# A further scikit-learn model shown beside the reference (HistGradientBoosting beside
+# GradientBoosting): it needs nothing beyond scikit-learn, so it runs whatever --peers says.
+SKLEARN_HIST = "scikit-learn-hist"
+
+
 @dataclass(frozen=True)
 class Comparison:
     """One estimator family: ours, the scikit-learn reference, and extra peers."""
@@ -79,7 +85,11 @@ class Comparison:
 
     def models(self, peer_libraries: frozenset[str]) -> tuple[ModelSpec, ...]:
         """Ours first, then the reference, then the requested peers: the interleaving order."""
-        extra = tuple(peer for peer in self.peers if peer.library in peer_libraries)
+        extra = tuple(
+            peer
+            for peer in self.peers
+            if peer.library in peer_libraries or peer.library == SKLEARN_HIST
+        )
         return (self.ours, self.reference, *extra)
 
 
@@ -228,9 +238,213 @@ def sklearn_bagging(ctx: BuildContext) -> Any:
     return cls(n_estimators=ctx.n_estimators, n_jobs=ctx.n_jobs, random_state=ctx.random_state)
 
 
+# --- stacking ---------------------------------------------------------------------------------
+
+STACKING_DEPTH = 8  # the tree member's depth: a stronger learner than a stump, cheap to fit
+
+
+def coppice_stacking(ctx: BuildContext) -> Any:
+    from engine import (
+        DecisionTreeClassifier,
+        DecisionTreeRegressor,
+        GaussianNB,
+        LogisticRegression,
+        Ridge,
+        StackingClassifier,
+        StackingRegressor,
+    )
+
+    tree = {"max_depth": STACKING_DEPTH, "random_state": ctx.random_state}
+    if ctx.task == "classification":
+        members = [
+            ("lr", LogisticRegression()),
+            ("nb", GaussianNB()),
+            ("tree", DecisionTreeClassifier(**tree)),
+        ]
+        return StackingClassifier(
+            members, LogisticRegression(), n_jobs=ctx.n_jobs, random_state=ctx.random_state
+        )
+    members = [("ridge", Ridge()), ("tree", DecisionTreeRegressor(**tree))]
+    return StackingRegressor(members, Ridge(), n_jobs=ctx.n_jobs, random_state=ctx.random_state)
+
+
+def sklearn_stacking(ctx: BuildContext) -> Any:
+    from sklearn.ensemble import StackingClassifier, StackingRegressor
+    from sklearn.linear_model import LogisticRegression, Ridge
+    from sklearn.model_selection import KFold, StratifiedKFold
+    from sklearn.naive_bayes import GaussianNB
+    from sklearn.tree import DecisionTreeClassifier, DecisionTreeRegressor
+
+    tree = {"max_depth": STACKING_DEPTH, "random_state": ctx.random_state}
+    folds = {"n_splits": 5, "shuffle": True, "random_state": ctx.random_state}
+    if ctx.task == "classification":
+        members = [
+            ("lr", LogisticRegression()),
+            ("nb", GaussianNB()),
+            ("tree", DecisionTreeClassifier(**tree)),
+        ]
+        return StackingClassifier(
+            members, LogisticRegression(), cv=StratifiedKFold(**folds), n_jobs=ctx.n_jobs
+        )
+    members = [("ridge", Ridge()), ("tree", DecisionTreeRegressor(**tree))]
+    return StackingRegressor(members, Ridge(), cv=KFold(**folds), n_jobs=ctx.n_jobs)
+
+
+# --- boosting ---------------------------------------------------------------------------------
+
+# Shared by every boosting comparison: the settings the issue's targets are stated for.
+BOOSTING_LEARNING_RATE = 0.1
+GRADIENT_BOOSTING_DEPTH = 3
+XGBOOST_DEPTH = 6
+XGBOOST_MAX_BINS = 255
+# AdaBoost's targets are for 200 stumps: twice --trees (100 by default, 10 with --quick).
+ADABOOST_ROUNDS_PER_TREE = 2
+
+
+def coppice_gradient_boosting(ctx: BuildContext) -> Any:
+    from engine import GradientBoostingClassifier, GradientBoostingRegressor
+
+    cls = _pick(ctx, GradientBoostingClassifier, GradientBoostingRegressor)
+    return cls(
+        n_estimators=ctx.n_estimators,
+        learning_rate=BOOSTING_LEARNING_RATE,
+        max_depth=GRADIENT_BOOSTING_DEPTH,
+        random_state=ctx.random_state,
+    )
+
+
+def sklearn_gradient_boosting(ctx: BuildContext) -> Any:
+    from sklearn.ensemble import GradientBoostingClassifier, GradientBoostingRegressor
+
+    cls = _pick(ctx, GradientBoostingClassifier, GradientBoostingRegressor)
+    return cls(
+        n_estimators=ctx.n_estimators,
+        learning_rate=BOOSTING_LEARNING_RATE,
+        max_depth=GRADIENT_BOOSTING_DEPTH,
+        random_state=ctx.random_state,
+    )
+
+
+def _sklearn_hist_boosting(ctx: BuildContext, max_depth: int, **params: Any) -> Any:
+    from sklearn.ensemble import HistGradientBoostingClassifier, HistGradientBoostingRegressor
+    from threadpoolctl import threadpool_limits
+
+    cls = _pick(ctx, HistGradientBoostingClassifier, HistGradientBoostingRegressor)
+    # It has no n_jobs: its OpenMP threads default to one per core. The limit is set in the
+    # measured child (where factories run) and holds for the rest of that short-lived process.
+    threadpool_limits(ctx.n_jobs, user_api="openmp")
+    return cls(
+        max_iter=ctx.n_estimators,
+        learning_rate=BOOSTING_LEARNING_RATE,
+        max_depth=max_depth,
+        max_leaf_nodes=None,  # depth-wise trees, as the others grow
+        early_stopping=False,
+        random_state=ctx.random_state,
+        **params,
+    )
+
+
+def sklearn_hist_gradient_boosting(ctx: BuildContext) -> Any:
+    return _sklearn_hist_boosting(ctx, GRADIENT_BOOSTING_DEPTH)
+
+
+def coppice_xgboost(ctx: BuildContext) -> Any:
+    from engine import XGBoostClassifier, XGBoostRegressor
+
+    cls = _pick(ctx, XGBoostClassifier, XGBoostRegressor)
+    return cls(
+        n_estimators=ctx.n_estimators,
+        learning_rate=BOOSTING_LEARNING_RATE,
+        max_depth=XGBOOST_DEPTH,
+        reg_lambda=1.0,
+        min_child_weight=1.0,
+        max_bins=XGBOOST_MAX_BINS,
+        tree_method="hist",
+        random_state=ctx.random_state,
+    )
+
+
+def sklearn_hist_xgboost(ctx: BuildContext) -> Any:
+    # No min_child_weight: min_samples_leaf=1 leaves its default hessian floor (1e-3) alone.
+    return _sklearn_hist_boosting(
+        ctx,
+        XGBOOST_DEPTH,
+        l2_regularization=1.0,
+        min_samples_leaf=1,
+        max_bins=XGBOOST_MAX_BINS,
+    )
+
+
+def xgboost_xgboost(ctx: BuildContext) -> Any:
+    from xgboost import XGBClassifier, XGBRegressor
+
+    cls = _pick(ctx, XGBClassifier, XGBRegressor)
+    return cls(
+        n_estimators=ctx.n_estimators,
+        learning_rate=BOOSTING_LEARNING_RATE,
+        max_depth=XGBOOST_DEPTH,
+        reg_lambda=1.0,
+        min_child_weight=1.0,
+        max_bin=XGBOOST_MAX_BINS,
+        tree_method="hist",
+        grow_policy="depthwise",
+        n_jobs=ctx.n_jobs,
+        random_state=ctx.random_state,
+    )
+
+
+def lightgbm_xgboost(ctx: BuildContext) -> Any:
+    from lightgbm import LGBMClassifier, LGBMRegressor
+
+    cls = _pick(ctx, LGBMClassifier, LGBMRegressor)
+    return cls(
+        n_estimators=ctx.n_estimators,
+        learning_rate=BOOSTING_LEARNING_RATE,
+        max_depth=XGBOOST_DEPTH,
+        num_leaves=2**XGBOOST_DEPTH,  # so that the depth, not the leaf budget, binds
+        reg_lambda=1.0,
+        min_child_weight=1.0,
+        min_child_samples=1,  # the hessian floor above is the only leaf-size rule
+        max_bin=XGBOOST_MAX_BINS,
+        n_jobs=ctx.n_jobs,
+        random_state=ctx.random_state,
+        verbose=-1,
+    )
+
+
+def coppice_adaboost(ctx: BuildContext) -> Any:
+    from engine import AdaBoostClassifier, AdaBoostRegressor
+
+    cls = _pick(ctx, AdaBoostClassifier, AdaBoostRegressor)
+    return cls(
+        n_estimators=ADABOOST_ROUNDS_PER_TREE * ctx.n_estimators, random_state=ctx.random_state
+    )
+
+
+def sklearn_adaboost(ctx: BuildContext) -> Any:
+    from sklearn.ensemble import AdaBoostClassifier, AdaBoostRegressor
+
+    cls = _pick(ctx, AdaBoostClassifier, AdaBoostRegressor)
+    return cls(
+        n_estimators=ADABOOST_ROUNDS_PER_TREE * ctx.n_estimators, random_state=ctx.random_state
+    )
+
+
 # --- the registry -----------------------------------------------------------------------------
 
 _FOREST = "full depth, bootstrap, max_features='sqrt' (classification) / 1/3 (regression)"
+_GRADIENT_BOOSTING = (
+    f"n_estimators=--trees, learning_rate={BOOSTING_LEARNING_RATE}, "
+    f"max_depth={GRADIENT_BOOSTING_DEPTH}"
+)
+_XGBOOST = (
+    f"n_estimators=--trees, learning_rate={BOOSTING_LEARNING_RATE}, max_depth={XGBOOST_DEPTH}, "
+    f"reg_lambda=1, min_child_weight=1, max_bin(s)={XGBOOST_MAX_BINS}"
+)
+_ADABOOST = (
+    f"n_estimators={ADABOOST_ROUNDS_PER_TREE}×--trees, each library's default learner "
+    "(classification: a stump, SAMME; regression: AdaBoost.R2, depth-3 tree, linear loss)"
+)
 
 COMPARISONS: tuple[Comparison, ...] = (
     Comparison(
@@ -280,5 +494,65 @@ COMPARISONS: tuple[Comparison, ...] = (
             sklearn_bagging,
             "default member (DecisionTree*, all features), bootstrap",
         ),
+    ),
+    Comparison(
+        "stacking",
+        ours=ModelSpec(
+            "coppice",
+            coppice_stacking,
+            f"engine members LogisticRegression + GaussianNB + tree (max_depth={STACKING_DEPTH})"
+            " / Ridge + tree, final LogisticRegression / Ridge, 5 shuffled (stratified) folds",
+        ),
+        reference=ModelSpec(
+            "scikit-learn",
+            sklearn_stacking,
+            "the same members and final estimator from scikit-learn, (Stratified)KFold(5, "
+            "shuffle=True)",
+        ),
+    ),
+    Comparison(
+        "gradient_boosting",
+        ours=ModelSpec("coppice", coppice_gradient_boosting, _GRADIENT_BOOSTING),
+        reference=ModelSpec(
+            "scikit-learn",
+            sklearn_gradient_boosting,
+            f"GradientBoosting* (exact splits), {_GRADIENT_BOOSTING}",
+        ),
+        peers=(
+            ModelSpec(
+                SKLEARN_HIST,
+                sklearn_hist_gradient_boosting,
+                f"HistGradientBoosting*, max_iter=--trees, {_GRADIENT_BOOSTING}, "
+                "max_leaf_nodes=None, early_stopping=False",
+            ),
+        ),
+    ),
+    Comparison(
+        "xgboost",
+        ours=ModelSpec("coppice", coppice_xgboost, f"XGBoost*, tree_method='hist', {_XGBOOST}"),
+        reference=ModelSpec(
+            "scikit-learn",
+            sklearn_hist_xgboost,
+            f"HistGradientBoosting*, max_iter=--trees, learning_rate={BOOSTING_LEARNING_RATE}, "
+            f"max_depth={XGBOOST_DEPTH}, max_leaf_nodes=None, l2_regularization=1, "
+            f"min_samples_leaf=1, max_bins={XGBOOST_MAX_BINS}, early_stopping=False",
+        ),
+        peers=(
+            ModelSpec(
+                "lightgbm",
+                lightgbm_xgboost,
+                f"LGBM*, {_XGBOOST}, num_leaves={2**XGBOOST_DEPTH}, min_child_samples=1",
+            ),
+            ModelSpec(
+                "xgboost",
+                xgboost_xgboost,
+                f"XGB*, tree_method='hist', grow_policy='depthwise', {_XGBOOST}",
+            ),
+        ),
+    ),
+    Comparison(
+        "adaboost",
+        ours=ModelSpec("coppice", coppice_adaboost, _ADABOOST),
+        reference=ModelSpec("scikit-learn", sklearn_adaboost, _ADABOOST),
     ),
 )
