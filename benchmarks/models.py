@@ -290,6 +290,47 @@ def sklearn_stacking(ctx: BuildContext) -> Any:
     return StackingRegressor(members, Ridge(), cv=KFold(**folds), n_jobs=ctx.n_jobs)
 
 
+def coppice_voting(ctx: BuildContext) -> Any:
+    from engine import (
+        DecisionTreeClassifier,
+        DecisionTreeRegressor,
+        GaussianNB,
+        LogisticRegression,
+        Ridge,
+        VotingClassifier,
+        VotingRegressor,
+    )
+
+    tree = {"max_depth": STACKING_DEPTH, "random_state": ctx.random_state}
+    if ctx.task == "classification":
+        members = [
+            ("lr", LogisticRegression()),
+            ("nb", GaussianNB()),
+            ("tree", DecisionTreeClassifier(**tree)),
+        ]
+        return VotingClassifier(members, voting="soft", n_jobs=ctx.n_jobs)
+    members = [("ridge", Ridge()), ("tree", DecisionTreeRegressor(**tree))]
+    return VotingRegressor(members, n_jobs=ctx.n_jobs)
+
+
+def sklearn_voting(ctx: BuildContext) -> Any:
+    from sklearn.ensemble import VotingClassifier, VotingRegressor
+    from sklearn.linear_model import LogisticRegression, Ridge
+    from sklearn.naive_bayes import GaussianNB
+    from sklearn.tree import DecisionTreeClassifier, DecisionTreeRegressor
+
+    tree = {"max_depth": STACKING_DEPTH, "random_state": ctx.random_state}
+    if ctx.task == "classification":
+        members = [
+            ("lr", LogisticRegression()),
+            ("nb", GaussianNB()),
+            ("tree", DecisionTreeClassifier(**tree)),
+        ]
+        return VotingClassifier(members, voting="soft", n_jobs=ctx.n_jobs)
+    members = [("ridge", Ridge()), ("tree", DecisionTreeRegressor(**tree))]
+    return VotingRegressor(members, n_jobs=ctx.n_jobs)
+
+
 # --- boosting ---------------------------------------------------------------------------------
 
 # Shared by every boosting comparison: the settings the targets are stated for.
@@ -508,6 +549,18 @@ COMPARISONS: tuple[Comparison, ...] = (
             sklearn_stacking,
             "the same members and final estimator from scikit-learn, (Stratified)KFold(5, "
             "shuffle=True)",
+        ),
+    ),
+    Comparison(
+        "voting",
+        ours=ModelSpec(
+            "coppice",
+            coppice_voting,
+            "soft vote of engine LogisticRegression + GaussianNB + tree "
+            f"(max_depth={STACKING_DEPTH}) / mean of Ridge + tree",
+        ),
+        reference=ModelSpec(
+            "scikit-learn", sklearn_voting, "the same members from scikit-learn, soft vote / mean"
         ),
     ),
     Comparison(
