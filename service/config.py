@@ -128,6 +128,14 @@ class Settings(BaseSettings):
             "and their jobs requeued."
         ),
     )
+    max_runtime_seconds: float = Field(
+        default=24 * 3600.0,
+        gt=0,
+        description=(
+            "Longest one training job may run; past it the fit is stopped and the job fails "
+            "with error code 'runtime_exceeded'."
+        ),
+    )
 
     # NoDecode: these arrive as plain strings too, not only as JSON; the validators parse them.
     # repr=False: even digests of keys stay out of tracebacks and debug output.

@@ -59,6 +59,8 @@ class RunContext:
     abort: threading.Event
     # Set when a run ends, so the claim loop fills the free slot at once.
     wake: threading.Event
+    # Longest a fit may run (COPPICE_MAX_RUNTIME_SECONDS); past it the job fails. None: no limit.
+    max_runtime_seconds: float | None = None
 
 
 class JobRun(threading.Thread):
@@ -121,6 +123,9 @@ class JobRun(threading.Thread):
         next_beat = time.monotonic() + heartbeat
         next_poll = time.monotonic() + TICK
         kill_at: float | None = None
+        limit = self.context.max_runtime_seconds
+        out_of_time_at = None if limit is None else time.monotonic() + limit
+        timed_out = False
         final: tuple[Any, ...] | None = None
         while final is None:
             ready = wait([receiver, process.sentinel], timeout=TICK)
@@ -143,7 +148,13 @@ class JobRun(threading.Thread):
                 return ("shutdown",)
             if kill_at is not None and now >= kill_at:
                 self._kill()
-                return ("stopped",)
+                return self._runtime_exceeded() if timed_out else ("stopped",)
+            if out_of_time_at is not None and now >= out_of_time_at and kill_at is None:
+                logger.warning(
+                    "job %s: ran past its %g s limit; stopping the fit", self.job.id, limit
+                )
+                stop.set()
+                kill_at, timed_out = now + STOP_GRACE, True
             if now < next_poll and not throttle.due(now):
                 continue
             beat = now >= next_beat
@@ -172,9 +183,21 @@ class JobRun(threading.Thread):
         process.join(STOP_GRACE)
         if process.exitcode is None:
             self._kill()
+        if final[0] == "stopped" and timed_out:
+            return self._runtime_exceeded()
         if final[0] == "stopped" and kill_at is None:
             return ("error", "training stopped although no cancel was requested")
         return final
+
+    def _runtime_exceeded(self) -> tuple[Any, ...]:
+        # Deterministic enough to fail at once: a retry would take as long again.
+        return (
+            "failed",
+            "runtime_exceeded",
+            f"Training ran longer than {self.context.max_runtime_seconds:g} seconds, this "
+            "server's limit (COPPICE_MAX_RUNTIME_SECONDS). Use fewer estimators, shallower "
+            "learners or fewer rows, or ask for a higher limit.",
+        )
 
     def _touch(self, beat: bool, progress: tuple[float, str] | None) -> queue.Held | None:
         now = utc_now()

@@ -50,6 +50,7 @@ class WorkerConfig:
     policy: LeasePolicy
     poll_seconds: float
     shutdown_grace_seconds: float
+    max_runtime_seconds: float | None = None
 
     @classmethod
     def from_settings(cls, settings: Settings) -> WorkerConfig:
@@ -63,6 +64,7 @@ class WorkerConfig:
             ),
             poll_seconds=settings.poll_seconds,
             shutdown_grace_seconds=settings.shutdown_grace_seconds,
+            max_runtime_seconds=settings.max_runtime_seconds,
         )
 
 
@@ -113,6 +115,7 @@ class Supervisor:
             mp_context=fit_process_context(),
             abort=threading.Event(),
             wake=self._wake,
+            max_runtime_seconds=config.max_runtime_seconds,
         )
         self._runs: list[JobRun] = []
         self._thread: threading.Thread | None = None

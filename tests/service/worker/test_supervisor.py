@@ -246,3 +246,31 @@ def test_the_production_training_function_end_to_end(
         artifact = session.get_one(ModelArtifactRecord, job.model_id)
         model = load_model(artifact.data)
     assert model.predict(np.arange(3, dtype=np.float64).reshape(-1, 1)).shape == (3,)
+
+
+@pytest.mark.parametrize("behaviour", ["sleep", "ignore_stop"])
+def test_a_fit_past_the_runtime_limit_fails_with_the_reason(
+    sqlite_engine: Engine, sqlite_url: str, tmp_path: Path, behaviour: str
+) -> None:
+    config = fast_config(max_runtime_seconds=1.0)
+    supervisor = Supervisor(sqlite_url, config, train=standin, worker_id="limited")
+    supervisor.start()
+    try:
+        pidfile = tmp_path / "pid"
+        job_id = add_job(
+            sqlite_engine,
+            add_dataset(sqlite_engine),
+            behaviour=behaviour,
+            seconds=60,
+            pidfile=str(pidfile),
+        )
+        pid = _read_pid(pidfile)
+        job = wait_for(sqlite_engine, job_id, ended, timeout=20)
+    finally:
+        supervisor.stop(grace=0)
+
+    # Failed at once (a retry would run as long again), with a reason naming the setting; a
+    # fit that ignores the stop request is killed after the stop grace.
+    assert (job.status, job.attempts, job.error_code) == ("failed", 1, "runtime_exceeded")
+    assert "COPPICE_MAX_RUNTIME_SECONDS" in (job.error_message or "")
+    assert _pid_gone(pid)
