@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import json
+from typing import Any
+
 from fastapi import Request
 
-from service.errors import PayloadTooLarge
+from service.errors import BadRequest, PayloadTooLarge
 
 
 def check_declared_length(request: Request, limit: int, *, setting: str) -> None:
@@ -23,6 +26,19 @@ async def read_limited(request: Request, limit: int, *, setting: str) -> bytes:
         if len(body) > limit:
             raise PayloadTooLarge(_too_large(limit, setting))
     return bytes(body)
+
+
+def parse_json(body: bytes) -> Any:
+    """The body as JSON; malformed, non-UTF-8 or absurdly deep JSON is a 400, never a 500."""
+    try:
+        return json.loads(body)
+    except json.JSONDecodeError as error:
+        raise BadRequest(f"The body is not valid JSON: {error}.") from None
+    except UnicodeDecodeError:
+        raise BadRequest("The body is not UTF-8 text.") from None
+    except RecursionError:
+        # Python's parser recurses per level; thousands of nested brackets exhaust its stack.
+        raise BadRequest("The body nests JSON arrays or objects too deeply.") from None
 
 
 def _too_large(limit: int, setting: str) -> str:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import hashlib
-import json
 from collections.abc import AsyncIterator
 from functools import partial
 from typing import Any
@@ -11,14 +10,14 @@ from typing import Any
 from anyio import from_thread, to_thread
 from fastapi import APIRouter, Query, Request, Response
 
-from service.bodies import check_declared_length, read_limited
+from service.bodies import check_declared_length, parse_json, read_limited
 from service.datasets import service
 from service.datasets.ingest import ParsedTable, parse_csv, parse_json_upload
 from service.datasets.schemas import ColumnOut, DatasetOut, DatasetPage, DatasetSummaryOut
 from service.datasets.upload import MAX_FIELD_BYTES, FormStream, multipart_boundary
 from service.db.tables import ColumnKind, DatasetColumnRecord, DatasetRecord
 from service.deps import SessionDep, SettingsDep
-from service.errors import BadRequest, UnsupportedMediaType
+from service.errors import UnsupportedMediaType
 
 router = APIRouter(prefix="/v1/datasets", tags=["datasets"])
 
@@ -166,12 +165,7 @@ async def _receive_json(
     body = await read_limited(request, max_request_bytes, setting="COPPICE_MAX_REQUEST_BYTES")
 
     def parse() -> tuple[ParsedTable, str | None]:
-        try:
-            document = json.loads(body)
-        except json.JSONDecodeError as error:
-            raise BadRequest(f"The body is not valid JSON: {error}.") from None
-        except UnicodeDecodeError:
-            raise BadRequest("The body is not UTF-8 text.") from None
+        document = parse_json(body)
         return parse_json_upload(
             document,
             max_columns=max_columns,

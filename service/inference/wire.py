@@ -72,6 +72,8 @@ def split_request(body: bytes, header_length: str | None) -> RequestBody:
         json_part, binary = body[: int(text)], body[int(text) :]
     try:
         header = json.loads(json_part.decode("utf-8"))
+    except RecursionError:
+        raise BadRequest("The request's JSON header nests arrays or objects too deeply.") from None
     except UnicodeDecodeError:
         hint = (
             "" if header_length is not None else f" (binary data needs the {HEADER_LENGTH} header)"

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 from anyio import to_thread
@@ -11,10 +10,10 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from pydantic import ValidationError
 
-from service.bodies import read_limited
+from service.bodies import parse_json, read_limited
 from service.db.tables import ModelRecord
 from service.deps import ModelCacheDep, SessionDep, SettingsDep
-from service.errors import BadRequest, PayloadTooLarge
+from service.errors import PayloadTooLarge
 from service.methods.catalog import Task
 from service.models import service
 from service.models.schemas import (
@@ -118,12 +117,7 @@ def get_feature_importance(
 
 
 def _predict_request(raw: bytes, max_rows: int) -> PredictRequest:
-    try:
-        document = json.loads(raw)
-    except json.JSONDecodeError as error:
-        raise BadRequest(f"The body is not valid JSON: {error}.") from None
-    except UnicodeDecodeError:
-        raise BadRequest("The body is not UTF-8 text.") from None
+    document = parse_json(raw)
     if isinstance(document, dict):
         # Counted before validating, so an oversized request is refused cheaply.
         for key in ("records", "rows"):

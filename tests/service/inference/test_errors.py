@@ -57,6 +57,8 @@ async def expect_error(
 MALFORMED: list[tuple[Any, str]] = [
     (b"{not json", "not valid JSON"),
     (b"\xff\xfe", "not UTF-8"),
+    # Deeper than Python's recursive JSON parser goes (about 1,000 levels).
+    (b'{"inputs": ' + b"[" * 100_000 + b"]" * 100_000 + b"}", "nests arrays or objects too deeply"),
     (b"[1, 2]", "must be a JSON object"),
     (b"{}", "inputs: Field required"),
     (b'{"inputs": []}', "inputs: List should have at least 1 item"),
