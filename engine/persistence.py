@@ -23,7 +23,9 @@ Layout (integers little-endian)::
 
 The manifest is ``{"format", "format_version", "class", "saved_with", "arrays", "data_nbytes",
 "state"}``. ``arrays`` lists ``{"dtype", "shape", "offset", "nbytes"}`` with offsets relative
-to D. ``state`` is the value tree: JSON ``null``/booleans/strings/integers/finite floats/lists
+to D. An array object held in several places (the bin mapper that boosted trees share) is
+stored once and its refs repeat; loading gives every place the same array, as when saved.
+``state`` is the value tree: JSON ``null``/booleans/strings/integers/finite floats/lists
 stand for themselves; every other value is an object ``{"$t": tag, ...}`` (tags: ``float`` for
 nan and inf, ``tuple``, ``dict`` for str keys, ``pairs`` for other keys, ``array`` and ``scalar``
 referring to ``arrays``, ``objects`` for object arrays of plain scalars, ``dtype``, ``seedseq``
@@ -173,6 +175,8 @@ class _Writer:
     def __init__(self) -> None:
         self.arrays: list[NDArray[Any]] = []
         self.descrs: list[Any] = []
+        # id(array) -> (array, ref): the array is held so that its id cannot be reused.
+        self.written: dict[int, tuple[NDArray[Any], int]] = {}
 
     def value(self, value: Any, path: str, depth: int) -> Any:
         if depth > _MAX_DEPTH:
@@ -188,7 +192,7 @@ class _Writer:
         if kind is np.ndarray:
             if value.dtype.hasobject:
                 return self.objects(value, path, depth)
-            return {"$t": "array", "ref": self.array(value, path)}
+            return {"$t": "array", "ref": self.shared_array(value, path)}
         if isinstance(value, np.dtype):
             return {"$t": "dtype", "descr": _describe_dtype(value, path)}
         if kind is list:
@@ -206,6 +210,15 @@ class _Writer:
             f"Cannot save {path or 'the model'}: values of type {qualified_name(kind)} are not "
             "supported (register the class, or list the attribute in _persistence_exclude)."
         )
+
+    def shared_array(self, array: NDArray[Any], path: str) -> int:
+        """The ref of ``array``, written once however many attributes hold this object."""
+        seen = self.written.get(id(array))
+        if seen is not None:
+            return seen[1]
+        ref = self.array(array, path)
+        self.written[id(array)] = (array, ref)
+        return ref
 
     def array(self, array: NDArray[Any], path: str) -> int:
         dtype = array.dtype.newbyteorder("<")

@@ -43,7 +43,12 @@ from engine._params import Constraint, Interval, Options
 from engine._targets import encode_labels
 from engine._validation import check_sample_weight, check_target, check_X, resolve_seed_sequence
 from engine.base import BaseEstimator, ClassifierMixin, check_is_fitted
-from engine.boosting._weak import BOOSTING_CONSTRAINTS, fit_weak_learner, softmax
+from engine.boosting._weak import (
+    BOOSTING_CONSTRAINTS,
+    fit_weak_learner,
+    share_bins,
+    softmax,
+)
 from engine.callbacks import Callback, ProgressEvent, notify
 from engine.tree._classes import DecisionTreeClassifier
 
@@ -132,11 +137,13 @@ class BaseAdaBoostClassifier(ClassifierMixin, BaseEstimator):
     ) -> Iterator[BoostRound]:
         """Run the rounds of the module docstring, yielding each learner kept."""
         prototype = self._prototype()
-        seeds = resolve_seed_sequence(self.random_state).spawn(self.n_estimators)
+        root = resolve_seed_sequence(self.random_state)
+        seeds = root.spawn(self.n_estimators)
+        shared = share_bins(prototype, X, sample_weight, root)
         weights = normalise(sample_weight)
         chance = 1.0 - 1.0 / n_classes
         for m, seed in enumerate(seeds):
-            estimator = fit_weak_learner(prototype, X, y, weights, seed, self.boosting_mode)
+            estimator = fit_weak_learner(prototype, X, y, weights, seed, self.boosting_mode, shared)
             predicted = np.asarray(estimator.predict(X), dtype=np.int64)
             incorrect = predicted != y
             error = float(weights[incorrect].sum())

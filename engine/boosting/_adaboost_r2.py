@@ -29,7 +29,7 @@ from engine._params import Constraint, Interval, Options
 from engine._validation import check_sample_weight, check_target, check_X, resolve_seed_sequence
 from engine.base import BaseEstimator, RegressorMixin, check_is_fitted
 from engine.boosting._adaboost import PERFECT_ERROR, normalise
-from engine.boosting._weak import BOOSTING_CONSTRAINTS, fit_weak_learner
+from engine.boosting._weak import BOOSTING_CONSTRAINTS, fit_weak_learner, share_bins
 from engine.callbacks import Callback, ProgressEvent, notify
 from engine.metrics import mean_squared_error
 from engine.tree._classes import DecisionTreeRegressor
@@ -131,13 +131,17 @@ class AdaBoostRegressor(RegressorMixin, BaseEstimator):
         weights = normalise(user_weights)
         mask = weights > 0
         prototype = self._prototype()
-        seeds = resolve_seed_sequence(self.random_state).spawn(self.n_estimators)
+        root = resolve_seed_sequence(self.random_state)
+        seeds = root.spawn(self.n_estimators)
+        shared = share_bins(prototype, X, user_weights, root)
         estimators: list[Any] = []
         alphas: list[float] = []
         errors: list[float] = []
         columns: list[NDArray[np.float64]] = []
         for seed in seeds:
-            estimator = fit_weak_learner(prototype, X, target, weights, seed, self.boosting_mode)
+            estimator = fit_weak_learner(
+                prototype, X, target, weights, seed, self.boosting_mode, shared
+            )
             predicted = np.asarray(estimator.predict(X), dtype=np.float64)
             row_loss = r2_row_loss(np.abs(predicted - target), mask, self.loss)
             error = float(weights @ row_loss)

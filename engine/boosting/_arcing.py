@@ -32,7 +32,7 @@ from engine.boosting._adaboost import (
     BoostRound,
 )
 from engine.boosting._knn import nearest_neighbours
-from engine.boosting._weak import BOOSTING_CONSTRAINTS, fit_weak_learner
+from engine.boosting._weak import BOOSTING_CONSTRAINTS, fit_weak_learner, share_bins
 from engine.callbacks import Callback, ProgressEvent, notify
 from engine.tree._classes import DecisionTreeClassifier
 
@@ -109,7 +109,9 @@ class ArcX4Classifier(ClassifierMixin, BaseEstimator):
         user_weights = check_sample_weight(sample_weight, X.shape[0])
         classes, encoded = encode_labels(target)
         prototype = DecisionTreeClassifier() if self.estimator is None else self.estimator
-        seeds = resolve_seed_sequence(self.random_state).spawn(self.n_estimators)
+        root = resolve_seed_sequence(self.random_state)
+        seeds = root.spawn(self.n_estimators)
+        shared = share_bins(prototype, X, user_weights, root)
         counts = np.zeros(X.shape[0], dtype=np.int64)
         votes = np.zeros((X.shape[0], classes.size))
         rows = np.arange(X.shape[0])
@@ -117,7 +119,7 @@ class ArcX4Classifier(ClassifierMixin, BaseEstimator):
         for t, seed in enumerate(seeds, start=1):
             probabilities = arc_x4_probabilities(counts, self.power, user_weights)
             estimator = fit_weak_learner(
-                prototype, X, encoded, probabilities, seed, self.boosting_mode
+                prototype, X, encoded, probabilities, seed, self.boosting_mode, shared
             )
             predicted = np.asarray(estimator.predict(X), dtype=np.int64)
             counts += predicted != encoded

@@ -96,8 +96,8 @@ def _shared_encoding(members: list[DecisionTreeClassifier]) -> None:
         if not same:
             raise ValueError(
                 "TreeSHAP needs AdaBoost's trees to share one categorical encoding; these "
-                "members saw different categories (e.g. boosting_mode='resample' drew "
-                "different rows)."
+                "members saw different categories (e.g. a weak learner that bins its own "
+                "rows, such as a tree subclass, under boosting_mode='resample')."
             )
 
 

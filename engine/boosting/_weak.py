@@ -6,11 +6,23 @@ training set based on the sample weights". ``boosting_mode="reweight"`` passes t
 ``sample_weight``; ``"resample"`` draws a weighted bootstrap of ``n_samples`` rows (the row
 counts become ``sample_weight`` when the learner accepts weights, rows are repeated
 otherwise).
+
+When the learner is an engine decision tree, :func:`share_bins` bins the training set once per
+boosting fit and every round grows its tree on that one binned matrix
+(``BaseDecisionTree._fit_binned``), as forests and bagging do: re-binning all of ``X`` for
+every member was most of a boosting fit's time. The members stay ordinary fitted trees (they
+predict on raw features, persist and explain as before) and share one ``BinMapper``. The edges
+come from every row of positive ``sample_weight`` — the rows the ensemble was given — rather
+than from each round's weighted rows: in "reweight" mode those are the same rows (boosting
+weights are positive wherever the sample weight is), and in "resample" mode a member grows on
+its bootstrap's rows of the shared matrix, so all members split on the same candidate
+thresholds and encode categories alike.
 """
 
 from __future__ import annotations
 
 import inspect
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -25,11 +37,15 @@ from engine._params import (
     RandomStateValue,
 )
 from engine.base import clone
+from engine.tree._binning import BinMapper
+from engine.tree._classes import BaseDecisionTree, DecisionTreeClassifier, DecisionTreeRegressor
 
 __all__ = [
     "BOOSTING_CONSTRAINTS",
+    "SharedBins",
     "accepts_sample_weight",
     "fit_weak_learner",
+    "share_bins",
     "weighted_bootstrap_counts",
 ]
 
@@ -57,6 +73,52 @@ def weighted_bootstrap_counts(
     return np.bincount(draws, minlength=n_samples).astype(np.int64)
 
 
+@dataclass(frozen=True)
+class SharedBins:
+    """The training set binned once for all tree members of one boosting fit.
+
+    Attributes
+    ----------
+    mapper : BinMapper
+        Fitted with the prototype tree's ``max_bins`` and ``categorical_features``; every
+        member keeps this object as its ``bin_mapper_``.
+    binned : ndarray of uint8, shape (n_samples, n_features)
+    """
+
+    mapper: BinMapper
+    binned: NDArray[np.unsignedinteger[Any]]
+
+
+def share_bins(
+    prototype: Any,
+    X: NDArray[np.float64],
+    sample_weight: NDArray[np.float64],
+    root: np.random.SeedSequence,
+) -> SharedBins | None:
+    """Bin ``X`` once for every member when the weak learner is an engine decision tree.
+
+    Parameters
+    ----------
+    prototype : engine estimator
+        The weak learner; anything but a ``DecisionTreeClassifier`` or
+        ``DecisionTreeRegressor`` (exactly, not a subclass that may fit differently) gives
+        None, and its members fit on raw ``X``.
+    X : ndarray of shape (n_samples, n_features), float64
+    sample_weight : ndarray of shape (n_samples,), float64
+        The ensemble's sample weights; rows of weight 0 place no bin edges.
+    root : SeedSequence
+        The fit's root seed. The binning's subsample seed is drawn from the root itself, not
+        from a spawned child, so the members' seeds are those of an unshared fit and the
+        binning does not depend on ``n_estimators``.
+    """
+    if type(prototype) not in (DecisionTreeClassifier, DecisionTreeRegressor):
+        return None
+    tree: BaseDecisionTree = clone(prototype)
+    tree._validate_params()  # a bad max_bins is named as the member's fit would name it
+    mapper, binned = tree._bin(X, sample_weight, int(root.generate_state(1)[0]))
+    return SharedBins(mapper, binned)
+
+
 def fit_weak_learner(
     prototype: Any,
     X: NDArray[np.float64],
@@ -64,6 +126,7 @@ def fit_weak_learner(
     weights: NDArray[np.float64],
     seed: np.random.SeedSequence,
     mode: str,
+    shared: SharedBins | None = None,
 ) -> Any:
     """A fitted clone of ``prototype`` for one boosting round.
 
@@ -79,6 +142,8 @@ def fit_weak_learner(
     seed : SeedSequence
         The round's seed: the bootstrap draw, then the learner's own ``random_state``.
     mode : {"reweight", "resample"}
+    shared : SharedBins or None
+        From :func:`share_bins`: the tree grows on these bins instead of binning ``X``.
     """
     rng = np.random.default_rng(seed)
     estimator = clone(prototype)
@@ -91,9 +156,16 @@ def fit_weak_learner(
                 f"{type(estimator).__name__}.fit takes no sample_weight; "
                 "use boosting_mode='resample'."
             )
+        if shared is not None:
+            estimator._fit_binned(shared.mapper, shared.binned, y, sample_weight=weights)
+            return estimator
         return estimator.fit(X, y, sample_weight=weights)
     counts = weighted_bootstrap_counts(rng, weights)
     rows = np.flatnonzero(counts)
+    if shared is not None:
+        row_weights = counts[rows].astype(np.float64)
+        estimator._fit_binned(shared.mapper, shared.binned[rows], y[rows], row_weights)
+        return estimator
     if weighted:
         return estimator.fit(X[rows], y[rows], sample_weight=counts[rows].astype(np.float64))
     rows = np.repeat(rows, counts[rows])

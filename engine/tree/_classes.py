@@ -93,38 +93,104 @@ class BaseDecisionTree(BaseEstimator):
     bin_mapper_: BinMapper
     n_features_in_: int
 
+    _classification: ClassVar[bool]
+
     def _fit(
         self,
         X: Any,
         y: Any,
         sample_weight: Any,
         callbacks: list[Callback] | None,
-        *,
-        classification: bool,
     ) -> None:
+        self._start_fit()
+        X = check_X(X)
+        target, weights, n_classes = self._check_target(y, sample_weight, X.shape[0])
+        binning_seed, tree_seed = resolve_seed_sequence(self.random_state).spawn(2)
+        mapper, binned = self._bin(X, weights, int(binning_seed.generate_state(1)[0]))
+        self._grow(mapper, binned, target, weights, n_classes, tree_seed, callbacks)
+
+    def _fit_binned(
+        self,
+        mapper: BinMapper,
+        binned: NDArray[np.unsignedinteger[Any]],
+        y: Any,
+        sample_weight: Any = None,
+        callbacks: list[Callback] | None = None,
+    ) -> None:
+        """Fit on rows already binned by ``mapper``, a mapper shared with other trees.
+
+        The tree grows exactly as :meth:`fit` would grow it had its own binning produced
+        ``mapper`` (same validation, class handling and tree seed); only the bin edges come
+        from the caller. Ensembles whose members are trees bin their training set once and
+        fit every member here. The fitted tree keeps ``mapper`` itself (not a copy) and
+        predicts on raw features like any other.
+
+        Parameters
+        ----------
+        mapper : BinMapper
+            Fitted with this tree's ``max_bins`` and ``categorical_features``.
+        binned : ndarray of uint8 (``uint16`` for exact binning), shape (n_samples, n_features)
+            ``mapper.transform`` of the training rows.
+        y, sample_weight :
+            As in :meth:`fit`.
+        """
+        self._start_fit()
+        n_samples, n_features = binned.shape
+        expected = categorical_mask(self.categorical_features, n_features)
+        if mapper.max_bins != self.max_bins or not np.array_equal(mapper.is_categorical_, expected):
+            raise ValueError(
+                f"{type(self).__name__} cannot grow on bins made with other max_bins or "
+                "categorical_features than its own."
+            )
+        target, weights, n_classes = self._check_target(y, sample_weight, n_samples)
+        _, tree_seed = resolve_seed_sequence(self.random_state).spawn(2)
+        self._grow(mapper, binned, target, weights, n_classes, tree_seed, callbacks)
+
+    def _start_fit(self) -> None:
         self._validate_params()
         for name in [n for n in vars(self) if n.endswith("_") and not n.startswith("__")]:
             delattr(self, name)  # a failed refit must not leave the previous model behind
-        X = check_X(X)
-        target = check_target(y, X.shape[0], numeric=not classification)
-        weights = check_sample_weight(sample_weight, X.shape[0])
-        n_classes = 0
-        if classification:
-            self.classes_, target = encode_labels(target)
-            self.n_classes_ = int(self.classes_.size)
-            n_classes = self.n_classes_
-            weights = weights * class_weight_per_row(
-                getattr(self, "class_weight", None), target, self.classes_
-            )
-        root = resolve_seed_sequence(self.random_state)
-        binning_seed, tree_seed = root.spawn(2)
-        mapper = BinMapper(self.max_bins, seed=int(binning_seed.generate_state(1)[0]))
+
+    def _check_target(
+        self, y: Any, sample_weight: Any, n_samples: int
+    ) -> tuple[NDArray[Any], NDArray[np.float64], int]:
+        """Encoded target, row weights (× class weights) and the number of classes (0 for
+        regression); sets ``classes_`` and ``n_classes_`` of a classifier."""
+        target = check_target(y, n_samples, numeric=not self._classification)
+        weights = check_sample_weight(sample_weight, n_samples)
+        if not self._classification:
+            return target, weights, 0
+        self.classes_, target = encode_labels(target)
+        self.n_classes_ = int(self.classes_.size)
+        weights = weights * class_weight_per_row(
+            getattr(self, "class_weight", None), target, self.classes_
+        )
+        return target, weights, self.n_classes_
+
+    def _bin(
+        self, X: NDArray[np.float64], weights: NDArray[np.float64], seed: int
+    ) -> tuple[BinMapper, NDArray[np.unsignedinteger[Any]]]:
+        """A BinMapper fitted to ``X`` with this tree's settings, and ``X`` binned by it."""
+        mapper = BinMapper(self.max_bins, seed=seed)
         # Rows of zero weight take no part in the tree, so they must not place bin edges
         # either: a zero weight then means the same as leaving the row out.
         weighted_rows = X if weights.all() else X[weights > 0]
         mapper.fit(weighted_rows, categorical_mask(self.categorical_features, X.shape[1]))
-        data = BinnedData.from_mapper(mapper.transform(X), target, mapper)
-        limits = resolve_limits(self, X.shape[0], float(weights.sum()), X.shape[1])
+        return mapper, mapper.transform(X)
+
+    def _grow(
+        self,
+        mapper: BinMapper,
+        binned: NDArray[np.unsignedinteger[Any]],
+        target: NDArray[Any],
+        weights: NDArray[np.float64],
+        n_classes: int,
+        tree_seed: np.random.SeedSequence,
+        callbacks: list[Callback] | None,
+    ) -> None:
+        n_samples, n_features = binned.shape
+        data = BinnedData.from_mapper(binned, target, mapper)
+        limits = resolve_limits(self, n_samples, float(weights.sum()), n_features)
         spec = TreeSpec(
             criterion=self.criterion,  # type: ignore[arg-type]  # validated above
             random_splits=self.splitter == "random",
@@ -136,7 +202,7 @@ class BaseDecisionTree(BaseEstimator):
         notify(callbacks, ProgressEvent(type(self).__name__, 1, 1))
         self.tree_ = tree
         self.bin_mapper_ = mapper
-        self.n_features_in_ = X.shape[1]
+        self.n_features_in_ = n_features
         self.max_features_ = limits.max_features
 
     def _prepare(self, X: Any) -> NDArray[np.float64]:
@@ -187,6 +253,7 @@ class DecisionTreeClassifier(ClassifierMixin, BaseDecisionTree):
     random_state : int, Generator or None
     """
 
+    _classification: ClassVar[bool] = True
     _parameter_constraints: ClassVar[dict[str, list[Constraint]]] = {
         **TREE_CONSTRAINTS,
         "criterion": [Options(("gini", "entropy", "log_loss"))],
@@ -231,7 +298,7 @@ class DecisionTreeClassifier(ClassifierMixin, BaseDecisionTree):
         sample_weight: Any = None,
         callbacks: list[Callback] | None = None,
     ) -> DecisionTreeClassifier:
-        self._fit(X, y, sample_weight, callbacks, classification=True)
+        self._fit(X, y, sample_weight, callbacks)
         return self
 
     def predict_proba(self, X: Any) -> NDArray[np.float64]:
@@ -251,6 +318,7 @@ class DecisionTreeRegressor(RegressorMixin, BaseDecisionTree):
     ``criterion`` is "squared_error".
     """
 
+    _classification: ClassVar[bool] = False
     _parameter_constraints: ClassVar[dict[str, list[Constraint]]] = {
         **TREE_CONSTRAINTS,
         "criterion": [Options(("squared_error",))],
@@ -292,7 +360,7 @@ class DecisionTreeRegressor(RegressorMixin, BaseDecisionTree):
         sample_weight: Any = None,
         callbacks: list[Callback] | None = None,
     ) -> DecisionTreeRegressor:
-        self._fit(X, y, sample_weight, callbacks, classification=False)
+        self._fit(X, y, sample_weight, callbacks)
         return self
 
     def predict(self, X: Any) -> NDArray[np.float64]:

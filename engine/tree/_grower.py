@@ -562,8 +562,12 @@ def _grow_level_wise(growth: _Growth) -> None:
         n_slots = 2 * int(chosen.sum())
         depth += 1
         if histograms is not None:
-            parents = slots[chosen]
-            histograms = _child_histograms(growth, histograms, parents, rows, slot_of_row)
+            max_depth = growth.limits.max_depth
+            if max_depth is not None and depth >= max_depth:
+                histograms = None  # the children are leaves: no split search would read them
+            else:
+                parents = slots[chosen]
+                histograms = _child_histograms(growth, histograms, parents, rows, slot_of_row)
 
 
 def _child_histograms(
