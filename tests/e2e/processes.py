@@ -17,7 +17,7 @@ import socket
 import subprocess
 import sys
 import time
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -168,6 +168,38 @@ def wait_until_ready(base_url: str, started: Started, timeout: float = 60.0) -> 
                 return
         time.sleep(0.1)
     raise AssertionError(f"{started.name} did not become ready:\n{started.log_text()}")
+
+
+# Settings of a server under test: two fits at a time (on two cores the short fits overlap
+# their start-up and I/O), quick polling, and a short grace so a failed test's teardown
+# does not wait the default 30 s.
+TEST_SERVER_SETTINGS = {
+    "embedded_worker": "true",
+    "worker_concurrency": "2",
+    "poll_seconds": "0.2",
+    "shutdown_grace_seconds": "5",
+    "log_format": "text",
+}
+
+
+@contextlib.contextmanager
+def serving(root: Path, **settings: str) -> Iterator[tuple[str, Processes]]:
+    """``coppice serve`` with its embedded worker on a SQLite file under ``root``.
+
+    Yields the base URL and the :class:`Processes` (for logs); everything is stopped on exit.
+    ``settings`` override :data:`TEST_SERVER_SETTINGS`.
+    """
+    processes = Processes(
+        root / "logs", data_dir=str(root / "data"), **(TEST_SERVER_SETTINGS | settings)
+    )
+    try:
+        port = free_port()
+        server = processes.start("serve", "serve", "--port", str(port))
+        base_url = f"http://127.0.0.1:{port}"
+        wait_until_ready(base_url, server)
+        yield base_url, processes
+    finally:
+        processes.stop_all()
 
 
 def wait_for_jobs(

@@ -24,7 +24,7 @@ import pytest
 
 from service.methods.catalog import CATALOG, Task
 from service.methods.params import accepted_params
-from tests.e2e.processes import ENDED, Processes, free_port, wait_until_ready
+from tests.e2e.processes import ENDED, Processes, serving
 from tests.service.models.helpers import COLUMNS, dataset_rows
 
 pytestmark = pytest.mark.slow
@@ -171,49 +171,33 @@ def _upload(client: httpx.Client, rows: list[list[Any]]) -> dict[Task, str]:
 
 @pytest.fixture(scope="module")
 def workflow(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Workflow]:
-    root = tmp_path_factory.mktemp("e2e-workflow")
-    processes = Processes(
-        root / "logs",
-        data_dir=str(root / "data"),
-        embedded_worker="true",
-        # Two fits at a time: on two cores the short fits overlap their start-up and I/O.
-        worker_concurrency="2",
-        poll_seconds="0.2",
-        # A failed test must not wait for the default 30 s grace in teardown.
-        shutdown_grace_seconds="5",
-        log_format="text",
-    )
-    try:
-        port = free_port()
-        server = processes.start("serve", "serve", "--port", str(port))
-        base_url = f"http://127.0.0.1:{port}"
-        wait_until_ready(base_url, server)
-        with httpx.Client(base_url=base_url, timeout=60) as client:
-            run = Workflow(client=client, processes=processes)
-            run.datasets = _upload(client, dataset_rows(N_ROWS))
-            for method, task in PAIRS:
-                response = client.post(
-                    "/v1/jobs",
-                    json={
-                        "dataset_id": run.datasets[task],
-                        "target": TARGETS[task],
-                        "features": FEATURES,
-                        "method": method,
-                        "task": task.value,
-                        "params": small_params(method, task),
-                        "seed": 0,
-                        "name": f"e2e-{method}-{task.value}",
-                    },
-                )
-                if response.status_code != 202:
-                    run.refused[(method, task)] = f"{response.status_code} {response.text}"
-                    continue
-                assert response.headers["location"] == f"/v1/jobs/{response.json()['id']}"
-                run.jobs[(method, task)] = response.json()["id"]
-            run.submitted_at = time.monotonic()
-            yield run
-    finally:
-        processes.stop_all()
+    with (
+        serving(tmp_path_factory.mktemp("e2e-workflow")) as (base_url, processes),
+        httpx.Client(base_url=base_url, timeout=60) as client,
+    ):
+        run = Workflow(client=client, processes=processes)
+        run.datasets = _upload(client, dataset_rows(N_ROWS))
+        for method, task in PAIRS:
+            response = client.post(
+                "/v1/jobs",
+                json={
+                    "dataset_id": run.datasets[task],
+                    "target": TARGETS[task],
+                    "features": FEATURES,
+                    "method": method,
+                    "task": task.value,
+                    "params": small_params(method, task),
+                    "seed": 0,
+                    "name": f"e2e-{method}-{task.value}",
+                },
+            )
+            if response.status_code != 202:
+                run.refused[(method, task)] = f"{response.status_code} {response.text}"
+                continue
+            assert response.headers["location"] == f"/v1/jobs/{response.json()['id']}"
+            run.jobs[(method, task)] = response.json()["id"]
+        run.submitted_at = time.monotonic()
+        yield run
 
 
 def test_methods_the_server_offers_are_the_catalog(workflow: Workflow) -> None:
