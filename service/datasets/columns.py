@@ -15,11 +15,13 @@ int32 codes with -1 for missing.
 
 from __future__ import annotations
 
+import bisect
 import json
 import math
 import struct
 import zlib
 from array import array
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -88,6 +90,45 @@ def _canonical_text(value: float) -> str:
     return repr(value)
 
 
+_NO_VALUES = np.empty(0, dtype=np.float64)
+_NO_VALUES.flags.writeable = False
+
+
+class _OddTexts:
+    """Row → text of the numeric cells whose text is not their number's canonical form.
+
+    Such cells are common (``1.50``, ``3.0``, fixed decimals), so they are kept compactly:
+    ascending row numbers and end offsets in two int64 arrays, the texts as one UTF-8
+    buffer; about 17 bytes plus the text a cell, where a dict of strings took over 100.
+    """
+
+    def __init__(self) -> None:
+        self._rows = array("q")
+        self._ends = array("q")
+        self._text = bytearray()
+
+    def add(self, row: int, text: str) -> None:
+        """Remember ``text`` for ``row``, which must be beyond every row added so far."""
+        self._text += text.encode("utf-8")
+        self._rows.append(row)
+        self._ends.append(len(self._text))
+
+    def get(self, row: int) -> str | None:
+        index = bisect.bisect_left(self._rows, row)
+        if index == len(self._rows) or self._rows[index] != row:
+            return None
+        return self._slice(index)
+
+    def items(self) -> Iterator[tuple[int, str]]:
+        """``(row, text)`` in ascending row order."""
+        for index, row in enumerate(self._rows):
+            yield row, self._slice(index)
+
+    def _slice(self, index: int) -> str:
+        start = self._ends[index - 1] if index else 0
+        return self._text[start : self._ends[index]].decode("utf-8")
+
+
 class ColumnBuilder:
     """Collects one column's cells (row by row) and decides its kind."""
 
@@ -96,7 +137,7 @@ class ColumnBuilder:
         self.n_rows = 0
         # Numeric mode: `_numbers` is an array; categorical mode: it is None.
         self._numbers: array[float] | None = array("d")
-        self._odd_texts: dict[int, str] = {}  # row -> text not reproduced by _canonical_text
+        self._odd_texts = _OddTexts()  # texts _canonical_text would not reproduce
         self._first_infinite: int | None = None
         self._codes = array("i")
         self._lookup: dict[str, int] = {}
@@ -125,7 +166,7 @@ class ColumnBuilder:
         if math.isinf(value) and self._first_infinite is None:
             self._first_infinite = self.n_rows
         if text is not None and text != _canonical_text(value):
-            self._odd_texts[self.n_rows] = text
+            self._odd_texts.add(self.n_rows, text)
         self._numbers.append(value)
         self.n_rows += 1
 
@@ -146,9 +187,11 @@ class ColumnBuilder:
         if self._numbers is not None:
             if self._first_infinite is not None:
                 row = self._first_infinite
-                text = self._odd_texts.get(row, repr(self._numbers[row]))
+                text = self._odd_texts.get(row) or repr(self._numbers[row])
                 raise NonFiniteValue(self.name, row + 1, text)
-            values = np.frombuffer(self._numbers, dtype=np.float64).copy()
+            self._odd_texts = _OddTexts()  # a numeric column no longer needs them
+            # No copy: the array becomes the column's buffer (finish is the builder's end).
+            values = np.frombuffer(self._numbers, dtype=np.float64) if self.n_rows else _NO_VALUES
             return NumericColumn(self.name, values)
         return _sorted_categorical(self.name, self._codes, self._lookup)
 
@@ -161,14 +204,20 @@ class ColumnBuilder:
 
     def _to_categorical(self) -> None:
         numbers, self._numbers = self._numbers, None
+        odd, self._odd_texts = self._odd_texts, _OddTexts()
         assert numbers is not None
+        odd_rows = odd.items()
+        next_odd = next(odd_rows, None)
         for row, value in enumerate(numbers):
             if math.isnan(value):
                 self._codes.append(-1)
                 continue
-            text = self._odd_texts.get(row) or _canonical_text(value)
+            if next_odd is not None and next_odd[0] == row:
+                text = next_odd[1]
+                next_odd = next(odd_rows, None)
+            else:
+                text = _canonical_text(value)
             self._codes.append(self._lookup.setdefault(text, len(self._lookup)))
-        self._odd_texts.clear()
 
 
 def _read_number(text: str) -> float | None:

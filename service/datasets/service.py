@@ -33,7 +33,11 @@ class DatasetDataCorrupt(CoppiceError):
 def create_dataset(
     session: Session, table: ParsedTable, *, name: str | None
 ) -> tuple[DatasetRecord, list[DatasetColumnRecord]]:
-    """Store a parsed upload as a dataset and its columns; returns what was stored."""
+    """Store a parsed upload as a dataset and its columns; returns what was stored.
+
+    Consumes ``table.columns``: each column's array is let go as soon as it is encoded, so
+    the upload's data is not held twice (arrays and stored bytes) at the peak.
+    """
     name = name if name and name.strip() else DEFAULT_NAME
     if not is_storable_text(name):
         raise InvalidInput(
@@ -49,7 +53,10 @@ def create_dataset(
         sha256=table.sha256,
     )
     columns = []
-    for position, column in enumerate(table.columns):
+    pending = table.columns
+    pending.reverse()  # popped from the end: first column first, each released when stored
+    for position in range(dataset.n_columns):
+        column = pending.pop()
         summary = summarize(column)
         columns.append(
             DatasetColumnRecord(

@@ -85,6 +85,21 @@ def test_numbers_keep_their_text_when_the_column_turns_categorical() -> None:
     assert _categories(column) == ["02139", "1.50", "1e3", "-0", "7", "K1A0B1"]
 
 
+def test_many_odd_texts_come_back_in_their_rows() -> None:
+    # Odd texts are stored apart from the numbers; rows between them, missing cells and
+    # non-ASCII digits (float() reads them) must not shift which text goes with which row.
+    data = b"n\n1.50\n2\nNA\n3.0\n\xd9\xa1\xd9\xa2\n4\n005\nword\n"
+
+    column = _by_name(_csv(data))["n"]
+
+    assert _categories(column) == ["1.50", "2", None, "3.0", "١٢", "4", "005", "word"]
+
+
+def test_an_infinity_after_odd_texts_is_named_as_written() -> None:
+    with pytest.raises(InvalidInput, match=r"the infinite value '\+Infinity' in row 4"):
+        _csv(b"x\n1.50\n2\n3.0\n+Infinity\n5.0\n")
+
+
 def test_forced_categorical_keeps_text_verbatim() -> None:
     table = _csv(b"code,x\n007,1\n7,2\n,3\n", categorical=("code",))
     columns = _by_name(table)
