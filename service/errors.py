@@ -29,6 +29,50 @@ class FieldError(TypedDict):
     msg: str
 
 
+# The OpenAPI description of a problem document, so clients and generated code (and the
+# Schemathesis fuzzer, which checks every answer against it) know the /v1 error shape instead
+# of FastAPI's default 422 body, which this service never sends.
+PROBLEM_SCHEMA: dict[str, Any] = {
+    "title": "Problem",
+    "type": "object",
+    "required": ["type", "title", "status", "detail"],
+    "properties": {
+        "type": {"type": "string"},
+        "title": {"type": "string"},
+        "status": {"type": "integer"},
+        "detail": {"type": "string", "description": "What is wrong, in a sentence."},
+        "instance": {"type": "string"},
+        "errors": {
+            "type": "array",
+            "description": "The invalid fields, when there are any.",
+            "items": {
+                "type": "object",
+                "required": ["loc", "msg"],
+                "properties": {
+                    "loc": {
+                        "type": "array",
+                        "items": {"anyOf": [{"type": "string"}, {"type": "integer"}]},
+                    },
+                    "msg": {"type": "string"},
+                },
+            },
+        },
+    },
+}
+
+
+def problem_responses(described: Mapping[int, str] | None = None) -> dict[int | str, Any]:
+    """OpenAPI ``responses`` for ``/v1`` routes: every 4xx, and each ``described`` status, is
+    a problem document. Declaring ``4XX`` also keeps FastAPI from documenting its own 422."""
+    content = {PROBLEM_MEDIA_TYPE: {"schema": PROBLEM_SCHEMA}}
+    responses: dict[int | str, Any] = {
+        "4XX": {"description": "The request cannot be served; see detail.", "content": content}
+    }
+    for status, description in (described or {}).items():
+        responses[status] = {"description": description, "content": content}
+    return responses
+
+
 class CoppiceError(Exception):
     """The server could not complete the request."""
 

@@ -8,7 +8,7 @@ from functools import partial
 from typing import Any
 
 from anyio import from_thread, to_thread
-from fastapi import APIRouter, Query, Request, Response
+from fastapi import APIRouter, Request, Response
 
 from service.bodies import check_declared_length, parse_json, read_limited
 from service.datasets import service
@@ -17,9 +17,10 @@ from service.datasets.schemas import ColumnOut, DatasetOut, DatasetPage, Dataset
 from service.datasets.upload import MAX_FIELD_BYTES, FormStream, multipart_boundary
 from service.db.tables import ColumnKind, DatasetColumnRecord, DatasetRecord
 from service.deps import SessionDep, SettingsDep
-from service.errors import UnsupportedMediaType
+from service.errors import UnsupportedMediaType, problem_responses
+from service.paging import Limit, Offset
 
-router = APIRouter(prefix="/v1/datasets", tags=["datasets"])
+router = APIRouter(prefix="/v1/datasets", tags=["datasets"], responses=problem_responses())
 
 _CELL = {"anyOf": [{"type": "number"}, {"type": "string"}, {"type": "boolean"}, {"type": "null"}]}
 _UPLOAD_BODY: dict[str, Any] = {
@@ -107,8 +108,8 @@ async def create_dataset(
 @router.get("")
 def list_datasets(
     session: SessionDep,
-    limit: int = Query(default=50, ge=1, le=1000),
-    offset: int = Query(default=0, ge=0),
+    limit: Limit = 50,
+    offset: Offset = 0,
 ) -> DatasetPage:
     """List datasets, newest first."""
     records, total = service.list_datasets(session, limit=limit, offset=offset)

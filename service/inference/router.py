@@ -31,7 +31,13 @@ from service.inference.schemas import (
 
 logger = logging.getLogger(__name__)
 
-router = APIRouter(prefix="/v2", tags=["inference"])
+# Every /v2 error is the protocol's {"error": ...}; declaring 4XX also keeps FastAPI from
+# documenting its own 422 body, which this router never sends.
+router = APIRouter(
+    prefix="/v2",
+    tags=["inference"],
+    responses={"4XX": {"model": ErrorResponse, "description": "The request cannot be served."}},
+)
 
 REQUEST_LIMIT_SETTING = "COPPICE_MAX_REQUEST_BYTES"
 

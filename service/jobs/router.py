@@ -2,15 +2,17 @@
 
 from __future__ import annotations
 
-from fastapi import APIRouter, Query, Response
+from fastapi import APIRouter, Response
 
 from service.db.tables import JobRecord, JobStatus
 from service.deps import SessionDep, SettingsDep
+from service.errors import problem_responses
 from service.jobs import service
 from service.jobs.schemas import JobCreate, JobError, JobOut, JobPage
 from service.methods.catalog import Task
+from service.paging import Limit, Offset
 
-router = APIRouter(prefix="/v1/jobs", tags=["jobs"])
+router = APIRouter(prefix="/v1/jobs", tags=["jobs"], responses=problem_responses())
 
 
 @router.post("", status_code=202)
@@ -27,8 +29,8 @@ def create_job(
 def list_jobs(
     session: SessionDep,
     status: JobStatus | None = None,
-    limit: int = Query(default=50, ge=1, le=1000),
-    offset: int = Query(default=0, ge=0),
+    limit: Limit = 50,
+    offset: Offset = 0,
 ) -> JobPage:
     """List jobs, newest first, optionally only those in one status."""
     records, total = service.list_jobs(session, status=status, limit=limit, offset=offset)

@@ -4,10 +4,11 @@ from __future__ import annotations
 
 from fastapi import APIRouter
 
+from service.errors import problem_responses
 from service.methods import service
 from service.methods.schemas import MethodList
 
-router = APIRouter(prefix="/v1/methods", tags=["methods"])
+router = APIRouter(prefix="/v1/methods", tags=["methods"], responses=problem_responses())
 
 
 @router.get("")

@@ -13,7 +13,7 @@ from pydantic import ValidationError
 from service.bodies import parse_json, read_limited
 from service.db.tables import ModelRecord
 from service.deps import ModelCacheDep, SessionDep, SettingsDep
-from service.errors import PayloadTooLarge
+from service.errors import PayloadTooLarge, problem_responses
 from service.methods.catalog import Task
 from service.models import service
 from service.models.schemas import (
@@ -26,16 +26,17 @@ from service.models.schemas import (
     PredictRequest,
     PredictResponse,
 )
+from service.paging import Limit, Offset
 
-router = APIRouter(prefix="/v1/models", tags=["models"])
+router = APIRouter(prefix="/v1/models", tags=["models"], responses=problem_responses())
 
 
 @router.get("")
 def list_models(
     session: SessionDep,
     method: str | None = None,
-    limit: int = Query(default=50, ge=1, le=1000),
-    offset: int = Query(default=0, ge=0),
+    limit: Limit = 50,
+    offset: Offset = 0,
 ) -> ModelPage:
     """List models, newest first, optionally only those of one method."""
     records, total = service.list_models(session, method=method, limit=limit, offset=offset)
@@ -54,7 +55,7 @@ def delete_model(model_id: str, session: SessionDep, cache: ModelCacheDep) -> Re
     return Response(status_code=204)
 
 
-@router.get("/{model_id}/curves", responses={404: {"description": "Unknown id, or no curves."}})
+@router.get("/{model_id}/curves", responses=problem_responses({404: "Unknown id, or no curves."}))
 def get_curves(model_id: str, session: SessionDep) -> CurvesOut:
     """Per-iteration learning curves; a series the method does not have is `[]`."""
     return CurvesOut.model_validate(service.curves(session, model_id))
@@ -69,10 +70,9 @@ def get_curves(model_id: str, session: SessionDep) -> CurvesOut:
             "content": {"application/json": {"schema": PredictRequest.model_json_schema()}},
         }
     },
-    responses={
-        409: {"description": "The stored artifact is corrupt."},
-        413: {"description": "Too many rows, or too large a body."},
-    },
+    responses=problem_responses(
+        {409: "The stored artifact is corrupt.", 413: "Too many rows, or too large a body."}
+    ),
 )
 async def predict(
     model_id: str,
@@ -96,7 +96,7 @@ async def predict(
 
 @router.get(
     "/{model_id}/feature-importance",
-    responses={409: {"description": "The training data needed is gone, or artifact corrupt."}},
+    responses=problem_responses({409: "The training data needed is gone, or artifact corrupt."}),
 )
 def get_feature_importance(
     model_id: str,

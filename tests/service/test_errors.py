@@ -8,7 +8,13 @@ import httpx
 import pytest
 from fastapi import FastAPI, HTTPException
 
-from service.errors import Conflict, CoppiceError, NotFound
+from service.errors import (
+    PROBLEM_MEDIA_TYPE,
+    PROBLEM_SCHEMA,
+    Conflict,
+    CoppiceError,
+    NotFound,
+)
 
 pytestmark = pytest.mark.anyio
 
@@ -110,3 +116,20 @@ async def test_unexpected_exception_is_problem_without_internals(app: FastAPI) -
     assert response.status_code == 500
     assert response.headers["content-type"] == "application/problem+json"
     assert "secret" not in response.text
+
+
+async def test_openapi_documents_v1_errors_as_problems(client: httpx.AsyncClient) -> None:
+    # Found by the Schemathesis fuzzer: the document promised FastAPI's own 422 body
+    # (application/json, "detail" a list), which the service never sends.
+    document = (await client.get("/openapi.json")).json()
+
+    assert "HTTPValidationError" not in document["components"]["schemas"]
+    for path, operations in document["paths"].items():
+        if not path.startswith("/v1/"):
+            continue
+        for method, operation in operations.items():
+            errors = {code: r for code, r in operation["responses"].items() if code[0] == "4"}
+            assert "4XX" in errors, f"{method.upper()} {path}"
+            for code, response in errors.items():
+                assert list(response["content"]) == [PROBLEM_MEDIA_TYPE], f"{code} of {path}"
+                assert response["content"][PROBLEM_MEDIA_TYPE]["schema"] == PROBLEM_SCHEMA
