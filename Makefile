@@ -8,8 +8,10 @@ HOST ?= 127.0.0.1
 PORT ?= 8000
 # Narrow the test run without editing the recipe, e.g. `make test PYTEST_ARGS=tests/service`.
 PYTEST_ARGS ?=
+# Examples per operation and per fuzz test in `make fuzz`; `make test` runs a few dozen.
+FUZZ_EXAMPLES ?= 500
 
-.PHONY: serve test lint format bench bench-service clean
+.PHONY: serve test lint format fuzz bench bench-service clean
 
 # The stamp is rebuilt whenever pyproject.toml changes, so new dependencies
 # arrive with the next `make` instead of a hand-run pip command.
@@ -41,6 +43,11 @@ lint: $(VENV)/.installed
 format: $(VENV)/.installed
 	$(BIN)/ruff format .
 	$(BIN)/ruff check --fix .
+
+# The bad-input fuzzers (Schemathesis over /openapi.json, Hypothesis over uploads and
+# predictions) with many more examples than `make test` gives them; takes several minutes.
+fuzz: $(VENV)/.installed
+	COPPICE_FUZZ_EXAMPLES=$(FUZZ_EXAMPLES) $(BIN)/pytest tests/service/fuzz $(PYTEST_ARGS)
 
 bench: $(VENV)/.bench-installed
 	$(BIN)/python -m benchmarks.run

@@ -98,18 +98,23 @@ class Service:
             body["name"] = name
         job = await self.client.post("/v1/jobs", json=body)
         assert job.status_code == 202, job.text
-        now = datetime.now(UTC)
-        policy = LeasePolicy(
-            lease=timedelta(minutes=5), heartbeat=timedelta(seconds=30), backoff=timedelta(0)
-        )
-        with queue.transaction(self.db_engine) as session:
-            record = queue.claim(session, worker_id=WORKER, now=now, policy=policy)
-            assert record is not None and record.id == job.json()["id"]
-            snapshot = JobSnapshot.of(record, n_jobs=1)
-            spec = TrainingSpec.from_job(record)
-            columns = load_columns(session, record.dataset_id or "", spec.columns)
-        outcome = run_training(spec, columns, lambda fraction, stage: None, lambda: False)
-        with queue.transaction(self.db_engine) as session:
-            model_id = queue.finish_succeeded(session, snapshot, WORKER, outcome, now=now)
-        assert model_id is not None
-        return model_id
+        return train_queued_job(self.db_engine, job.json()["id"])
+
+
+def train_queued_job(db_engine: Engine, job_id: str) -> str:
+    """Claim the queued job ``job_id``, train it in this process and store it; its model id."""
+    now = datetime.now(UTC)
+    policy = LeasePolicy(
+        lease=timedelta(minutes=5), heartbeat=timedelta(seconds=30), backoff=timedelta(0)
+    )
+    with queue.transaction(db_engine) as session:
+        record = queue.claim(session, worker_id=WORKER, now=now, policy=policy)
+        assert record is not None and record.id == job_id
+        snapshot = JobSnapshot.of(record, n_jobs=1)
+        spec = TrainingSpec.from_job(record)
+        columns = load_columns(session, record.dataset_id or "", spec.columns)
+    outcome = run_training(spec, columns, lambda fraction, stage: None, lambda: False)
+    with queue.transaction(db_engine) as session:
+        model_id = queue.finish_succeeded(session, snapshot, WORKER, outcome, now=now)
+    assert model_id is not None
+    return model_id
