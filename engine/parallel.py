@@ -294,11 +294,15 @@ class ProcessExecutor:
         self._finalizer = weakref.finalize(self, _release, self._workers, self._segments)
         try:
             specs = [self._export(name, array) for name, array in arrays.items()]
+            forked = context.get_start_method() == "fork"
             for index in range(n_workers):
                 parent_end, child_end = context.Pipe(duplex=True)
+                # A forked worker inherits the parent's ends of its own pipe and its elder
+                # siblings'; it closes them, or a parent killed outright never reads as EOF.
+                inherited = [worker.conn for worker in self._workers] + [parent_end]
                 process = context.Process(  # type: ignore[attr-defined]  # typeshed: BaseContext
                     target=_worker_main,
-                    args=(child_end, specs),
+                    args=(child_end, specs, inherited if forked else []),
                     name=f"coppice-worker-{index}",
                     daemon=True,
                 )
@@ -544,8 +548,16 @@ def _map_read_only(spec: _SegmentSpec, mappings: list[Any]) -> Any:
     return buffer.toreadonly()
 
 
-def _worker_main(conn: Connection, specs: list[_SegmentSpec]) -> None:
-    """A worker's whole life: attach the arrays, then run tasks until told or orphaned."""
+def _worker_main(
+    conn: Connection, specs: list[_SegmentSpec], inherited: Sequence[Connection] = ()
+) -> None:
+    """A worker's whole life: attach the arrays, then run tasks until told or orphaned.
+
+    ``inherited``: the parent's pipe ends a forked worker holds copies of, closed at once so
+    that the parent's death, however sudden, reads as EOF here.
+    """
+    for parent_end in inherited:
+        parent_end.close()
     # Ctrl-C reaches the whole process group; the parent decides what stops, and how.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     os.environ.update(WORKER_ENVIRONMENT)

@@ -181,8 +181,9 @@ class JobRun(threading.Thread):
                 stop.set()
                 kill_at = now + STOP_GRACE
         process.join(STOP_GRACE)
-        if process.exitcode is None:
-            self._kill()
+        # Also when the fit has ended: one killed outright (the out-of-memory killer, say)
+        # leaves its engine workers behind, blocked for ever on a pipe it can no longer close.
+        self._kill()
         if final[0] == "stopped" and timed_out:
             return self._runtime_exceeded()
         if final[0] == "stopped" and kill_at is None:
@@ -212,15 +213,17 @@ class JobRun(threading.Thread):
             )
 
     def _kill(self) -> None:
-        """Kill the fit and, through its process group, the engine's processes it started."""
+        """Kill the fit, if it still runs, and every process left in its process group."""
         process = self.process
-        if process is None or process.pid is None or process.exitcode is not None:
+        if process is None or process.pid is None:
             return
         # The fit leads its own group (see fit_process_main); its workers outlive it otherwise.
-        # Unreaped, its pid cannot have been reused, so the group is still the fit's.
+        # The kernel does not reuse a pid while a live process's group bears it, so the group
+        # is still the fit's even after the fit itself has exited.
         with contextlib.suppress(ProcessLookupError, PermissionError):
             os.killpg(process.pid, signal.SIGKILL)
-        process.kill()
+        if process.exitcode is None:
+            process.kill()
         process.join(STOP_GRACE)
 
     # --- recording the end ----------------------------------------------------------------

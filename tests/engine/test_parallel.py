@@ -11,10 +11,13 @@ import errno
 import operator
 import os
 import signal
+import subprocess
+import sys
 import time
 from collections.abc import Iterator
 from contextlib import nullcontext
 from multiprocessing import shared_memory
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -292,3 +295,41 @@ def test_full_shared_memory_is_an_error_and_leaks_nothing(
     with pytest.raises(OSError, match="Not enough shared memory for array 'X_binned'"):
         ProcessExecutor(_shared_arrays(), 2)
     assert len(created_segments) == 1
+
+
+_ORPHAN_SCRIPT = """
+import sys, time
+import numpy as np
+from engine.parallel import ProcessExecutor
+executor = ProcessExecutor({"a": np.zeros(4)}, 2, start_method=sys.argv[1])
+print(*executor.worker_pids, flush=True)
+time.sleep(60)
+"""
+
+
+@pytest.mark.parametrize("start_method", ["fork", "forkserver"])
+def test_workers_exit_when_their_parent_is_killed(start_method: str) -> None:
+    # A parent killed outright (the out-of-memory killer, say) cannot shut its workers down.
+    parent = subprocess.Popen(
+        [sys.executable, "-c", _ORPHAN_SCRIPT, start_method], stdout=subprocess.PIPE, text=True
+    )
+    try:
+        assert parent.stdout is not None
+        pids = [int(pid) for pid in parent.stdout.readline().split()]
+        assert len(pids) == 2
+    finally:
+        parent.kill()
+        parent.wait()
+    deadline = time.monotonic() + 10
+    while alive := [pid for pid in pids if _running(pid)]:
+        assert time.monotonic() < deadline, f"workers {alive} outlived their killed parent"
+        time.sleep(0.05)
+
+
+def _running(pid: int) -> bool:
+    """Whether ``pid`` is a live process (an orphan's zombie, awaiting its reaper, is not)."""
+    try:
+        status = Path(f"/proc/{pid}/status").read_text()
+    except FileNotFoundError:
+        return False
+    return "zombie" not in status

@@ -107,6 +107,22 @@ def test_fit_killed_every_time_fails_with_the_reason(
     assert "tried 2 of 2 times" in (job.error_message or "")
 
 
+def test_a_fit_killed_outright_leaves_no_process_behind(
+    sqlite_engine: Engine, worker: Supervisor, tmp_path: Path
+) -> None:
+    # As a fit with n_jobs > 1 that the OOM killer ends: its engine workers are orphaned.
+    pidfile = tmp_path / "pid"
+    dataset = add_dataset(sqlite_engine)
+    job_id = add_job(
+        sqlite_engine, dataset, max_attempts=1, behaviour="crash", pidfile=f"{pidfile}"
+    )
+
+    job = wait_for(sqlite_engine, job_id, ended)
+
+    assert (job.status, job.error_code) == ("failed", "training_crashed")
+    assert _pid_gone(_read_pid(Path(f"{pidfile}.child"))), "the dead fit's child lives on"
+
+
 def test_unexpected_error_is_retried_then_fails(sqlite_engine: Engine, worker: Supervisor) -> None:
     job_id = add_job(sqlite_engine, add_dataset(sqlite_engine), max_attempts=2, behaviour="raise")
 

@@ -76,14 +76,15 @@ def standin(
         raise JobFailed("invalid_params", "max_depth must be at least 1 for this data.")
     if behaviour == "raise":
         raise RuntimeError("an unexpected bug")
+    if behaviour in ("crash", "ignore_stop") and "pidfile" in params:
+        # A grandchild, as the engine's worker processes are: a kill must reach it too, and
+        # so must the clean-up after a fit killed outright.
+        grandchild = subprocess.Popen(["sleep", "60"])
+        Path(params["pidfile"] + ".child").write_text(str(grandchild.pid))
     if behaviour == "crash" or (behaviour == "crash_once" and not Path(params["marker"]).exists()):
         if behaviour == "crash_once":
             Path(params["marker"]).touch()
         os.kill(os.getpid(), signal.SIGKILL)
-    if behaviour == "ignore_stop" and "pidfile" in params:
-        # A grandchild, as the engine's worker processes are: a kill must reach it too.
-        grandchild = subprocess.Popen(["sleep", "60"])
-        Path(params["pidfile"] + ".child").write_text(str(grandchild.pid))
     if behaviour in ("sleep", "ignore_stop"):
         deadline = time.monotonic() + float(params.get("seconds", 3.0))
         while (now := time.monotonic()) < deadline:
