@@ -136,6 +136,15 @@ class Settings(BaseSettings):
             "with error code 'runtime_exceeded'."
         ),
     )
+    max_job_memory_bytes: int = Field(
+        default=8 * 1024**3,
+        ge=1,
+        description=(
+            "Most memory one training job may be estimated to need, in bytes (from the "
+            "dataset's rows and features and the method's params, before it is queued); "
+            "a job estimated above it is a 422."
+        ),
+    )
 
     # NoDecode: these arrive as plain strings too, not only as JSON; the validators parse them.
     # repr=False: even digests of keys stay out of tracebacks and debug output.

@@ -155,6 +155,8 @@ class JobRecord(Base):
     params: Mapped[dict[str, Any]] = mapped_column(JSON)
     validation: Mapped[dict[str, Any]] = mapped_column(JSON)
     seed: Mapped[int | None] = mapped_column(Integer)
+    # The job's own limit on its fit's seconds; NULL: only the server's limit applies.
+    max_runtime_seconds: Mapped[float | None] = mapped_column(Float)
 
     status: Mapped[str] = mapped_column(String(16), default=JobStatus.QUEUED)
     progress: Mapped[float] = mapped_column(Float, default=0.0)

@@ -64,6 +64,7 @@ def job_out(job: JobRecord) -> JobOut:
         params=dict(job.params),
         validation=dict(job.validation),
         seed=job.seed,
+        max_runtime_seconds=job.max_runtime_seconds,
         model_id=job.model_id,
         error=JobError(**error) if error else None,
         cancel_requested=job.cancel_requested,

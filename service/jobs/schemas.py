@@ -58,6 +58,16 @@ class JobCreate(BaseModel):
         description="Seed of every random choice; default: drawn at random and recorded.",
     )
     name: str | None = None
+    max_runtime_seconds: float | None = Field(
+        default=None,
+        gt=0,
+        allow_inf_nan=False,
+        description=(
+            "Longest this job's fit may run, in seconds; past it the job fails with "
+            "'runtime_exceeded'. At most the server's limit (COPPICE_MAX_RUNTIME_SECONDS), "
+            "which applies when this is left out."
+        ),
+    )
 
 
 class JobError(BaseModel):
@@ -79,6 +89,9 @@ class JobOut(BaseModel):
     params: dict[str, Any] = Field(description="The params as requested.")
     validation: dict[str, Any]
     seed: int | None
+    max_runtime_seconds: float | None = Field(
+        description="The job's own limit on its fit's seconds; null: the server's limit."
+    )
     model_id: str | None
     error: JobError | None
     cancel_requested: bool

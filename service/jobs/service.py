@@ -20,6 +20,7 @@ from service.db.tables import ColumnKind, DatasetColumnRecord, JobRecord, JobSta
 from service.db.types import utc_now
 from service.errors import Conflict, FieldError, InvalidInput, NotFound
 from service.jobs import repository
+from service.jobs.estimate import estimate_job_bytes
 from service.jobs.schemas import MAX_SEED, FoldsValidation, JobCreate
 from service.methods import service as methods
 from service.methods.catalog import Task
@@ -40,7 +41,7 @@ def create_job(session: Session, request: JobCreate, settings: Settings) -> JobR
     task = _task(target, request.task)
     method = methods.get_method_or_422(request.method)
     methods.check_task(method, task)
-    methods.check_params(method, task, request.params, settings)
+    resolved = methods.check_params(method, task, request.params, settings)
     _check_target_values(target, task)
     _check_categories([columns[name] for name in features])
     if (
@@ -52,6 +53,9 @@ def create_job(session: Session, request: JobCreate, settings: Settings) -> JobR
             f"the dataset has {dataset.n_rows}.",
             errors=[{"loc": ["body", "validation", "folds"], "msg": "more folds than rows"}],
         )
+    _check_runtime(request.max_runtime_seconds, settings)
+    n_classes = target.n_unique if task == Task.CLASSIFICATION else 1
+    _check_memory(method.name, resolved, dataset.n_rows, len(features), n_classes, settings)
     if request.name is not None and not is_storable_text(request.name):
         raise InvalidInput(
             "The job name holds a NUL character or a lone surrogate, which cannot be stored.",
@@ -69,6 +73,7 @@ def create_job(session: Session, request: JobCreate, settings: Settings) -> JobR
         validation=request.validation.model_dump(),
         # Drawn here, not in the worker, so the job records the seed that reproduces it.
         seed=request.seed if request.seed is not None else secrets.randbelow(MAX_SEED + 1),
+        max_runtime_seconds=request.max_runtime_seconds,
         status=JobStatus.QUEUED,
         progress=0.0,
         attempts=0,
@@ -185,6 +190,47 @@ def _check_target_values(target: DatasetColumnRecord, task: Task) -> None:
         f"{task.value} needs at least two.",
         errors=[{"loc": ["body", "target"], "msg": f"fewer than two {what}"}],
     )
+
+
+def _check_runtime(seconds: float | None, settings: Settings) -> None:
+    if seconds is None or seconds <= settings.max_runtime_seconds:
+        return
+    raise InvalidInput(
+        f"'max_runtime_seconds' is {seconds:g}; this server allows a job at most "
+        f"{settings.max_runtime_seconds:g} seconds (COPPICE_MAX_RUNTIME_SECONDS).",
+        errors=[{"loc": ["body", "max_runtime_seconds"], "msg": "above the server's limit"}],
+    )
+
+
+def _check_memory(
+    method: str,
+    params: dict[str, Any],
+    n_rows: int,
+    n_features: int,
+    n_classes: int,
+    settings: Settings,
+) -> None:
+    needed = estimate_job_bytes(
+        method,
+        params,
+        n_rows=n_rows,
+        n_features=n_features,
+        n_classes=n_classes,
+        n_jobs=settings.processes_per_job,
+    )
+    if needed <= settings.max_job_memory_bytes:
+        return
+    raise InvalidInput(
+        f"This job is estimated to need up to {_gib(needed)} of memory ({n_rows} rows × "
+        f"{n_features} features with these params); this server allows a job at most "
+        f"{_gib(settings.max_job_memory_bytes)} (COPPICE_MAX_JOB_MEMORY_BYTES). Use fewer "
+        "rows, features or estimators, or bound the trees with max_depth or max_leaf_nodes.",
+        errors=[{"loc": ["body", "params"], "msg": "estimated memory above the server's limit"}],
+    )
+
+
+def _gib(n_bytes: int) -> str:
+    return f"{n_bytes / 1024**3:.2f} GiB"
 
 
 def _check_categories(features: Sequence[DatasetColumnRecord]) -> None:

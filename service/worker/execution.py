@@ -56,6 +56,7 @@ class JobSnapshot:
     seed: int | None
     attempts: int
     n_jobs: int
+    max_runtime_seconds: float | None = None
 
     @classmethod
     def of(cls, job: JobRecord, *, n_jobs: int) -> JobSnapshot:
@@ -72,6 +73,7 @@ class JobSnapshot:
             seed=job.seed,
             attempts=job.attempts,
             n_jobs=n_jobs,
+            max_runtime_seconds=job.max_runtime_seconds,
         )
 
 

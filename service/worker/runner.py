@@ -123,7 +123,7 @@ class JobRun(threading.Thread):
         next_beat = time.monotonic() + heartbeat
         next_poll = time.monotonic() + TICK
         kill_at: float | None = None
-        limit = self.context.max_runtime_seconds
+        limit = self._runtime_limit()
         out_of_time_at = None if limit is None else time.monotonic() + limit
         timed_out = False
         final: tuple[Any, ...] | None = None
@@ -190,14 +190,25 @@ class JobRun(threading.Thread):
             return ("error", "training stopped although no cancel was requested")
         return final
 
+    def _runtime_limit(self) -> float | None:
+        """The tighter of the server's limit and the job's own, in seconds; None: no limit."""
+        limits = [self.context.max_runtime_seconds, self.job.max_runtime_seconds]
+        return min((limit for limit in limits if limit is not None), default=None)
+
     def _runtime_exceeded(self) -> tuple[Any, ...]:
         # Deterministic enough to fail at once: a retry would take as long again.
+        limit = self._runtime_limit()
+        assert limit is not None  # only a run with a limit can exceed it
+        whose = (
+            "the job's limit (max_runtime_seconds)"
+            if limit == self.job.max_runtime_seconds
+            else "this server's limit (COPPICE_MAX_RUNTIME_SECONDS)"
+        )
         return (
             "failed",
             "runtime_exceeded",
-            f"Training ran longer than {self.context.max_runtime_seconds:g} seconds, this "
-            "server's limit (COPPICE_MAX_RUNTIME_SECONDS). Use fewer estimators, shallower "
-            "learners or fewer rows, or ask for a higher limit.",
+            f"Training ran longer than {limit:g} seconds, {whose}. Use fewer estimators, "
+            "shallower learners or fewer rows, or ask for a higher limit.",
         )
 
     def _touch(self, beat: bool, progress: tuple[float, str] | None) -> queue.Held | None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 
 import httpx
 import pytest
@@ -18,11 +19,18 @@ def backend_settings(request: pytest.FixtureRequest) -> Settings:
     return settings.model_copy(update={"max_estimators": 500, "max_depth": 20})
 
 
-@pytest.fixture
-async def any_client(backend_settings: Settings) -> AsyncIterator[httpx.AsyncClient]:
-    app = create_app(backend_settings)
+@asynccontextmanager
+async def app_client(settings: Settings) -> AsyncIterator[httpx.AsyncClient]:
+    """A client of a running app made with ``settings`` (kept on it as ``app_settings``)."""
+    app = create_app(settings)
     async with app.router.lifespan_context(app):
         transport = httpx.ASGITransport(app=app)
         async with httpx.AsyncClient(transport=transport, base_url="http://test") as client:
-            client.app_settings = backend_settings  # type: ignore[attr-defined]
+            client.app_settings = settings  # type: ignore[attr-defined]
             yield client
+
+
+@pytest.fixture
+async def any_client(backend_settings: Settings) -> AsyncIterator[httpx.AsyncClient]:
+    async with app_client(backend_settings) as client:
+        yield client

@@ -9,8 +9,11 @@ import pytest
 from sqlalchemy import update
 from sqlalchemy.orm import Session
 
+from service.config import Settings
 from service.db.session import create_db_engine
 from service.db.tables import JobRecord, JobStatus
+from service.jobs import estimate
+from tests.service.jobs.conftest import app_client
 
 pytestmark = pytest.mark.anyio
 
@@ -264,3 +267,46 @@ async def test_feature_with_too_many_categories_is_refused(any_client: httpx.Asy
         any_client, dataset_id=dataset_id, target="label", method="bagging", features=["x"]
     )
     assert allowed.status_code == 202
+
+
+async def test_a_job_s_runtime_limit_is_stored_shown_and_capped(
+    any_client: httpx.AsyncClient,
+) -> None:
+    dataset_id = await _dataset(any_client)
+    base = {"dataset_id": dataset_id, "target": "label", "method": "decision_tree"}
+    server_limit = any_client.app_settings.max_runtime_seconds  # type: ignore[attr-defined]
+
+    limited = await _create(any_client, **base, max_runtime_seconds=90.5)
+    unlimited = await _create(any_client, **base)
+
+    assert limited.status_code == unlimited.status_code == 202, limited.text
+    fetched = (await any_client.get(limited.headers["location"])).json()
+    assert limited.json()["max_runtime_seconds"] == fetched["max_runtime_seconds"] == 90.5
+    assert unlimited.json()["max_runtime_seconds"] is None
+    at_the_limit = await _create(any_client, **base, max_runtime_seconds=server_limit)
+    assert at_the_limit.status_code == 202, at_the_limit.text
+    for bad in (server_limit + 1, 0, -5, "soon"):
+        problem = _problem(await _create(any_client, **base, max_runtime_seconds=bad), 422)
+        assert ["body", "max_runtime_seconds"] in [e["loc"] for e in problem["errors"]], bad
+    above = await _create(any_client, **base, max_runtime_seconds=server_limit * 2)
+    assert "COPPICE_MAX_RUNTIME_SECONDS" in _problem(above, 422)["detail"]
+
+
+async def test_a_job_estimated_past_the_memory_budget_is_refused(
+    backend_settings: Settings,
+) -> None:
+    # The budget admits the smallest fit and not a 500-tree forest on the same rows.
+    budget = estimate.BASE + 1024 * 1024
+    settings = backend_settings.model_copy(update={"max_job_memory_bytes": budget})
+    async with app_client(settings) as client:
+        dataset_id = await _dataset(client)
+        base = {"dataset_id": dataset_id, "target": "label"}
+        small = await _create(client, **base, method="decision_tree")
+        big = await _create(client, **base, method="random_forest", params={"n_estimators": 500})
+
+    assert small.status_code == 202, small.text
+    problem = _problem(big, 422)
+    assert "COPPICE_MAX_JOB_MEMORY_BYTES" in problem["detail"]
+    assert problem["errors"] == [
+        {"loc": ["body", "params"], "msg": "estimated memory above the server's limit"}
+    ]

@@ -290,3 +290,25 @@ def test_a_fit_past_the_runtime_limit_fails_with_the_reason(
     assert (job.status, job.attempts, job.error_code) == ("failed", 1, "runtime_exceeded")
     assert "COPPICE_MAX_RUNTIME_SECONDS" in (job.error_message or "")
     assert _pid_gone(pid)
+
+
+def test_a_job_s_own_runtime_limit_is_enforced_under_the_server_s(
+    sqlite_engine: Engine, sqlite_url: str
+) -> None:
+    # The limit is set before the worker starts: the claim takes the job's snapshot.
+    job_id = add_job(sqlite_engine, add_dataset(sqlite_engine), behaviour="sleep", seconds=60)
+    with Session(sqlite_engine) as session, session.begin():
+        session.get_one(JobRecord, job_id).max_runtime_seconds = 1.0
+    supervisor = Supervisor(
+        sqlite_url, fast_config(max_runtime_seconds=600.0), train=standin, worker_id="limited"
+    )
+    supervisor.start()
+    started = time.monotonic()
+    try:
+        job = wait_for(sqlite_engine, job_id, ended, timeout=20)
+    finally:
+        supervisor.stop(grace=0)
+
+    assert (job.status, job.attempts, job.error_code) == ("failed", 1, "runtime_exceeded")
+    assert "the job's limit (max_runtime_seconds)" in (job.error_message or "")
+    assert time.monotonic() - started < 15

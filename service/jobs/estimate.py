@@ -1,0 +1,109 @@
+"""How much memory a training job may need, estimated before it is queued.
+
+``POST /v1/jobs`` refuses a job whose estimate passes ``COPPICE_MAX_JOB_MEMORY_BYTES``, so a
+request that would exhaust the worker's machine fails at once with a 422 instead of hours
+later with an out-of-memory kill. The estimate is an upper bound, simple on purpose::
+
+    bytes = BASE + (n_jobs - 1) · PROCESS
+          + n · p · (DATA_PER_CELL + n_jobs · WORK_PER_CELL)
+          + nodes · (NODE_BYTES + 8 · K)
+
+with ``n`` rows, ``p`` features, ``K`` classes (1 for regression) and ``n_jobs`` processes
+(``COPPICE_PROCESSES_PER_JOB``). ``nodes`` bounds the tree nodes the fitted model can hold:
+each tree has at most ``min(2n − 1, 2·max_leaf_nodes − 1, 2^(max_depth+1) − 1)``; a method's
+``n_estimators`` (or ``n_experts``) multiplies the trees of everything below it, multiclass
+gradient boosting grows ``K`` trees a round, and a combiner's members count twice (the final
+fit and one cross-validation fold's fit in flight).
+
+The constants come from the peak RSS of real fits (``tests/service/jobs/test_estimate.py``
+measures some and holds the estimate between 1× and 4× of each): a fit process with the
+service's modules loaded takes ~70 MiB before any data; the decoded columns, ``X`` and the
+holdout split take ~32 bytes a cell; a tree grower's per-level gathers, keys and histograms
+took up to ~70 more bytes a cell (per process, as every process grows its own trees); a
+fitted node with its share of the model's bookkeeping took up to ~170 bytes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+MIB = 1024 * 1024
+BASE = 256 * MIB
+PROCESS = 128 * MIB
+DATA_PER_CELL = 32
+WORK_PER_CELL = 96
+NODE_BYTES = 256
+# Methods that grow K trees a round for K classes (one per class's gradient).
+PER_CLASS_TREES = frozenset({"gradient_boosting", "xgboost"})
+TREE_LIMIT_KEYS = ("max_depth", "max_leaf_nodes", "max_leaves")
+
+
+def estimate_job_bytes(
+    method: str,
+    params: Mapping[str, Any],
+    *,
+    n_rows: int,
+    n_features: int,
+    n_classes: int,
+    n_jobs: int,
+) -> int:
+    """Upper bound on the peak memory of one job's fit, in bytes.
+
+    ``params`` are the resolved params (defaults filled in, nested learners expanded to
+    ``{"method", "params"}``); ``n_classes`` is 1 for regression.
+    """
+    n_classes = max(1, n_classes)
+    cells = n_rows * n_features
+    nodes = _nodes(method, params, n_rows, n_classes)
+    return int(
+        BASE
+        + (n_jobs - 1) * PROCESS
+        + cells * (DATA_PER_CELL + n_jobs * WORK_PER_CELL)
+        + nodes * (NODE_BYTES + 8 * n_classes)
+    )
+
+
+def _nodes(method: str, params: Mapping[str, Any], n_rows: int, n_classes: int) -> int:
+    """Tree nodes a fitted learner (and every learner inside it) can hold at most."""
+    own = _tree_nodes(params, n_rows) if _grows_trees(params) else 0
+    if own and method in PER_CLASS_TREES and n_classes > 2:
+        own *= n_classes
+    inner = sum(
+        _nodes(learner["method"], learner["params"], n_rows, n_classes)
+        for learner in _learners(params)
+    )
+    if "cv" in params:
+        inner *= 2
+    copies = params.get("n_estimators") or params.get("n_experts") or 1
+    return int(copies) * (own + inner)
+
+
+def _grows_trees(params: Mapping[str, Any]) -> bool:
+    return any(key in params for key in TREE_LIMIT_KEYS)
+
+
+def _tree_nodes(params: Mapping[str, Any], n_rows: int) -> int:
+    bounds = [2 * n_rows - 1]
+    leaves = params.get("max_leaf_nodes") or params.get("max_leaves")
+    if leaves:
+        bounds.append(2 * int(leaves) - 1)
+    depth = params.get("max_depth")
+    if depth is not None and depth < 62:
+        bounds.append(2 ** (int(depth) + 1) - 1)
+    return max(1, min(bounds))
+
+
+def _learners(params: Mapping[str, Any]) -> list[Mapping[str, Any]]:
+    """The nested learners of resolved params: ``{"method", "params"}`` mappings."""
+    found: list[Mapping[str, Any]] = []
+    for value in params.values():
+        candidates = value if isinstance(value, list) else [value]
+        found.extend(
+            candidate
+            for candidate in candidates
+            if isinstance(candidate, Mapping)
+            and isinstance(candidate.get("method"), str)
+            and isinstance(candidate.get("params"), Mapping)
+        )
+    return found
