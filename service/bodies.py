@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import sys
 from typing import Any
 
 from fastapi import Request
@@ -28,12 +29,22 @@ async def read_limited(request: Request, limit: int, *, setting: str) -> bytes:
     return bytes(body)
 
 
+TOO_MANY_DIGITS = (
+    f"The body holds an integer literal of more than {sys.get_int_max_str_digits()} digits, "
+    "which cannot be read; no feature or cell can hold a number that large."
+)
+
+
 def parse_json(body: bytes) -> Any:
     """The body as JSON; malformed, non-UTF-8 or absurdly deep JSON is a 400, never a 500."""
     try:
         return json.loads(body)
     except json.JSONDecodeError as error:
         raise BadRequest(f"The body is not valid JSON: {error}.") from None
+    except ValueError:
+        # Python refuses to read an integer literal of more than 4300 digits (its guard against
+        # quadratic-time conversion) with a plain ValueError, not a JSONDecodeError.
+        raise BadRequest(TOO_MANY_DIGITS) from None
     except UnicodeDecodeError:
         raise BadRequest("The body is not UTF-8 text.") from None
     except RecursionError:

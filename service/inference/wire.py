@@ -13,6 +13,7 @@ import zlib
 from dataclasses import dataclass
 from typing import Any
 
+from service.bodies import TOO_MANY_DIGITS
 from service.errors import BadRequest, PayloadTooLarge, UnsupportedMediaType
 
 HEADER_LENGTH = "Inference-Header-Content-Length"
@@ -86,6 +87,8 @@ def split_request(body: bytes, header_length: str | None) -> RequestBody:
             else ""
         )
         raise BadRequest(f"The request's JSON header is not valid JSON: {error}{hint}.") from None
+    except ValueError:  # an integer literal past Python's digit limit (see service.bodies)
+        raise BadRequest(TOO_MANY_DIGITS) from None
     if not isinstance(header, dict):
         raise BadRequest("The inference request must be a JSON object with an 'inputs' array.")
     return RequestBody(header=header, binary=binary)

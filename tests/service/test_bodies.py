@@ -21,8 +21,11 @@ DEEP = "[" * 100_000 + "]" * 100_000
         ("/v1/models/some-model/predict", '{"rows": ' + DEEP + "}"),
         ("/v1/datasets", "{not json"),
         ("/v1/datasets", b'{"columns": ["\xff"]}'),
+        # Past Python's 4,300-digit limit on int(); found by tests/service/fuzz (was a 500).
+        ("/v1/datasets", '{"columns": ["a"], "rows": [[' + "9" * 5000 + "]]}"),
+        ("/v1/models/some-model/predict", '{"records": [{"x": ' + "9" * 5000 + "}]}"),
     ],
-    ids=["deep-upload", "deep-predict", "malformed", "not-utf8"],
+    ids=["deep-upload", "deep-predict", "malformed", "not-utf8", "digits-upload", "digits-predict"],
 )
 async def test_unparseable_json_is_a_400_problem(
     client: httpx.AsyncClient, path: str, body: str | bytes
