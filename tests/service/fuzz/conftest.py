@@ -8,7 +8,7 @@ up in another.
 from __future__ import annotations
 
 import shutil
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -16,9 +16,11 @@ import anyio
 import httpx
 import pytest
 from fastapi import FastAPI
+from sqlalchemy import Engine
 
 from service.app import create_app
 from service.config import Settings
+from service.db.session import create_db_engine
 from tests.service.models.helpers import COLUMNS, dataset_rows, train_queued_job
 
 # Small enough that the row limit (413) is reached by generated bodies too.
@@ -88,6 +90,14 @@ def fuzz_settings(seed: Seed, tmp_path: Path) -> Settings:
     data_dir.mkdir()
     shutil.copyfile(seed.database, data_dir / "coppice.db")
     return _settings(data_dir)
+
+
+@pytest.fixture
+def fuzz_db(fuzz_settings: Settings) -> Iterator[Engine]:
+    """The database of this test's app, for what the worker would do (claim, train)."""
+    engine = create_db_engine(fuzz_settings.resolved_database_url)
+    yield engine
+    engine.dispose()
 
 
 @pytest.fixture

@@ -6,6 +6,7 @@ import os
 from typing import Any
 
 import httpx
+from hypothesis import HealthCheck, settings
 
 PROBLEM = "application/problem+json"
 
@@ -13,6 +14,16 @@ PROBLEM = "application/problem+json"
 def examples(default: int) -> int:
     """Examples per fuzz test: ``default`` in ``make test``; ``COPPICE_FUZZ_EXAMPLES`` (``make fuzz``)."""
     return int(os.environ.get("COPPICE_FUZZ_EXAMPLES", default))
+
+
+# The Hypothesis fuzzers' settings: reproducible, no deadline (the machine is shared), one app
+# per test shared by its examples (every upload is a new dataset; nothing needs resetting).
+FUZZ = settings(
+    max_examples=examples(40),
+    derandomize=True,
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+)
 
 
 def problem_fault(status: int, content_type: str, body: Any) -> str | None:

@@ -17,6 +17,7 @@ from fastapi import FastAPI
 from sqlalchemy import Engine
 
 from service.config import Settings
+from service.datasets.columns import ColumnData
 from service.datasets.service import load_columns
 from service.deps import Resources
 from service.training import TrainingSpec, run_training
@@ -101,20 +102,26 @@ class Service:
         return train_queued_job(self.db_engine, job.json()["id"])
 
 
-def train_queued_job(db_engine: Engine, job_id: str) -> str:
-    """Claim the queued job ``job_id``, train it in this process and store it; its model id."""
-    now = datetime.now(UTC)
+def claim_queued_job(
+    db_engine: Engine, job_id: str
+) -> tuple[JobSnapshot, TrainingSpec, list[ColumnData]]:
+    """Claim the queued job ``job_id`` as the worker does: what it runs, and on what data."""
     policy = LeasePolicy(
         lease=timedelta(minutes=5), heartbeat=timedelta(seconds=30), backoff=timedelta(0)
     )
     with queue.transaction(db_engine) as session:
-        record = queue.claim(session, worker_id=WORKER, now=now, policy=policy)
+        record = queue.claim(session, worker_id=WORKER, now=datetime.now(UTC), policy=policy)
         assert record is not None and record.id == job_id
-        snapshot = JobSnapshot.of(record, n_jobs=1)
         spec = TrainingSpec.from_job(record)
         columns = load_columns(session, record.dataset_id or "", spec.columns)
+        return JobSnapshot.of(record, n_jobs=1), spec, columns
+
+
+def train_queued_job(db_engine: Engine, job_id: str) -> str:
+    """Claim the queued job ``job_id``, train it in this process and store it; its model id."""
+    snapshot, spec, columns = claim_queued_job(db_engine, job_id)
     outcome = run_training(spec, columns, lambda fraction, stage: None, lambda: False)
     with queue.transaction(db_engine) as session:
-        model_id = queue.finish_succeeded(session, snapshot, WORKER, outcome, now=now)
+        model_id = queue.finish_succeeded(session, snapshot, WORKER, outcome, now=datetime.now(UTC))
     assert model_id is not None
     return model_id
