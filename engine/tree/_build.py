@@ -33,6 +33,8 @@ class TreeSpec:
     n_classes: int  # 0 for regression
     # Second-order trees: monotone constraint per feature (−1, 0, +1), None when all are 0.
     monotone: NDArray[np.int8] | None = None
+    # Threads that build one tree's histograms (boosting's n_jobs; forests use processes).
+    n_threads: int = 1
 
 
 @dataclass(frozen=True)
@@ -104,7 +106,7 @@ def build_tree(
         Per-row weight: sample weight × class weight × bootstrap count (0 = row unused).
     """
     rows = np.flatnonzero(weights > 0)
-    binned = data.binned[rows]
+    binned = _rows_of(data.binned, rows)
     row_weights = weights[rows]
     if spec.n_classes:
         classes = data.target[rows]
@@ -129,7 +131,9 @@ def build_tree(
         weights=row_weights if spec.n_classes else None,
         has_missing=has_missing_codes(binned),
     )
-    return grow_tree(ctx, targets, data.thresholds, spec.limits, rng, feature_subset)
+    return grow_tree(
+        ctx, targets, data.thresholds, spec.limits, rng, feature_subset, spec.n_threads
+    )
 
 
 def build_newton_tree(
@@ -153,7 +157,7 @@ def build_newton_tree(
     rows = np.flatnonzero(weights > 0)
     row_weights = weights[rows]
     channels = np.stack([gradient[rows] * row_weights, hessian[rows] * row_weights], axis=1)
-    binned = data.binned[rows]
+    binned = _rows_of(data.binned, rows)
     ctx = SplitContext(
         binned=binned,
         channels=channels,
@@ -167,7 +171,15 @@ def build_newton_tree(
         has_missing=has_missing_codes(binned),
         monotone=spec.monotone,
     )
-    return grow_tree(ctx, None, data.thresholds, spec.limits, rng, feature_subset)
+    return grow_tree(ctx, None, data.thresholds, spec.limits, rng, feature_subset, spec.n_threads)
+
+
+def _rows_of(
+    binned: NDArray[np.unsignedinteger[Any]], rows: NDArray[np.intp]
+) -> NDArray[np.unsignedinteger[Any]]:
+    """``binned[rows]``, without the copy when ``rows`` are all of them (boosting rounds
+    without subsampling grow every tree on every row)."""
+    return binned if rows.size == binned.shape[0] else binned[rows]
 
 
 def resolve_max_features(max_features: Any, n_features: int) -> int:

@@ -15,6 +15,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
+from engine._threads import run_in_threads, split_evenly
 from engine.tree._criteria import (
     CLASSIFICATION_CRITERIA,
     Newton,
@@ -42,6 +43,8 @@ HISTOGRAM_MAX_CELLS = 8_000_000
 # ... and while a level splits at most this many nodes: past it, deep trees' many small
 # nodes are cheaper to search from their rows.
 HISTOGRAM_MAX_SPLITS = 128
+# Fewest rows in a batch for its histograms to be shared out among threads.
+THREADED_HISTOGRAM_ROWS = 16_384
 # Codes per feature in a dense histogram (8-bit binning), and bits of a category bitset.
 HISTOGRAM_CODES = 256
 BITSET_CODES = 256
@@ -105,8 +108,10 @@ class _Growth:
         limits: GrowthLimits,
         rng: np.random.Generator,
         feature_subset: NDArray[np.int64] | None,
+        n_threads: int = 1,
     ) -> None:
         self.ctx = ctx
+        self.n_threads = n_threads
         self.targets = targets
         self.thresholds = thresholds
         self.limits = limits
@@ -265,14 +270,18 @@ class _Growth:
     ) -> tuple[NDArray[np.int64], NDArray[np.float64]]:
         """Dense histograms of a batch: counts (S, F, 256) and channel sums (S, F, 256, C).
 
-        One feature at a time over a contiguous copy of the batch's codes: small
-        ``bincount`` calls beat one huge call whose keys and repeated weights would first
-        have to be materialised.
+        One feature at a time: small ``bincount`` calls beat one huge call whose keys and
+        repeated weights would first have to be materialised. The features are shared out
+        among ``n_threads`` threads (``bincount`` releases the GIL); each feature's cells are
+        written by one thread in one call, so the sums do not depend on the thread count.
         """
         ctx = self.ctx
         n_features = self.candidates.size
         n_channels = ctx.channels.shape[1]
-        codes = np.ascontiguousarray(ctx.binned[rows][:, self.candidates].T)
+        if rows.size == ctx.binned.shape[0]:
+            codes = ctx.binned.T[self.candidates]  # the root: every row, no gather needed
+        else:
+            codes = np.ascontiguousarray(ctx.binned[rows][:, self.candidates].T)
         base = slot_of_row * HISTOGRAM_CODES
         n_cells = n_slots * HISTOGRAM_CODES
         counts = np.empty((n_slots, n_features, HISTOGRAM_CODES), dtype=np.int64)
@@ -284,22 +293,31 @@ class _Growth:
             row_weights = ctx.weights[rows]
         else:
             channels = ctx.channels[rows]
-        for j in range(n_features):
-            keys = base + codes[j]
-            counts[:, j] = np.bincount(keys, minlength=n_cells).reshape(n_slots, HISTOGRAM_CODES)
-            if by_class:
-                class_keys = class_offset + codes[j].astype(np.intp) * n_channels
-                sums[:, j] = np.bincount(
-                    class_keys, weights=row_weights, minlength=n_cells * n_channels
-                ).reshape(n_slots, HISTOGRAM_CODES, n_channels)
-                continue
-            for c in range(n_channels):
-                if c == 0 and self.unit_weights:
-                    sums[:, j, :, 0] = counts[:, j]
+
+        def fill(features: range) -> None:
+            for j in features:
+                keys = base + codes[j]
+                counts[:, j] = np.bincount(keys, minlength=n_cells).reshape(
+                    n_slots, HISTOGRAM_CODES
+                )
+                if by_class:
+                    class_keys = class_offset + codes[j].astype(np.intp) * n_channels
+                    sums[:, j] = np.bincount(
+                        class_keys, weights=row_weights, minlength=n_cells * n_channels
+                    ).reshape(n_slots, HISTOGRAM_CODES, n_channels)
                     continue
-                sums[:, j, :, c] = np.bincount(
-                    keys, weights=channels[:, c], minlength=n_cells
-                ).reshape(n_slots, HISTOGRAM_CODES)
+                for c in range(n_channels):
+                    if c == 0 and self.unit_weights:
+                        sums[:, j, :, 0] = counts[:, j]
+                        continue
+                    sums[:, j, :, c] = np.bincount(
+                        keys, weights=channels[:, c], minlength=n_cells
+                    ).reshape(n_slots, HISTOGRAM_CODES)
+
+        # Threads pay only where each feature's bincounts are long enough to outweigh handing
+        # the work out; the histograms are the same either way.
+        n_threads = self.n_threads if rows.size >= THREADED_HISTOGRAM_ROWS else 1
+        run_in_threads(fill, split_evenly(n_features, n_threads), n_threads)
         return counts, sums
 
     # -- split search -------------------------------------------------------------------
@@ -473,6 +491,7 @@ def grow_tree(
     limits: GrowthLimits,
     rng: np.random.Generator,
     feature_subset: NDArray[np.int64] | None = None,
+    n_threads: int = 1,
 ) -> Tree:
     """Grow one tree on all rows of ``ctx.binned`` (rows of zero weight must be dropped first).
 
@@ -489,8 +508,10 @@ def grow_tree(
         The tree's own random stream (feature draws, random thresholds).
     feature_subset : ndarray of int64, optional
         Features the tree may split on (a random subspace); default all.
+    n_threads : int
+        Threads that build the histograms; the tree is the same for every count.
     """
-    growth = _Growth(ctx, targets, thresholds, limits, rng, feature_subset)
+    growth = _Growth(ctx, targets, thresholds, limits, rng, feature_subset, n_threads)
     if limits.max_leaf_nodes is None:
         _grow_level_wise(growth)
     else:

@@ -288,7 +288,8 @@ def test_exact_refuses_more_distinct_values_than_codes() -> None:
 
 @pytest.mark.parametrize("constraints", [None, (1, 0, -1, 0)])
 def test_exact_matches_xgboost(constraints: Any) -> None:
-    xgboost = pytest.importorskip("xgboost")
+    import xgboost  # a dev dependency (xgboost-cpu): imported here, not by every test
+
     X, y = wiggly_data(n=400, seed=5)
     params: dict[str, Any] = dict(n_estimators=15, max_depth=4, learning_rate=0.3, reg_lambda=1.0)
     if constraints is not None:
