@@ -11,7 +11,7 @@ PYTEST_ARGS ?=
 # Examples per operation and per fuzz test in `make fuzz`; `make test` runs a few dozen.
 FUZZ_EXAMPLES ?= 500
 
-.PHONY: serve test lint format fuzz bench bench-service clean
+.PHONY: serve test lint format fuzz bench bench-service soak clean
 
 # The stamp is rebuilt whenever pyproject.toml changes, so new dependencies
 # arrive with the next `make` instead of a hand-run pip command.
@@ -54,6 +54,11 @@ bench: $(VENV)/.bench-installed
 
 bench-service: $(VENV)/.bench-installed
 	$(BIN)/python -m benchmarks.service
+
+# 20,000 one-row predictions at concurrency 32 against a real server; fails on any error or
+# when the server's memory grows over the second half (see benchmarks/soak.py).
+soak: $(VENV)/.installed
+	$(BIN)/python -m benchmarks.soak
 
 clean:
 	rm -rf $(VENV) build dist *.egg-info .pytest_cache .mypy_cache .ruff_cache
