@@ -10,7 +10,8 @@ later with an out-of-memory kill. The estimate is an upper bound, simple on purp
 
 with ``n`` rows, ``p`` features, ``K`` classes (1 for regression) and ``n_jobs`` processes
 (``COPPICE_PROCESSES_PER_JOB``). ``nodes`` bounds the tree nodes the fitted model can hold:
-each tree has at most ``min(2n − 1, 2·max_leaf_nodes − 1, 2^(max_depth+1) − 1)``; a method's
+each tree has at most ``min(2⌈n/min_samples_leaf⌉ − 1, 2·max_leaf_nodes − 1,
+2^(max_depth+1) − 1)``; a method's
 ``n_estimators`` (or ``n_experts``) multiplies the trees of everything below it, multiclass
 gradient boosting grows ``K`` trees a round, and a combiner's members count twice (the final
 fit and one cross-validation fold's fit in flight).
@@ -25,6 +26,7 @@ fitted node with its share of the model's bookkeeping took up to ~170 bytes.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from typing import Any
 
@@ -84,7 +86,10 @@ def _grows_trees(params: Mapping[str, Any]) -> bool:
 
 
 def _tree_nodes(params: Mapping[str, Any], n_rows: int) -> int:
-    bounds = [2 * n_rows - 1]
+    leaf = params.get("min_samples_leaf") or 1
+    # An int is a count of rows, a float a fraction of them (scikit-learn's convention).
+    min_leaf = max(1, int(leaf) if isinstance(leaf, int) else math.ceil(float(leaf) * n_rows))
+    bounds = [2 * math.ceil(n_rows / min_leaf) - 1]
     leaves = params.get("max_leaf_nodes") or params.get("max_leaves")
     if leaves:
         bounds.append(2 * int(leaves) - 1)

@@ -224,7 +224,8 @@ def _check_memory(
         f"This job is estimated to need up to {_gib(needed)} of memory ({n_rows} rows × "
         f"{n_features} features with these params); this server allows a job at most "
         f"{_gib(settings.max_job_memory_bytes)} (COPPICE_MAX_JOB_MEMORY_BYTES). Use fewer "
-        "rows, features or estimators, or bound the trees with max_depth or max_leaf_nodes.",
+        "rows, features or estimators, or bound the trees with max_depth, max_leaf_nodes "
+        "or min_samples_leaf.",
         errors=[{"loc": ["body", "params"], "msg": "estimated memory above the server's limit"}],
     )
 

@@ -49,6 +49,8 @@ def test_nodes_are_bounded_by_rows_depth_and_leaves_and_multiplied_through_nesti
 
     assert nodes("decision_tree", {}) == 1999  # 2n - 1
     assert nodes("decision_tree", {"max_depth": 3}) == 15
+    assert nodes("decision_tree", {"min_samples_leaf": 10}) == 199  # 2·⌈n/10⌉ - 1
+    assert nodes("decision_tree", {"min_samples_leaf": 0.25}) == 7
     assert nodes("decision_tree", {"max_leaf_nodes": 10, "max_depth": 8}) == 19
     assert nodes("random_forest", {"n_estimators": 7, "max_depth": 2}) == 7 * 7
     bagged_stumps = {"n_estimators": 4, "estimator": {"method": "adaboost", "params": {}}}
