@@ -10,6 +10,10 @@ import pytest
 
 import engine.tree._grower as grower
 from engine import (
+    AdaBoostClassifier,
+    AdaBoostRegressor,
+    ArcX4Classifier,
+    DecisionTreeClassifier,
     GradientBoostingClassifier,
     GradientBoostingRegressor,
     XGBoostClassifier,
@@ -32,7 +36,10 @@ def labels(score: np.ndarray) -> np.ndarray:
 
 
 def nodes(model: Any) -> list[np.ndarray]:
-    return [tree.nodes for stage in model.estimators_ for tree in stage]
+    members = model.estimators_
+    if hasattr(members[0], "tree_"):  # the AdaBoost family: a list of fitted trees
+        return [member.tree_.nodes for member in members]
+    return [tree.nodes for stage in members for tree in stage]
 
 
 def raw(model: Any, X: np.ndarray) -> np.ndarray:
@@ -62,6 +69,9 @@ MODELS = [
     XGBoostClassifier(n_estimators=3, max_depth=3, subsample=0.8, random_state=0),
     GradientBoostingRegressor(n_estimators=4, max_depth=3, random_state=0),
     GradientBoostingClassifier(n_estimators=3, max_depth=2, random_state=0),
+    AdaBoostClassifier(n_estimators=4, random_state=0),
+    AdaBoostRegressor(n_estimators=3, boosting_mode="reweight", random_state=0),
+    ArcX4Classifier(DecisionTreeClassifier(max_depth=2), n_estimators=3, random_state=0),
 ]
 
 
@@ -90,10 +100,10 @@ def test_small_batches_stay_on_the_calling_thread(histogram_threads: Any) -> Non
 def test_n_jobs_is_checked_and_saved_models_without_it_load() -> None:
     with pytest.raises(ValueError, match="n_jobs"):
         XGBoostRegressor(n_jobs=0).fit(*data(100))
-    legacy = GradientBoostingRegressor(n_estimators=2)
-    del legacy.n_jobs  # as a model saved before the parameter existed loads
-    assert legacy.n_jobs is None
-    legacy.fit(*data(100))
+    for legacy in (GradientBoostingRegressor(n_estimators=2), AdaBoostRegressor(n_estimators=2)):
+        del legacy.n_jobs  # as a model saved before the parameter existed loads
+        assert legacy.n_jobs is None
+        legacy.fit(*data(100))
 
 
 def test_split_evenly_covers_every_item_once() -> None:
