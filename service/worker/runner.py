@@ -25,7 +25,7 @@ from multiprocessing.process import BaseProcess
 from typing import Any
 
 from sqlalchemy import Engine
-from sqlalchemy.exc import SQLAlchemyError
+from sqlalchemy.exc import OperationalError, SQLAlchemyError
 
 from service.db.tables import JobStatus
 from service.db.types import utc_now
@@ -43,6 +43,8 @@ STOP_GRACE = 5.0
 TICK = 0.5
 # The job row gets at most one progress write per this many seconds.
 PROGRESS_WRITE_INTERVAL = 1.0
+# Seconds between two attempts to record how a run ended while the database is away.
+RECORD_RETRY = 0.5
 
 
 @dataclass(frozen=True, slots=True)
@@ -110,7 +112,7 @@ class JobRun(threading.Thread):
             verdict = self._watch(receiver, stop)
         finally:
             receiver.close()
-        self._record(verdict)
+        self._record_while_held(verdict)
 
     def _watch(self, receiver: Connection, stop: Any) -> tuple[Any, ...]:
         """Follow the fit until it ends; returns its last message or why it ended without one."""
@@ -239,6 +241,28 @@ class JobRun(threading.Thread):
 
     # --- recording the end ----------------------------------------------------------------
 
+    def _record_while_held(self, verdict: tuple[Any, ...]) -> None:
+        """Record how the run ended, trying again while the database is away, for up to a lease.
+
+        A trained model exists only in this process until it is stored: given up, the job waits
+        out its lease and trains again. Every write is guarded, so a write that did land before
+        its connection broke, or a job taken back meanwhile, makes a retry a no-op.
+        """
+        give_up_at = time.monotonic() + self.context.policy.lease.total_seconds()
+        while True:
+            try:
+                self._record(verdict)
+                return
+            except OperationalError as error:
+                if time.monotonic() >= give_up_at or self.context.abort.is_set():
+                    raise
+                logger.warning(
+                    "job %s: could not record its end (%s); retrying",
+                    self.job.id,
+                    type(error.orig).__name__ if error.orig else error,
+                )
+                time.sleep(RECORD_RETRY)
+
     def _record(self, verdict: tuple[Any, ...]) -> None:
         kind = verdict[0]
         job_id, worker_id, engine = self.job.id, self.context.worker_id, self.context.engine
@@ -286,6 +310,8 @@ class JobRun(threading.Thread):
         except queue.ArtifactMismatch as error:
             self._retry_or_fail(now, "artifact_corrupt", str(error))
             return
+        except OperationalError:
+            raise  # the database is away, the model is fine: the caller tries again
         except SQLAlchemyError as error:
             # Nothing was written (one transaction); retried, the job may well store next time.
             logger.exception("job %s: the model could not be stored", job_id)

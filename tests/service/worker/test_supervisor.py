@@ -7,10 +7,12 @@ import time
 from collections.abc import Iterator
 from datetime import timedelta
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
 from sqlalchemy import Engine
+from sqlalchemy.exc import OperationalError
 from sqlalchemy.orm import Session
 from worker_helpers import add_dataset, add_job, ended, fast_config, get_job, wait_for
 from worker_standins import standin
@@ -19,7 +21,7 @@ from engine import load_model
 from service.db.session import create_db_engine
 from service.db.tables import JobRecord, ModelArtifactRecord
 from service.db.types import utc_now
-from service.worker import Supervisor
+from service.worker import Supervisor, queue
 
 
 @pytest.fixture
@@ -121,6 +123,28 @@ def test_a_fit_killed_outright_leaves_no_process_behind(
 
     assert (job.status, job.error_code) == ("failed", "training_crashed")
     assert _pid_gone(_read_pid(Path(f"{pidfile}.child"))), "the dead fit's child lives on"
+
+
+def test_a_model_finished_while_the_database_is_away_is_stored_when_it_returns(
+    sqlite_engine: Engine, worker: Supervisor, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    store = queue.finish_succeeded
+    calls = []
+
+    def database_away_twice(*args: Any, **kwargs: Any) -> str | None:
+        calls.append(time.monotonic())
+        if len(calls) <= 2:
+            raise OperationalError("COMMIT", {}, ConnectionError("server closed the connection"))
+        return store(*args, **kwargs)
+
+    monkeypatch.setattr(queue, "finish_succeeded", database_away_twice)
+    job_id = add_job(sqlite_engine, add_dataset(sqlite_engine))
+
+    job = wait_for(sqlite_engine, job_id, ended)
+
+    # The same run's model, not a second training: one attempt, stored on the third try.
+    assert (job.status, job.attempts, len(calls)) == ("succeeded", 1, 3)
+    assert job.model_id is not None
 
 
 def test_unexpected_error_is_retried_then_fails(sqlite_engine: Engine, worker: Supervisor) -> None:
