@@ -11,7 +11,7 @@ PYTEST_ARGS ?=
 # Examples per operation and per fuzz test in `make fuzz`; `make test` runs a few dozen.
 FUZZ_EXAMPLES ?= 500
 
-.PHONY: serve test lint format fuzz bench bench-service soak clean
+.PHONY: serve test lint format fuzz faults bench bench-service soak clean
 
 # The stamp is rebuilt whenever pyproject.toml changes, so new dependencies
 # arrive with the next `make` instead of a hand-run pip command.
@@ -48,6 +48,13 @@ format: $(VENV)/.installed
 # predictions) with many more examples than `make test` gives them; takes several minutes.
 fuzz: $(VENV)/.installed
 	COPPICE_FUZZ_EXAMPLES=$(FUZZ_EXAMPLES) $(BIN)/pytest tests/service/fuzz $(PYTEST_ARGS)
+
+# Kill fits, workers, the API and whole servers at random moments, then prove no job is lost:
+# ROUNDS rounds on SQLite, then on PostgreSQL (COPPICE_TEST_POSTGRES_URL or the local server).
+ROUNDS ?= 50
+faults: $(VENV)/.installed
+	$(BIN)/python -m tests.stress.fault_loop --database sqlite --rounds $(ROUNDS)
+	$(BIN)/python -m tests.stress.fault_loop --database postgres --rounds $(ROUNDS)
 
 bench: $(VENV)/.bench-installed
 	$(BIN)/python -m benchmarks.run

@@ -15,6 +15,7 @@ import pytest
 from sqlalchemy import create_engine, text
 from sqlalchemy.engine import make_url
 from sqlalchemy.exc import OperationalError
+from sqlalchemy.pool import NullPool
 
 DEFAULT_POSTGRES_URL = "postgresql+psycopg://postgres@127.0.0.1:5432/test"
 
@@ -28,7 +29,8 @@ def throwaway_database() -> Iterator[str]:
     server cannot be reached.
     """
     admin_url = make_url(os.environ.get("COPPICE_TEST_POSTGRES_URL", DEFAULT_POSTGRES_URL))
-    admin = create_engine(admin_url, isolation_level="AUTOCOMMIT")
+    # No pool: a test may restart the server, which cuts any connection kept for the drop.
+    admin = create_engine(admin_url, isolation_level="AUTOCOMMIT", poolclass=NullPool)
     name = f"coppice_test_{uuid.uuid4().hex[:12]}"
     try:
         with admin.connect() as connection:

@@ -131,7 +131,7 @@ def kill_sessions(session_ids: Iterable[int]) -> None:
     """SIGKILL every process whose session is one of ``session_ids``, until none is left."""
     sessions = set(session_ids)
     for _ in range(50):
-        members = [pid for pid, session in _sessions() if session in sessions]
+        members = [member.pid for member in live_processes() if member.session in sessions]
         if not members:
             return
         for pid in members:
@@ -140,8 +140,17 @@ def kill_sessions(session_ids: Iterable[int]) -> None:
         time.sleep(0.1)
 
 
-def _sessions() -> list[tuple[int, int]]:
-    """``(pid, session id)`` of every live (not zombie) process, from ``/proc``."""
+@dataclass(frozen=True, slots=True)
+class Member:
+    """A live process: its id, its process group and its session."""
+
+    pid: int
+    group: int
+    session: int
+
+
+def live_processes() -> list[Member]:
+    """Every live (not zombie) process, from ``/proc``."""
     found = []
     for entry in Path("/proc").iterdir():
         if not entry.name.isdigit():
@@ -151,10 +160,23 @@ def _sessions() -> list[tuple[int, int]]:
         except OSError:
             continue
         # The command name may hold spaces and parentheses; the fields after it do not.
-        state, _ppid, _pgrp, session = stat.rsplit(")", 1)[1].split()[:4]
+        state, _ppid, group, session = stat.rsplit(")", 1)[1].split()[:4]
         if state != "Z":
-            found.append((int(entry.name), int(session)))
+            found.append(Member(int(entry.name), int(group), int(session)))
     return found
+
+
+def fit_processes(session_id: int) -> list[int]:
+    """Pids of the fit processes a worker in session ``session_id`` runs now.
+
+    A fit leads a process group of its own inside its worker's session (see
+    ``service.worker.execution.fit_process_main``); nothing else there does.
+    """
+    return [
+        member.pid
+        for member in live_processes()
+        if member.session == session_id and member.group == member.pid != session_id
+    ]
 
 
 def wait_until_ready(base_url: str, started: Started, timeout: float = 60.0) -> None:
@@ -168,6 +190,15 @@ def wait_until_ready(base_url: str, started: Started, timeout: float = 60.0) -> 
                 return
         time.sleep(0.1)
     raise AssertionError(f"{started.name} did not become ready:\n{started.log_text()}")
+
+
+def start_server(processes: Processes, name: str, **settings: str) -> tuple[str, Started]:
+    """``coppice serve`` on a free port; its base URL and process, once it is ready."""
+    port = free_port()
+    server = processes.start(name, "serve", "--port", str(port), **settings)
+    base_url = f"http://127.0.0.1:{port}"
+    wait_until_ready(base_url, server)
+    return base_url, server
 
 
 # Settings of a server under test: two fits at a time (on two cores the short fits overlap
@@ -193,13 +224,18 @@ def serving(root: Path, **settings: str) -> Iterator[tuple[str, Processes]]:
         root / "logs", data_dir=str(root / "data"), **(TEST_SERVER_SETTINGS | settings)
     )
     try:
-        port = free_port()
-        server = processes.start("serve", "serve", "--port", str(port))
-        base_url = f"http://127.0.0.1:{port}"
-        wait_until_ready(base_url, server)
+        base_url, _ = start_server(processes, "serve")
         yield base_url, processes
     finally:
         processes.stop_all()
+
+
+def submit_job(client: httpx.Client, **body: Any) -> str:
+    """``POST /v1/jobs`` with ``body``; returns the new job's id (the answer must be a 202)."""
+    response = client.post("/v1/jobs", json=body)
+    assert response.status_code == 202, response.text
+    job_id: str = response.json()["id"]
+    return job_id
 
 
 def wait_for_jobs(

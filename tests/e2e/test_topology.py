@@ -23,7 +23,7 @@ from sqlalchemy import Engine, create_engine, select
 
 from service.db.tables import JobRecord
 from service.methods.catalog import Task
-from tests.e2e.processes import Processes, Started, free_port, wait_for_jobs, wait_until_ready
+from tests.e2e.processes import Processes, Started, start_server, submit_job, wait_for_jobs
 from tests.postgres import throwaway_database
 from tests.service.models.helpers import COLUMNS, dataset_rows
 
@@ -91,9 +91,9 @@ class Topology:
         return [s.name for s in self.processes.started for _ in range(s.log_text().count(line))]
 
     def submit(self, method: str, task: Task, params: dict[str, Any], **body: Any) -> str:
-        response = self.client.post(
-            "/v1/jobs",
-            json={
+        return submit_job(
+            self.client,
+            **{
                 "dataset_id": self.dataset_id,
                 "target": TARGETS[task],
                 "features": FEATURES,
@@ -104,9 +104,6 @@ class Topology:
             }
             | body,
         )
-        assert response.status_code == 202, response.text
-        job_id: str = response.json()["id"]
-        return job_id
 
     def job(self, job_id: str) -> dict[str, Any]:
         response = self.client.get(f"/v1/jobs/{job_id}")
@@ -139,11 +136,8 @@ def topology(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Topology]:
         db = create_engine(database_url)
         try:
             processes.run("migrate")
-            port = free_port()
-            api = processes.start("api", "serve", "--port", str(port), embedded_worker="false")
+            base_url, api = start_server(processes, "api", embedded_worker="false")
             workers = [processes.start(f"worker-{n}", "worker") for n in (1, 2)]
-            base_url = f"http://127.0.0.1:{port}"
-            wait_until_ready(base_url, api)
             with httpx.Client(base_url=base_url, timeout=60) as client:
                 rows = dataset_rows(N_ROWS)
                 response = client.post("/v1/datasets", json={"columns": COLUMNS, "rows": rows})

@@ -1,0 +1,202 @@
+"""PostgreSQL stops and starts again under Coppice: nothing is restarted, nothing is lost.
+
+An API process and a ``coppice worker`` run on a throwaway database of the local cluster while
+jobs train and a client predicts. The test stops the cluster with ``pg_ctlcluster`` (fast
+mode: every connection is cut), holds it down a few seconds, and starts it again. Meanwhile
+``/v2/health/ready`` must say 503; afterwards it must say 200 on its own, the API must serve
+predictions again, the worker must still be running and claiming, and every job must end
+succeeded, or failed with a reason.
+
+It restarts the whole cluster, so it is skipped unless the test database is the local cluster
+and this user may control it (root, or ``postgres``). PostgreSQL is started again whatever
+happens in between.
+"""
+
+from __future__ import annotations
+
+import getpass
+import os
+import shutil
+import subprocess
+import threading
+import time
+from collections import Counter
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import httpx
+import pytest
+from sqlalchemy.engine import make_url
+
+from tests.e2e.processes import Processes, Started, start_server, submit_job, wait_for_jobs
+from tests.postgres import DEFAULT_POSTGRES_URL, throwaway_database
+from tests.service.models.helpers import COLUMNS, dataset_rows
+
+pytestmark = [pytest.mark.postgres, pytest.mark.slow]
+
+WORKER_SETTINGS = {
+    "worker_concurrency": "2",
+    "poll_seconds": "0.2",
+    "heartbeat_seconds": "0.5",
+    # Longer than the outage: a fit that runs through it keeps its lease.
+    "job_lease_seconds": "15",
+    "retry_backoff_seconds": "0",
+    "shutdown_grace_seconds": "5",
+    "log_format": "text",
+}
+OUTAGE_SECONDS = 4.0
+RECORDS = [{"x": 0.1, "z": -1.0, "colour": "red"}]
+JOB = {"target": "label", "features": ["x", "z", "colour"], "task": "classification", "seed": 0}
+
+
+@pytest.fixture
+def cluster() -> tuple[str, str]:
+    """``(version, name)`` of the local cluster tests use, or skip saying why there is none."""
+    url = make_url(os.environ.get("COPPICE_TEST_POSTGRES_URL", DEFAULT_POSTGRES_URL))
+    if shutil.which("pg_ctlcluster") is None or shutil.which("pg_lsclusters") is None:
+        pytest.skip("pg_ctlcluster is not installed: cannot restart PostgreSQL")
+    if os.geteuid() != 0 and getpass.getuser() != "postgres":
+        pytest.skip("restarting PostgreSQL needs root or the postgres user")
+    if url.host not in ("127.0.0.1", "localhost", "::1"):
+        pytest.skip(f"the test database is not on this machine ({url.host})")
+    listing = subprocess.run(["pg_lsclusters", "-h"], capture_output=True, text=True, check=False)
+    for line in listing.stdout.splitlines():
+        version, name, port, status = line.split()[:4]
+        if int(port) == (url.port or 5432) and status == "online":
+            return version, name
+    pytest.skip(f"no online local cluster on port {url.port or 5432}: {listing.stdout!r}")
+
+
+def _pg_ctl(cluster: tuple[str, str], action: str) -> None:
+    subprocess.run(
+        ["pg_ctlcluster", *cluster, action], check=True, capture_output=True, timeout=120
+    )
+
+
+def _pg_online(cluster: tuple[str, str]) -> bool:
+    status = subprocess.run(["pg_ctlcluster", *cluster, "status"], capture_output=True, check=False)
+    return status.returncode == 0
+
+
+@dataclass
+class Predictor:
+    """A client predicting in a loop, noting each answer's status (or a transport error)."""
+
+    base_url: str
+    model_id: str
+    answers: list[tuple[float, int | str]] = field(default_factory=list)
+    stop: threading.Event = field(default_factory=threading.Event)
+
+    def run(self) -> None:
+        with httpx.Client(base_url=self.base_url, timeout=30) as client:
+            while not self.stop.is_set():
+                try:
+                    response = client.post(
+                        f"/v1/models/{self.model_id}/predict", json={"records": RECORDS}
+                    )
+                    self.answers.append((time.monotonic(), response.status_code))
+                except httpx.TransportError as error:
+                    self.answers.append((time.monotonic(), type(error).__name__))
+                time.sleep(0.1)
+
+
+@dataclass
+class Service:
+    client: httpx.Client
+    processes: Processes
+    api: Started
+    worker: Started
+    dataset_id: str
+
+
+@pytest.fixture
+def service(tmp_path: Path) -> Iterator[Service]:
+    with throwaway_database() as database_url:
+        processes = Processes(tmp_path / "logs", database_url=database_url, **WORKER_SETTINGS)
+        try:
+            processes.run("migrate")
+            base_url, api = start_server(processes, "api", embedded_worker="false")
+            worker = processes.start("worker", "worker")
+            with httpx.Client(base_url=base_url, timeout=60) as client:
+                response = client.post(
+                    "/v1/datasets", json={"columns": COLUMNS, "rows": dataset_rows(300)}
+                )
+                assert response.status_code == 201, response.text
+                yield Service(client, processes, api, worker, response.json()["id"])
+        finally:
+            processes.stop_all()
+
+
+def _ready(client: httpx.Client) -> int | str:
+    try:
+        return client.get("/v2/health/ready", timeout=10).status_code
+    except httpx.TransportError as error:
+        return type(error).__name__
+
+
+def _wait_for_ready(client: httpx.Client, wanted: int, timeout: float) -> float:
+    """Seconds until ``/v2/health/ready`` answers ``wanted``; fails after ``timeout``."""
+    began = time.monotonic()
+    while (answer := _ready(client)) != wanted:
+        assert time.monotonic() - began < timeout, f"ready still answers {answer}, not {wanted}"
+        time.sleep(0.1)
+    return time.monotonic() - began
+
+
+def test_postgres_restart_loses_nothing_and_needs_no_coppice_restart(
+    cluster: tuple[str, str], service: Service
+) -> None:
+    client = service.client
+    job = dict(JOB, dataset_id=service.dataset_id)
+    first = submit_job(client, **job, method="decision_tree", params={})
+    model_id = wait_for_jobs(client, [first], timeout=60)[first]["model_id"]
+    assert model_id is not None
+    # Fits of a few seconds each: two run through the outage, the others queue behind them.
+    jobs = [
+        submit_job(client, **job, method="random_forest", params={"n_estimators": 400})
+        for _ in range(4)
+    ]
+    wait_for_jobs_running = time.monotonic() + 30
+    while client.get(f"/v1/jobs/{jobs[0]}").json()["progress"] <= 0:
+        assert time.monotonic() < wait_for_jobs_running, service.processes.logs()
+        time.sleep(0.1)
+    predictor = Predictor(str(client.base_url), model_id)
+    thread = threading.Thread(target=predictor.run, daemon=True)
+    thread.start()
+
+    try:
+        _pg_ctl(cluster, "stop")
+        stopped_at = time.monotonic()
+        down_within = _wait_for_ready(client, 503, timeout=15)
+        time.sleep(max(0.0, OUTAGE_SECONDS - (time.monotonic() - stopped_at)))
+    finally:
+        if not _pg_online(cluster):
+            _pg_ctl(cluster, "start")
+    started_at = time.monotonic()
+    ready_after = _wait_for_ready(client, 200, timeout=30)
+    time.sleep(1.0)  # a few predictions after the return
+    predictor.stop.set()
+    thread.join(30)
+
+    # Nothing of Coppice was restarted, and both processes lived through it.
+    assert service.api.alive() and service.worker.alive(), service.processes.logs()
+    during = Counter(answer for at, answer in predictor.answers if stopped_at < at < started_at)
+    print(
+        f"ready: 503 {down_within:.2f} s after the stop, 200 {ready_after:.2f} s after the "
+        f"start; predictions while down: {dict(during)}"
+    )
+    # Predictions are served again without any restart (those during the outage may fail).
+    after = [answer for at, answer in predictor.answers if at > started_at + ready_after]
+    assert after and all(answer == 200 for answer in after), predictor.answers
+    # Every job ends: trained through the outage, or again after it; failed only with a reason.
+    ended = wait_for_jobs(client, jobs, timeout=120, logs=service.processes)
+    print("jobs:", [(job["status"], job["attempts"], job["stage"]) for job in ended.values()])
+    for outcome in ended.values():
+        assert outcome["status"] in ("succeeded", "failed"), outcome
+        if outcome["status"] == "failed":
+            assert outcome["error"]["code"] and outcome["error"]["message"], outcome
+    # The worker's loop is alive: it claims and trains a job submitted after the restart.
+    late = submit_job(client, **job, method="decision_tree", params={})
+    assert wait_for_jobs(client, [late], timeout=60)[late]["status"] == "succeeded"
+    assert service.worker.alive(), service.worker.log_text()
