@@ -9,14 +9,18 @@ Starlette's 404 for unknown paths) and request-validation failures into
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Mapping, Sequence
 from http import HTTPStatus
 from typing import Any, ClassVar, TypedDict
 
+import sqlalchemy.exc
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
+
+logger = logging.getLogger(__name__)
 
 PROBLEM_MEDIA_TYPE = "application/problem+json"
 INFERENCE_PREFIX = "/v2/"
@@ -230,6 +234,28 @@ def internal_error_response(request: Request) -> JSONResponse:
     )
 
 
+# Seconds a client is asked to wait before retrying while the database is away.
+DATABASE_RETRY_AFTER = 2
+
+
+async def _database_unavailable(request: Request, exc: Exception) -> JSONResponse:
+    # The database is restarting, unreachable or busy past its timeout: no bug of this server,
+    # and a retry may well succeed. One line in the log, without the URL (it may hold a password).
+    cause = getattr(exc, "orig", None) or exc
+    logger.warning(
+        "database unavailable in %s %s: %s",
+        request.method,
+        request.url.path,
+        f"{type(cause).__name__}: {str(cause).splitlines()[0] if str(cause) else ''}",
+    )
+    return problem_response(
+        request,
+        status=HTTPStatus.SERVICE_UNAVAILABLE,
+        detail="The database is not answering; try again in a few seconds.",
+        headers={"Retry-After": str(DATABASE_RETRY_AFTER)},
+    )
+
+
 async def _unhandled(request: Request, exc: Exception) -> JSONResponse:
     # Reached only by failures outside the request middleware of service.observability (which
     # answers, and logs, the others itself); Starlette re-raises after this response is sent,
@@ -242,4 +268,6 @@ def install_error_handlers(app: FastAPI) -> None:
     app.add_exception_handler(CoppiceError, _coppice_error)
     app.add_exception_handler(StarletteHTTPException, _http_exception)
     app.add_exception_handler(RequestValidationError, _validation_error)
+    app.add_exception_handler(sqlalchemy.exc.OperationalError, _database_unavailable)
+    app.add_exception_handler(sqlalchemy.exc.TimeoutError, _database_unavailable)
     app.add_exception_handler(Exception, _unhandled)

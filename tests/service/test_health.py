@@ -37,6 +37,23 @@ async def test_not_ready_when_database_unreachable(app: FastAPI, client: httpx.A
     assert response.json() == {"ready": False}
 
 
+@pytest.mark.parametrize("path", ["/v1/jobs", "/v1/models/some-model"])
+async def test_requests_while_the_database_is_away_are_503_with_retry_after(
+    app: FastAPI, client: httpx.AsyncClient, path: str
+) -> None:
+    # A restarting database is no bug of the server's: the client should retry, not give up.
+    resources: Resources = app.state.resources
+    unreachable = create_engine("sqlite:////nonexistent-dir/coppice.db")
+    app.state.resources = Resources(settings=resources.settings, db_engine=unreachable)
+
+    response = await client.get(path)
+
+    assert response.status_code == 503, response.text
+    assert response.headers["Retry-After"] == "2"
+    assert response.headers["Content-Type"] == "application/problem+json"
+    assert "database" in response.json()["detail"]
+
+
 async def test_unknown_v1_path_is_problem_json(client: httpx.AsyncClient) -> None:
     response = await client.get("/v1/no-such-resource")
 
