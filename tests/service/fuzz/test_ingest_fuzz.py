@@ -143,6 +143,9 @@ async def test_csv_uploads(
 
     clean_utf8 = encoding in UTF8 and not garbage
     faults = csv_faults(header, rows, ragged)
+    if line_end == "\n" and "\r" in "".join(header) + "".join(map("".join, rows)):
+        # Python's writer leaves a lone CR unquoted unless it ends lines: not valid CSV.
+        faults.append("CSV")
     if response.status_code == 201:
         body = response.json()
         assert (body["n_columns"], body["n_rows"]) == (len(header), len(rows)), body
@@ -192,7 +195,7 @@ def json_datasets(draw: st.DrawFn) -> dict[str, Any]:
     document: dict[str, Any]
     if draw(st.booleans()):
         columns = draw(st.one_of(headers(draw(st.integers(1, 4))), st.lists(SCALARS, max_size=2)))
-        width = len(columns) + draw(st.sampled_from([0, 0, 0, -1, 1]))
+        width = max(0, len(columns) + draw(st.sampled_from([0, 0, 0, -1, 1])))
         rows = draw(st.lists(st.lists(CELL_VALUES, min_size=width, max_size=width), max_size=5))
         document = {"columns": columns, "rows": rows}
     else:
