@@ -9,10 +9,11 @@ from fastapi import APIRouter, Query, Request, Response
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from pydantic import ValidationError
+from sqlalchemy.orm import Session
 
 from service.bodies import parse_json, read_limited
 from service.db.tables import ModelRecord
-from service.deps import ModelCacheDep, SessionDep, SettingsDep
+from service.deps import DbEngineDep, ModelCacheDep, SessionDep, SettingsDep
 from service.errors import PayloadTooLarge, problem_responses
 from service.methods.catalog import Task
 from service.models import service
@@ -77,7 +78,7 @@ def get_curves(model_id: str, session: SessionDep) -> CurvesOut:
 async def predict(
     model_id: str,
     request: Request,
-    session: SessionDep,
+    db_engine: DbEngineDep,
     settings: SettingsDep,
     cache: ModelCacheDep,
 ) -> Response:
@@ -88,7 +89,10 @@ async def predict(
 
     def work() -> dict[str, Any]:
         body = _predict_request(raw, settings.max_predict_rows)
-        model = service.loaded_model(session, cache, model_id)
+        # No request session: predictions write nothing, and a Session connects on first use,
+        # so a cached model is served without touching the database (or two thread hops).
+        with Session(db_engine) as session:
+            model = service.loaded_model(session, cache, model_id)
         return service.predict(model, body)
 
     return JSONResponse(await to_thread.run_sync(work))
