@@ -2,15 +2,18 @@
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import numpy as np
 import pytest
+from anyio import to_thread
 from sqlalchemy import event, update
 from sqlalchemy.orm import Session
 
 import engine
 from service.db.tables import ModelArtifactRecord
+from service.models import router as models_router
 from tests.service.models.helpers import MAX_PREDICT_ROWS, Service, dataset_rows
 
 pytestmark = pytest.mark.anyio
@@ -290,6 +293,30 @@ async def test_second_predict_reads_nothing_from_the_database(svc: Service) -> N
     assert first == second
     assert any("model_artifacts" in s for s in loaded)
     assert statements == []
+
+
+async def test_small_requests_for_cached_models_skip_the_thread_hop(
+    svc: Service, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    model_id = await svc.train("random_forest")
+    hops: list[str] = []
+    run_sync = to_thread.run_sync
+
+    async def counting(fn: Any, *args: Any, **kwargs: Any) -> Any:
+        hops.append(fn.__qualname__)
+        return await run_sync(fn, *args, **kwargs)
+
+    monkeypatch.setattr(models_router.to_thread, "run_sync", counting)
+    first = await predict(svc, model_id, records=RECORDS)  # loads the model: in a thread
+    assert len(hops) == 1
+    assert await predict(svc, model_id, records=RECORDS) == first  # cached and small: inline
+    assert len(hops) == 1
+    await predict(svc, model_id, records=RECORDS, explain=True)  # TreeSHAP: in a thread
+    # A body past INLINE_PREDICT_BYTES (long unseen categories, which predict as missing).
+    large = [{**record, "colour": "unseen " + "x" * 200} for record in RECORDS] * 4
+    assert len(json.dumps({"records": large})) > models_router.INLINE_PREDICT_BYTES
+    assert len((await predict(svc, model_id, records=large))["predictions"]) == len(large)
+    assert len(hops) == 3
 
 
 async def test_artifact_with_a_wrong_checksum_is_refused(svc: Service) -> None:
