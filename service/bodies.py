@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import sys
 from typing import Any
 
+import orjson
 from fastapi import Request
 
 from service.errors import BadRequest, PayloadTooLarge
@@ -35,8 +37,18 @@ TOO_MANY_DIGITS = (
 )
 
 
-def parse_json(body: bytes) -> Any:
-    """The body as JSON; malformed, non-UTF-8 or absurdly deep JSON is a 400, never a 500."""
+def parse_json(body: bytes, *, numbers_as_floats: bool = False) -> Any:
+    """The body as JSON; malformed, non-UTF-8 or absurdly deep JSON is a 400, never a 500.
+
+    ``numbers_as_floats``: the caller reads every number as a float (predict bodies), so the
+    body may be parsed by orjson, four times faster than ``json`` on large bodies; orjson
+    reads an integer past 64 bits as the nearest float, which ``float()`` of ``json``'s
+    integer would give too. A body orjson refuses is parsed again by ``json`` below, so what
+    is refused, and with which message, does not change.
+    """
+    if numbers_as_floats:
+        with contextlib.suppress(orjson.JSONDecodeError):
+            return orjson.loads(body)
     try:
         return json.loads(body)
     except json.JSONDecodeError as error:

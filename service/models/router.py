@@ -130,7 +130,7 @@ def get_feature_importance(
 
 
 def _predict_request(raw: bytes, max_rows: int) -> PredictRequest:
-    document = parse_json(raw)
+    document = parse_json(raw, numbers_as_floats=True)
     if isinstance(document, dict):
         # Counted before validating, so an oversized request is refused cheaply.
         for key in ("records", "rows"):
