@@ -1,49 +1,51 @@
 """Threads for work inside one tree.
 
 Boosting grows its trees one after another, so its only parallelism is inside a tree. There the
-heavy NumPy calls (``bincount`` over a feature's codes, fancy-index gathers) release the GIL,
-so threads of one process share that work without copying the binned matrix to other
-processes. Callers split work into independent parts whose results do not depend on which
-thread runs them, so a model is bit-identical for every thread count.
+heavy NumPy calls (``bincount`` over a feature's codes) release the GIL, so threads of one
+process share that work without copying the binned matrix to other processes. Callers split
+work into independent parts whose results do not depend on which thread runs them, so a model
+is bit-identical for every thread count.
+
+The threads live only while one tree grows (:func:`tree_threads`): a process with idle threads
+left over would make ``engine.parallel`` pick ``forkserver`` over ``fork`` for a later forest,
+which a plain script without a ``__main__`` guard cannot use.
 """
 
 from __future__ import annotations
 
 import itertools
-import os
-import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
 from typing import TypeVar
 
-__all__ = ["run_in_threads", "split_evenly"]
+__all__ = ["run_in_threads", "split_evenly", "tree_threads"]
 
 T = TypeVar("T")
 
-_pools: dict[tuple[int, int], ThreadPoolExecutor] = {}
-_pools_lock = threading.Lock()
+
+@contextmanager
+def tree_threads(n_threads: int) -> Iterator[ThreadPoolExecutor | None]:
+    """A pool of ``n_threads`` threads for one tree, shut down on exit; None for one thread."""
+    if n_threads <= 1:
+        yield None
+        return
+    with ThreadPoolExecutor(n_threads, thread_name_prefix="coppice-tree") as pool:
+        yield pool
 
 
-def _pool(n_threads: int) -> ThreadPoolExecutor:
-    # Keyed by pid too: a pool inherited through fork has no threads behind it in the child.
-    key = (os.getpid(), n_threads)
-    with _pools_lock:
-        pool = _pools.get(key)
-        if pool is None:
-            pool = _pools[key] = ThreadPoolExecutor(n_threads, thread_name_prefix="coppice-tree")
-        return pool
+def run_in_threads(
+    task: Callable[[T], None], parts: Sequence[T], pool: ThreadPoolExecutor | None
+) -> None:
+    """Run ``task`` on every part, in ``pool``'s threads; exceptions propagate.
 
-
-def run_in_threads(task: Callable[[T], None], parts: Sequence[T], n_threads: int) -> None:
-    """Run ``task`` on every part, on up to ``n_threads`` threads; exceptions propagate.
-
-    With one thread or one part everything runs in the caller's thread, with no pool at all.
+    Without a pool, or with one part, everything runs in the caller's thread.
     """
-    if n_threads <= 1 or len(parts) <= 1:
+    if pool is None or len(parts) <= 1:
         for part in parts:
             task(part)
         return
-    for future in [_pool(n_threads).submit(task, part) for part in parts]:
+    for future in [pool.submit(task, part) for part in parts]:
         future.result()
 
 

@@ -9,13 +9,14 @@ leaf whose split decreases impurity most is split next, until the leaf budget is
 from __future__ import annotations
 
 import heapq
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
 
-from engine._threads import run_in_threads, split_evenly
+from engine._threads import run_in_threads, split_evenly, tree_threads
 from engine.tree._criteria import (
     CLASSIFICATION_CRITERIA,
     Newton,
@@ -109,9 +110,12 @@ class _Growth:
         rng: np.random.Generator,
         feature_subset: NDArray[np.int64] | None,
         n_threads: int = 1,
+        threads: ThreadPoolExecutor | None = None,
     ) -> None:
         self.ctx = ctx
-        self.n_threads = n_threads
+        # Histogram threads (None: build them in this thread) and their number.
+        self.threads = threads
+        self.n_threads = n_threads if threads is not None else 1
         self.targets = targets
         self.thresholds = thresholds
         self.limits = limits
@@ -316,8 +320,9 @@ class _Growth:
 
         # Threads pay only where each feature's bincounts are long enough to outweigh handing
         # the work out; the histograms are the same either way.
-        n_threads = self.n_threads if rows.size >= THREADED_HISTOGRAM_ROWS else 1
-        run_in_threads(fill, split_evenly(n_features, n_threads), n_threads)
+        threads = self.threads if rows.size >= THREADED_HISTOGRAM_ROWS else None
+        n_parts = self.n_threads if threads is not None else 1
+        run_in_threads(fill, split_evenly(n_features, n_parts), threads)
         return counts, sums
 
     # -- split search -------------------------------------------------------------------
@@ -511,11 +516,12 @@ def grow_tree(
     n_threads : int
         Threads that build the histograms; the tree is the same for every count.
     """
-    growth = _Growth(ctx, targets, thresholds, limits, rng, feature_subset, n_threads)
-    if limits.max_leaf_nodes is None:
-        _grow_level_wise(growth)
-    else:
-        _grow_best_first(growth, limits.max_leaf_nodes)
+    with tree_threads(n_threads) as threads:
+        growth = _Growth(ctx, targets, thresholds, limits, rng, feature_subset, n_threads, threads)
+        if limits.max_leaf_nodes is None:
+            _grow_level_wise(growth)
+        else:
+            _grow_best_first(growth, limits.max_leaf_nodes)
     return growth.finish()
 
 

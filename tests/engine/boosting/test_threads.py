@@ -18,8 +18,9 @@ from engine import (
     GradientBoostingRegressor,
     XGBoostClassifier,
     XGBoostRegressor,
+    parallel,
 )
-from engine._threads import run_in_threads, split_evenly
+from engine._threads import run_in_threads, split_evenly, tree_threads
 
 
 def data(n: int = 2 * grower.THREADED_HISTOGRAM_ROWS) -> tuple[np.ndarray, np.ndarray]:
@@ -53,12 +54,12 @@ def histogram_threads(monkeypatch: pytest.MonkeyPatch) -> list[int]:
     seen: set[int] = set()
     original = run_in_threads
 
-    def recording(task: Any, parts: Any, n_threads: int) -> None:
+    def recording(task: Any, parts: Any, pool: Any) -> None:
         def run(part: Any) -> None:
             seen.add(threading.get_ident())
             task(part)
 
-        original(run, parts, n_threads)
+        original(run, parts, pool)
 
     monkeypatch.setattr(grower, "run_in_threads", recording)
     return seen  # type: ignore[return-value]
@@ -120,5 +121,14 @@ def test_a_failing_part_raises_in_the_caller() -> None:
         if 5 in part:
             raise RuntimeError("part with 5 failed")
 
-    with pytest.raises(RuntimeError, match="part with 5"):
-        run_in_threads(task, split_evenly(10, 3), 3)
+    with tree_threads(3) as pool, pytest.raises(RuntimeError, match="part with 5"):
+        run_in_threads(task, split_evenly(10, 3), pool)
+
+
+def test_no_thread_outlives_a_fit() -> None:
+    """Idle threads left behind would make engine.parallel fork forests' workers from a fork
+    server, which a script without a ``__main__`` guard cannot use."""
+    before = threading.active_count()
+    XGBoostRegressor(n_estimators=2, max_depth=3, n_jobs=2).fit(*data())
+    assert threading.active_count() == before
+    assert parallel.default_start_method() == "fork" or before > 1
