@@ -351,7 +351,6 @@ def coppice_gradient_boosting(ctx: BuildContext) -> Any:
         learning_rate=BOOSTING_LEARNING_RATE,
         max_depth=GRADIENT_BOOSTING_DEPTH,
         random_state=ctx.random_state,
-        n_jobs=ctx.n_jobs,  # threads inside each tree
     )
 
 
@@ -403,7 +402,6 @@ def coppice_xgboost(ctx: BuildContext) -> Any:
         max_bins=XGBOOST_MAX_BINS,
         tree_method="hist",
         random_state=ctx.random_state,
-        n_jobs=ctx.n_jobs,  # threads inside each tree
     )
 
 

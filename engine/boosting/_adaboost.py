@@ -111,7 +111,6 @@ class BaseAdaBoostClassifier(ClassifierMixin, BaseEstimator):
     worse_than_chance: str
     boosting_mode: str
     random_state: Any
-    n_jobs: int | None = None  # newer than the first saved models: those load with 1 thread
     n_features_in_: int
 
     def _prototype(self) -> Any:
@@ -140,7 +139,7 @@ class BaseAdaBoostClassifier(ClassifierMixin, BaseEstimator):
         prototype = self._prototype()
         root = resolve_seed_sequence(self.random_state)
         seeds = root.spawn(self.n_estimators)
-        shared = share_bins(prototype, X, sample_weight, root, self.n_jobs)
+        shared = share_bins(prototype, X, sample_weight, root)
         weights = normalise(sample_weight)
         chance = 1.0 - 1.0 / n_classes
         for m, seed in enumerate(seeds):
@@ -218,9 +217,6 @@ class AdaBoostClassifier(BaseAdaBoostClassifier):
     boosting_mode : {"reweight", "resample"}
         Learners see the weights as ``sample_weight``, or fit a weighted bootstrap (seed 004).
     random_state : int, Generator or None
-    n_jobs : int or None
-        Threads that build each tree member's histograms (members are fitted one after
-        another). None means 1, -1 every CPU; the model is the same for every value.
 
     Attributes
     ----------
@@ -244,7 +240,6 @@ class AdaBoostClassifier(BaseAdaBoostClassifier):
         worse_than_chance: str = "reverse",
         boosting_mode: str = "reweight",
         random_state: Any = None,
-        n_jobs: int | None = None,
     ) -> None:
         self.estimator = estimator
         self.n_estimators = n_estimators
@@ -254,7 +249,6 @@ class AdaBoostClassifier(BaseAdaBoostClassifier):
         self.worse_than_chance = worse_than_chance
         self.boosting_mode = boosting_mode
         self.random_state = random_state
-        self.n_jobs = n_jobs
 
     def fit(
         self,

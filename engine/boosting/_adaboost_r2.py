@@ -82,17 +82,12 @@ class AdaBoostRegressor(RegressorMixin, BaseEstimator):
     boosting_mode : {"resample", "reweight"}
         Default "resample", Drucker's original (and scikit-learn's only) way.
     random_state : int, Generator or None
-    n_jobs : int or None
-        Threads that build each tree member's histograms (members are fitted one after
-        another). None means 1, -1 every CPU; the model is the same for every value.
 
     Attributes
     ----------
     estimators_, estimator_weights_ (α_m), estimator_errors_ (ε_m), n_features_in_,
     feature_importances_
     """
-
-    n_jobs: int | None = None  # newer than the first saved models: those load with 1 thread
 
     _parameter_constraints: ClassVar[dict[str, list[Constraint]]] = {
         **BOOSTING_CONSTRAINTS,
@@ -109,7 +104,6 @@ class AdaBoostRegressor(RegressorMixin, BaseEstimator):
         loss: str = "linear",
         boosting_mode: str = "resample",
         random_state: Any = None,
-        n_jobs: int | None = None,
     ) -> None:
         self.estimator = estimator
         self.n_estimators = n_estimators
@@ -117,7 +111,6 @@ class AdaBoostRegressor(RegressorMixin, BaseEstimator):
         self.loss = loss
         self.boosting_mode = boosting_mode
         self.random_state = random_state
-        self.n_jobs = n_jobs
 
     def _prototype(self) -> Any:
         return DecisionTreeRegressor(max_depth=3) if self.estimator is None else self.estimator
@@ -140,7 +133,7 @@ class AdaBoostRegressor(RegressorMixin, BaseEstimator):
         prototype = self._prototype()
         root = resolve_seed_sequence(self.random_state)
         seeds = root.spawn(self.n_estimators)
-        shared = share_bins(prototype, X, user_weights, root, self.n_jobs)
+        shared = share_bins(prototype, X, user_weights, root)
         estimators: list[Any] = []
         alphas: list[float] = []
         errors: list[float] = []

@@ -66,9 +66,6 @@ class ArcX4Classifier(ClassifierMixin, BaseEstimator):
     boosting_mode : {"resample", "reweight"}
         Members fit a bootstrap drawn with p (Breiman), or take p as ``sample_weight``.
     random_state : int, Generator or None
-    n_jobs : int or None
-        Threads that build each tree member's histograms (members are fitted one after
-        another). None means 1, -1 every CPU; the model is the same for every value.
 
     Attributes
     ----------
@@ -77,8 +74,6 @@ class ArcX4Classifier(ClassifierMixin, BaseEstimator):
         m(i) after the last member.
     classes_, n_classes_, n_features_in_, feature_importances_ (mean over members)
     """
-
-    n_jobs: int | None = None  # newer than the first saved models: those load with 1 thread
 
     _parameter_constraints: ClassVar[dict[str, list[Constraint]]] = {
         **BOOSTING_CONSTRAINTS,
@@ -93,14 +88,12 @@ class ArcX4Classifier(ClassifierMixin, BaseEstimator):
         power: float = 4.0,
         boosting_mode: str = "resample",
         random_state: Any = None,
-        n_jobs: int | None = None,
     ) -> None:
         self.estimator = estimator
         self.n_estimators = n_estimators
         self.power = power
         self.boosting_mode = boosting_mode
         self.random_state = random_state
-        self.n_jobs = n_jobs
 
     def fit(
         self,
@@ -118,7 +111,7 @@ class ArcX4Classifier(ClassifierMixin, BaseEstimator):
         prototype = DecisionTreeClassifier() if self.estimator is None else self.estimator
         root = resolve_seed_sequence(self.random_state)
         seeds = root.spawn(self.n_estimators)
-        shared = share_bins(prototype, X, user_weights, root, self.n_jobs)
+        shared = share_bins(prototype, X, user_weights, root)
         counts = np.zeros(X.shape[0], dtype=np.int64)
         votes = np.zeros((X.shape[0], classes.size))
         rows = np.arange(X.shape[0])
@@ -185,7 +178,7 @@ class RegionBoostClassifier(BaseAdaBoostClassifier):
     Parameters
     ----------
     estimator, n_estimators, learning_rate, alpha, worse_than_chance, boosting_mode,
-    random_state, n_jobs :
+    random_state :
         Those of :class:`AdaBoostClassifier`; they shape training only (the α_m are kept in
         ``estimator_weights_`` but do not vote).
     n_neighbors : int
@@ -218,7 +211,6 @@ class RegionBoostClassifier(BaseAdaBoostClassifier):
         worse_than_chance: str = "reverse",
         boosting_mode: str = "reweight",
         random_state: Any = None,
-        n_jobs: int | None = None,
     ) -> None:
         self.estimator = estimator
         self.n_estimators = n_estimators
@@ -228,7 +220,6 @@ class RegionBoostClassifier(BaseAdaBoostClassifier):
         self.worse_than_chance = worse_than_chance
         self.boosting_mode = boosting_mode
         self.random_state = random_state
-        self.n_jobs = n_jobs
 
     def fit(
         self,

@@ -50,9 +50,6 @@ _SHARED_DOC = """
     max_bins : int
         Bins per numeric feature (≤ 255); NaN values are learned as missing.
     random_state : int, Generator or None
-    n_jobs : int or None
-        Threads that build each tree's histograms (stages are sequential, so the parallelism
-        is inside a tree). None means 1, -1 every CPU; the model is the same for every value.
 """
 
 
@@ -97,7 +94,6 @@ class GradientBoostingRegressor(RegressorMixin, BaseGradientBoosting):
         categorical_features: Any = None,
         max_bins: int = MAX_BINS,
         random_state: Any = None,
-        n_jobs: int | None = None,
     ) -> None:
         self.loss = loss
         self.learning_rate = learning_rate
@@ -117,7 +113,6 @@ class GradientBoostingRegressor(RegressorMixin, BaseGradientBoosting):
         self.categorical_features = categorical_features
         self.max_bins = max_bins
         self.random_state = random_state
-        self.n_jobs = n_jobs
 
     def fit(
         self,
@@ -190,7 +185,6 @@ class GradientBoostingClassifier(ClassifierMixin, BaseGradientBoosting):
         categorical_features: Any = None,
         max_bins: int = MAX_BINS,
         random_state: Any = None,
-        n_jobs: int | None = None,
     ) -> None:
         self.loss = loss
         self.learning_rate = learning_rate
@@ -210,7 +204,6 @@ class GradientBoostingClassifier(ClassifierMixin, BaseGradientBoosting):
         self.categorical_features = categorical_features
         self.max_bins = max_bins
         self.random_state = random_state
-        self.n_jobs = n_jobs
 
     def fit(
         self,

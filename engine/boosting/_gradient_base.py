@@ -14,7 +14,6 @@ from engine.base import BaseEstimator, check_is_fitted
 from engine.boosting._losses import Loss, get_loss
 from engine.boosting._stages import TrainingSet, ValidationSet, fit_stages, holdout_split
 from engine.callbacks import Callback
-from engine.parallel import resolve_n_jobs
 from engine.tree._binning import BinMapper, categorical_mask
 from engine.tree._build import BinnedData, TreeSpec
 from engine.tree._classes import TREE_CONSTRAINTS, resolve_limits
@@ -37,7 +36,6 @@ BOOSTING_CONSTRAINTS: dict[str, list[Constraint]] = {
     "validation_fraction": [Interval("real", 0.0, 1.0, closed="neither")],
     "n_iter_no_change": [Interval("int", 1, None), NoneValue()],
     "tol": [Interval("real", 0.0, None)],
-    "n_jobs": [Interval("int", None, None), NoneValue()],
 }
 
 
@@ -62,8 +60,6 @@ class BaseGradientBoosting(BaseEstimator):
     categorical_features: Any
     max_bins: int
     random_state: Any
-    # Newer than the first saved models: those load with one thread.
-    n_jobs: int | None = None
 
     estimators_: list[list[Tree]]
     init_: float | FloatArray
@@ -109,13 +105,7 @@ class BaseGradientBoosting(BaseEstimator):
             validation = ValidationSet(mapper.encode_for_prediction(X_val), y_val, w_val)
 
         limits = resolve_limits(self, X_train.shape[0], float(w_train.sum()), X.shape[1])
-        spec = TreeSpec(
-            criterion="squared_error",
-            random_splits=False,
-            limits=limits,
-            n_classes=0,
-            n_threads=resolve_n_jobs(self.n_jobs),
-        )
+        spec = TreeSpec(criterion="squared_error", random_splits=False, limits=limits, n_classes=0)
         init_raw = loss.init_raw(y_train, w_train)
         result = fit_stages(
             train,

@@ -37,7 +37,6 @@ from engine._params import (
     RandomStateValue,
 )
 from engine.base import clone
-from engine.parallel import resolve_n_jobs
 from engine.tree._binning import BinMapper
 from engine.tree._classes import BaseDecisionTree, DecisionTreeClassifier, DecisionTreeRegressor
 
@@ -55,7 +54,6 @@ BOOSTING_CONSTRAINTS: dict[str, list[Constraint]] = {
     "n_estimators": [Interval("int", 1, None)],
     "boosting_mode": [Options(("reweight", "resample"))],
     "random_state": [RandomStateValue()],
-    "n_jobs": [Interval("int", None, None), NoneValue()],
 }
 
 
@@ -89,7 +87,6 @@ class SharedBins:
 
     mapper: BinMapper
     binned: NDArray[np.unsignedinteger[Any]]
-    n_threads: int = 1  # the ensemble's n_jobs: threads that build each member's histograms
 
 
 def share_bins(
@@ -97,7 +94,6 @@ def share_bins(
     X: NDArray[np.float64],
     sample_weight: NDArray[np.float64],
     root: np.random.SeedSequence,
-    n_jobs: int | None = None,
 ) -> SharedBins | None:
     """Bin ``X`` once for every member when the weak learner is an engine decision tree.
 
@@ -114,15 +110,13 @@ def share_bins(
         The fit's root seed. The binning's subsample seed is drawn from the root itself, not
         from a spawned child, so the members' seeds are those of an unshared fit and the
         binning does not depend on ``n_estimators``.
-    n_jobs : int or None
-        The ensemble's ``n_jobs``: threads inside each member's fit.
     """
     if type(prototype) not in (DecisionTreeClassifier, DecisionTreeRegressor):
         return None
     tree: BaseDecisionTree = clone(prototype)
     tree._validate_params()  # a bad max_bins is named as the member's fit would name it
     mapper, binned = tree._bin(X, sample_weight, int(root.generate_state(1)[0]))
-    return SharedBins(mapper, binned, resolve_n_jobs(n_jobs))
+    return SharedBins(mapper, binned)
 
 
 def fit_weak_learner(
@@ -163,18 +157,14 @@ def fit_weak_learner(
                 "use boosting_mode='resample'."
             )
         if shared is not None:
-            estimator._fit_binned(
-                shared.mapper, shared.binned, y, sample_weight=weights, n_threads=shared.n_threads
-            )
+            estimator._fit_binned(shared.mapper, shared.binned, y, sample_weight=weights)
             return estimator
         return estimator.fit(X, y, sample_weight=weights)
     counts = weighted_bootstrap_counts(rng, weights)
     rows = np.flatnonzero(counts)
     if shared is not None:
         row_weights = counts[rows].astype(np.float64)
-        estimator._fit_binned(
-            shared.mapper, shared.binned[rows], y[rows], row_weights, n_threads=shared.n_threads
-        )
+        estimator._fit_binned(shared.mapper, shared.binned[rows], y[rows], row_weights)
         return estimator
     if weighted:
         return estimator.fit(X[rows], y[rows], sample_weight=counts[rows].astype(np.float64))

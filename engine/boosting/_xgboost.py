@@ -33,7 +33,6 @@ from engine.base import BaseEstimator, ClassifierMixin, RegressorMixin, check_is
 from engine.boosting._objectives import OBJECTIVES, Objective, resolve_objective, softmax
 from engine.boosting._xgboost_rounds import Rounds
 from engine.callbacks import Callback
-from engine.parallel import resolve_n_jobs
 from engine.tree._binning import MAX_BINS, BinMapper, categorical_mask
 from engine.tree._build import BinnedData, TreeSpec
 from engine.tree._criteria import Newton
@@ -74,7 +73,6 @@ XGBOOST_CONSTRAINTS: dict[str, list[Constraint]] = {
     "eval_metric": [Options(EVAL_METRICS), NoneValue()],
     "categorical_features": [SequenceValue(), NoneValue()],
     "random_state": [RandomStateValue()],
-    "n_jobs": [Interval("int", None, None), NoneValue()],
 }
 
 
@@ -102,7 +100,6 @@ class BaseXGBoost(BaseEstimator):
     colsample_bylevel: float = 1.0
     tree_method: str = "hist"
     monotone_constraints: Any = None
-    n_jobs: int | None = None
     objective: Any
     quantile_alpha: float
     base_score: float | None
@@ -211,7 +208,6 @@ class BaseXGBoost(BaseEstimator):
             limits=limits,
             n_classes=0,
             monotone=monotone,
-            n_threads=resolve_n_jobs(self.n_jobs),
         )
 
     def _monotone(self, mapper: BinMapper, objective: Objective) -> NDArray[np.int8] | None:
@@ -344,10 +340,6 @@ class XGBoostRegressor(RegressorMixin, BaseXGBoost):
     early_stopping_rounds, eval_metric :
         Stop when the metric on the last ``eval_set`` passed to ``fit`` has not improved
         for this many rounds; the model keeps the rounds up to ``best_iteration_``.
-    n_jobs : int or None
-        Threads that build each tree's histograms (boosting is sequential across trees, so
-        its parallelism is inside a tree). None means 1, -1 every CPU; the model is the same
-        for every value.
     """
 
     _parameter_constraints: ClassVar[dict[str, list[Constraint]]] = {
@@ -382,7 +374,6 @@ class XGBoostRegressor(RegressorMixin, BaseXGBoost):
         eval_metric: str | None = None,
         categorical_features: Any = None,
         random_state: Any = None,
-        n_jobs: int | None = None,
     ) -> None:
         self.n_estimators = n_estimators
         self.learning_rate = learning_rate
@@ -408,7 +399,6 @@ class XGBoostRegressor(RegressorMixin, BaseXGBoost):
         self.eval_metric = eval_metric
         self.categorical_features = categorical_features
         self.random_state = random_state
-        self.n_jobs = n_jobs
 
     def fit(
         self,
@@ -473,7 +463,6 @@ class XGBoostClassifier(ClassifierMixin, BaseXGBoost):
         eval_metric: str | None = None,
         categorical_features: Any = None,
         random_state: Any = None,
-        n_jobs: int | None = None,
     ) -> None:
         self.n_estimators = n_estimators
         self.learning_rate = learning_rate
@@ -500,7 +489,6 @@ class XGBoostClassifier(ClassifierMixin, BaseXGBoost):
         self.eval_metric = eval_metric
         self.categorical_features = categorical_features
         self.random_state = random_state
-        self.n_jobs = n_jobs
 
     def _objective(self) -> Objective:
         if self.objective is None:

@@ -33,8 +33,6 @@ class TreeSpec:
     n_classes: int  # 0 for regression
     # Second-order trees: monotone constraint per feature (−1, 0, +1), None when all are 0.
     monotone: NDArray[np.int8] | None = None
-    # Threads that build one tree's histograms (boosting's n_jobs; forests use processes).
-    n_threads: int = 1
 
 
 @dataclass(frozen=True)
@@ -131,9 +129,7 @@ def build_tree(
         weights=row_weights if spec.n_classes else None,
         has_missing=has_missing_codes(binned),
     )
-    return grow_tree(
-        ctx, targets, data.thresholds, spec.limits, rng, feature_subset, spec.n_threads
-    )
+    return grow_tree(ctx, targets, data.thresholds, spec.limits, rng, feature_subset)
 
 
 def build_newton_tree(
@@ -171,7 +167,7 @@ def build_newton_tree(
         has_missing=has_missing_codes(binned),
         monotone=spec.monotone,
     )
-    return grow_tree(ctx, None, data.thresholds, spec.limits, rng, feature_subset, spec.n_threads)
+    return grow_tree(ctx, None, data.thresholds, spec.limits, rng, feature_subset)
 
 
 def _rows_of(

@@ -116,7 +116,6 @@ class BaseDecisionTree(BaseEstimator):
         y: Any,
         sample_weight: Any = None,
         callbacks: list[Callback] | None = None,
-        n_threads: int = 1,
     ) -> None:
         """Fit on rows already binned by ``mapper``, a mapper shared with other trees.
 
@@ -134,9 +133,6 @@ class BaseDecisionTree(BaseEstimator):
             ``mapper.transform`` of the training rows.
         y, sample_weight :
             As in :meth:`fit`.
-        n_threads : int
-            Threads that build the histograms (a boosting ensemble's ``n_jobs``); the tree is
-            the same for every count.
         """
         self._start_fit()
         n_samples, n_features = binned.shape
@@ -148,7 +144,7 @@ class BaseDecisionTree(BaseEstimator):
             )
         target, weights, n_classes = self._check_target(y, sample_weight, n_samples)
         _, tree_seed = resolve_seed_sequence(self.random_state).spawn(2)
-        self._grow(mapper, binned, target, weights, n_classes, tree_seed, callbacks, n_threads)
+        self._grow(mapper, binned, target, weights, n_classes, tree_seed, callbacks)
 
     def _start_fit(self) -> None:
         self._validate_params()
@@ -191,7 +187,6 @@ class BaseDecisionTree(BaseEstimator):
         n_classes: int,
         tree_seed: np.random.SeedSequence,
         callbacks: list[Callback] | None,
-        n_threads: int = 1,
     ) -> None:
         n_samples, n_features = binned.shape
         data = BinnedData.from_mapper(binned, target, mapper)
@@ -201,7 +196,6 @@ class BaseDecisionTree(BaseEstimator):
             random_splits=self.splitter == "random",
             limits=limits,
             n_classes=n_classes,
-            n_threads=n_threads,
         )
         tree = build_tree(data, weights, spec, np.random.default_rng(tree_seed))
         # The callback may interrupt; only a fit it lets finish becomes this model.

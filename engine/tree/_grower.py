@@ -9,14 +9,12 @@ leaf whose split decreases impurity most is split next, until the leaf budget is
 from __future__ import annotations
 
 import heapq
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
 
-from engine._threads import run_in_threads, split_evenly, tree_threads
 from engine.tree._criteria import (
     CLASSIFICATION_CRITERIA,
     Newton,
@@ -44,8 +42,6 @@ HISTOGRAM_MAX_CELLS = 8_000_000
 # ... and while a level splits at most this many nodes: past it, deep trees' many small
 # nodes are cheaper to search from their rows.
 HISTOGRAM_MAX_SPLITS = 128
-# Fewest rows in a batch for its histograms to be shared out among threads.
-THREADED_HISTOGRAM_ROWS = 16_384
 # Codes per feature in a dense histogram (8-bit binning), and bits of a category bitset.
 HISTOGRAM_CODES = 256
 BITSET_CODES = 256
@@ -109,13 +105,8 @@ class _Growth:
         limits: GrowthLimits,
         rng: np.random.Generator,
         feature_subset: NDArray[np.int64] | None,
-        n_threads: int = 1,
-        threads: ThreadPoolExecutor | None = None,
     ) -> None:
         self.ctx = ctx
-        # Histogram threads (None: build them in this thread) and their number.
-        self.threads = threads
-        self.n_threads = n_threads if threads is not None else 1
         self.targets = targets
         self.thresholds = thresholds
         self.limits = limits
@@ -274,10 +265,11 @@ class _Growth:
     ) -> tuple[NDArray[np.int64], NDArray[np.float64]]:
         """Dense histograms of a batch: counts (S, F, 256) and channel sums (S, F, 256, C).
 
-        One feature at a time: small ``bincount`` calls beat one huge call whose keys and
-        repeated weights would first have to be materialised. The features are shared out
-        among ``n_threads`` threads (``bincount`` releases the GIL); each feature's cells are
-        written by one thread in one call, so the sums do not depend on the thread count.
+        One feature at a time over a contiguous copy of the batch's codes: small
+        ``bincount`` calls beat one huge call whose keys and repeated weights would first
+        have to be materialised. (Sharing the features out among threads was tried: boosting
+        fits ran 1.02–1.04× the serial time, as NumPy's ``bincount`` keeps the GIL for part
+        of each call; see docs/engine.md, "Parallelism".)
         """
         ctx = self.ctx
         n_features = self.candidates.size
@@ -297,32 +289,22 @@ class _Growth:
             row_weights = ctx.weights[rows]
         else:
             channels = ctx.channels[rows]
-
-        def fill(features: range) -> None:
-            for j in features:
-                keys = base + codes[j]
-                counts[:, j] = np.bincount(keys, minlength=n_cells).reshape(
-                    n_slots, HISTOGRAM_CODES
-                )
-                if by_class:
-                    class_keys = class_offset + codes[j].astype(np.intp) * n_channels
-                    sums[:, j] = np.bincount(
-                        class_keys, weights=row_weights, minlength=n_cells * n_channels
-                    ).reshape(n_slots, HISTOGRAM_CODES, n_channels)
+        for j in range(n_features):
+            keys = base + codes[j]
+            counts[:, j] = np.bincount(keys, minlength=n_cells).reshape(n_slots, HISTOGRAM_CODES)
+            if by_class:
+                class_keys = class_offset + codes[j].astype(np.intp) * n_channels
+                sums[:, j] = np.bincount(
+                    class_keys, weights=row_weights, minlength=n_cells * n_channels
+                ).reshape(n_slots, HISTOGRAM_CODES, n_channels)
+                continue
+            for c in range(n_channels):
+                if c == 0 and self.unit_weights:
+                    sums[:, j, :, 0] = counts[:, j]
                     continue
-                for c in range(n_channels):
-                    if c == 0 and self.unit_weights:
-                        sums[:, j, :, 0] = counts[:, j]
-                        continue
-                    sums[:, j, :, c] = np.bincount(
-                        keys, weights=channels[:, c], minlength=n_cells
-                    ).reshape(n_slots, HISTOGRAM_CODES)
-
-        # Threads pay only where each feature's bincounts are long enough to outweigh handing
-        # the work out; the histograms are the same either way.
-        threads = self.threads if rows.size >= THREADED_HISTOGRAM_ROWS else None
-        n_parts = self.n_threads if threads is not None else 1
-        run_in_threads(fill, split_evenly(n_features, n_parts), threads)
+                sums[:, j, :, c] = np.bincount(
+                    keys, weights=channels[:, c], minlength=n_cells
+                ).reshape(n_slots, HISTOGRAM_CODES)
         return counts, sums
 
     # -- split search -------------------------------------------------------------------
@@ -496,7 +478,6 @@ def grow_tree(
     limits: GrowthLimits,
     rng: np.random.Generator,
     feature_subset: NDArray[np.int64] | None = None,
-    n_threads: int = 1,
 ) -> Tree:
     """Grow one tree on all rows of ``ctx.binned`` (rows of zero weight must be dropped first).
 
@@ -513,15 +494,12 @@ def grow_tree(
         The tree's own random stream (feature draws, random thresholds).
     feature_subset : ndarray of int64, optional
         Features the tree may split on (a random subspace); default all.
-    n_threads : int
-        Threads that build the histograms; the tree is the same for every count.
     """
-    with tree_threads(n_threads) as threads:
-        growth = _Growth(ctx, targets, thresholds, limits, rng, feature_subset, n_threads, threads)
-        if limits.max_leaf_nodes is None:
-            _grow_level_wise(growth)
-        else:
-            _grow_best_first(growth, limits.max_leaf_nodes)
+    growth = _Growth(ctx, targets, thresholds, limits, rng, feature_subset)
+    if limits.max_leaf_nodes is None:
+        _grow_level_wise(growth)
+    else:
+        _grow_best_first(growth, limits.max_leaf_nodes)
     return growth.finish()
 
 
