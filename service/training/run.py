@@ -28,6 +28,8 @@ ProgressReport = Callable[[float, str], None]
 StopCheck = Callable[[], bool]
 # Fitting is most of the work; the rest (metrics, curves, saving) gets the last stretch.
 FIT_SHARE = 0.95
+# Most training rows scored for the train metrics and curves (see scored_training_rows).
+TRAIN_SCORE_ROWS = 10_000
 Rows = npt.NDArray[np.intp]
 
 
@@ -75,7 +77,8 @@ def run_training(
     progress.start(folds, "final fit: " if folds else "")
     model = _fit(method, task, resolved, data, train_rows, spec, progress)
     on_progress(FIT_SHARE, "computing metrics")
-    metrics["train"] = _evaluate(model, data, train_rows, classification)
+    scored_rows = scored_training_rows(data.y, train_rows, classification, spec.seed)
+    metrics["train"] = _evaluate(model, data, scored_rows, classification)
     if validation_rows is not None:
         metrics["validation"] = _evaluate(model, data, validation_rows, classification)
     metrics["oob"] = _oob_metrics(model, data, train_rows, classification)
@@ -84,7 +87,7 @@ def run_training(
         model,
         classification=classification,
         classes=data.classes,
-        train=(data.X[train_rows], data.y[train_rows]),
+        train=(data.X[scored_rows], data.y[scored_rows]),
         validation=None
         if validation_rows is None
         else (data.X[validation_rows], data.y[validation_rows]),
@@ -198,6 +201,24 @@ def _fit(
     except ValueError as error:  # the engine refusing this data: deterministic
         raise TrainingError("fit_failed", f"Training failed: {error}") from None
     return estimator
+
+
+def scored_training_rows(
+    y: npt.NDArray[Any], train_rows: Rows, classification: bool, seed: int
+) -> Rows:
+    """The training rows ``metrics.train`` and the curves' train series are computed on.
+
+    All of them up to ``TRAIN_SCORE_ROWS``; past it a sample of that many, drawn with the
+    job's seed and stratified for classification — as scikit-learn's HistGradientBoosting
+    scores its training data. Scoring every row costs as much as predicting them (about 1.5 s
+    of a 100-tree forest's 80,000 rows, most of the service's overhead on such a job), for a
+    figure whose standard error on 10,000 rows is at most half a point of accuracy.
+    """
+    if train_rows.size <= TRAIN_SCORE_ROWS:
+        return train_rows
+    fraction = TRAIN_SCORE_ROWS / train_rows.size
+    _, sample = holdout_split(y[train_rows], fraction, classification=classification, seed=seed)
+    return train_rows[sample]
 
 
 def _evaluate(model: Any, data: TrainingData, rows: Rows, classification: bool) -> dict[str, Any]:

@@ -14,6 +14,7 @@ from service.datasets.columns import CategoricalColumn, ColumnData, NumericColum
 from service.db.tables import JobRecord
 from service.methods.catalog import CATALOG
 from service.training import TrainingError, TrainingSpec, run_training
+from service.training import run as run_module
 
 N = 120
 # Combiners of fitted members report no learning curve of their own.
@@ -313,3 +314,36 @@ def test_processes_do_not_change_the_model() -> None:
     assert np.array_equal(
         engine.load_model(one.artifact).predict(X), engine.load_model(two.artifact).predict(X)
     )
+
+
+def test_training_metrics_are_scored_on_a_stratified_sample_past_the_cap(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    spec = _spec("random_forest", "classification", validation={"holdout": 0})
+    everything, _ = _run(spec)
+    assert np.sum(everything.metrics["train"]["confusion_matrix"]) == everything.n_train_rows
+
+    monkeypatch.setattr(run_module, "TRAIN_SCORE_ROWS", 40)
+    sampled, _ = _run(spec)
+    matrix = np.asarray(sampled.metrics["train"]["confusion_matrix"])
+    assert sampled.n_train_rows == N - 1 and 39 <= matrix.sum() <= 41
+    # Stratified: each class keeps its share of the training rows.
+    labels = _columns()["label"].codes
+    shares = np.bincount(labels[labels >= 0]) / np.sum(labels >= 0)
+    np.testing.assert_allclose(matrix.sum(axis=1) / matrix.sum(), shares, atol=0.03)
+    assert sampled.metrics["train"] != everything.metrics["train"]
+    assert _run(spec)[0].metrics["train"] == sampled.metrics["train"]  # the seed draws it
+    # The model itself is fitted on every row either way.
+    assert sampled.artifact == everything.artifact
+
+
+def test_gradient_boosting_train_curve_uses_the_same_sample(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    spec = _spec("gradient_boosting", "regression", validation={"holdout": 0})
+    everything, _ = _run(spec)
+    monkeypatch.setattr(run_module, "TRAIN_SCORE_ROWS", 30)
+    sampled, _ = _run(spec)
+    assert len(sampled.curves["train"]) == len(everything.curves["train"])
+    assert sampled.curves["train"] != everything.curves["train"]
+    assert sampled.curves["train"][-1] == pytest.approx(sampled.metrics["train"]["rmse"] ** 2)
