@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from fastapi import APIRouter, Response
+from fastapi import APIRouter, BackgroundTasks, Request, Response
 
 from service.db.tables import JobRecord, JobStatus
-from service.deps import SessionDep, SettingsDep
+from service.deps import SessionDep, SettingsDep, get_resources
 from service.errors import problem_responses
 from service.jobs import service
 from service.jobs.schemas import JobCreate, JobError, JobOut, JobPage
@@ -17,11 +17,21 @@ router = APIRouter(prefix="/v1/jobs", tags=["jobs"], responses=problem_responses
 
 @router.post("", status_code=202)
 def create_job(
-    body: JobCreate, session: SessionDep, settings: SettingsDep, response: Response
+    body: JobCreate,
+    session: SessionDep,
+    settings: SettingsDep,
+    request: Request,
+    response: Response,
+    after_response: BackgroundTasks,
 ) -> JobOut:
     """Queue a training job; everything in the request is checked before it is queued."""
     job = service.create_job(session, body, settings)
     response.headers["Location"] = f"/v1/jobs/{job.id}"
+    worker = get_resources(request).worker
+    if worker is not None:
+        # After the response, so after the commit: woken earlier, the worker would not see
+        # the job yet and would sleep a whole poll interval.
+        after_response.add_task(worker.wake)
     return job_out(job)
 
 

@@ -160,6 +160,11 @@ class Supervisor:
         self._engine.dispose()
         logger.info("worker %s stopped", self.worker_id)
 
+    def wake(self) -> None:
+        """Look for queued jobs now rather than at the next poll (the API calls this once a
+        job it queued is committed, so an embedded worker starts it without waiting)."""
+        self._wake.set()
+
     def abort(self) -> None:
         """Kill every running fit now and queue its job again (the end of a shutdown)."""
         self._stopping.set()
