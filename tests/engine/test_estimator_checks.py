@@ -293,9 +293,17 @@ def test_pickle_round_trip_predicts_identically(estimator: Any) -> None:
     np.testing.assert_array_equal(restored.predict(X), fitted.predict(X))
 
 
+def _trees(model: Any) -> list[Any]:
+    """The fitted trees of a boosted model: AdaBoost's members, or every stage's trees."""
+    if isinstance(model, AdaBoostClassifier):
+        return [member.tree_ for member in model.estimators_]
+    return [tree for stage in model.estimators_ for tree in stage]
+
+
 @pytest.mark.parametrize(
     "estimator",
     [
+        AdaBoostClassifier(n_estimators=5, random_state=0),
         GradientBoostingClassifier(n_estimators=5, random_state=0),
         XGBoostClassifier(n_estimators=5, random_state=0),
         XGBoostRegressor(n_estimators=5, random_state=0),
@@ -303,29 +311,26 @@ def test_pickle_round_trip_predicts_identically(estimator: Any) -> None:
     ids=lambda e: type(e).__name__,
 )
 def test_tied_splits_partition_the_training_rows_alike(estimator: Any) -> None:
-    """What TIED_SPLITS_REASON says: on the weight check's data, weighted and repeated fits
-    may choose different split features, but every tree puts the training rows (weight > 0)
-    into the same groups, so both fits predict those rows alike; only rows of weight 0 can
-    differ. (The data is built as scikit-learn's check builds it.)"""
+    """What TIED_SPLITS_REASON says: on the weight check's data (built, and shuffled, as
+    scikit-learn's check builds it), weighted and repeated fits may choose different split
+    features, but every tree puts the training rows (weight > 0) into the same groups, so both
+    fits predict those rows alike; only rows of weight 0 can differ."""
     rng = np.random.RandomState(42)
     X = rng.rand(15, 30)
-    y = rng.randint(0, 3, size=15)
+    y = rng.randint(0, 3, size=15).astype(float if isinstance(estimator, XGBoostRegressor) else int)
     weights = rng.randint(0, 5, size=15)
-    if isinstance(estimator, XGBoostRegressor):
-        y = y.astype(float)
-    weighted = clone(estimator).fit(X, y, sample_weight=weights)
     repeated = clone(estimator).fit(np.repeat(X, weights, axis=0), np.repeat(y, weights))
+    order = np.random.RandomState(0).permutation(15)  # the check shuffles the weighted rows
+    X, y, weights = X[order], y[order], weights[order]
+    weighted = clone(estimator).fit(X, y, sample_weight=weights)
     trained = X[weights > 0]
     different_features = 0
-    for stage_w, stage_r in zip(weighted.estimators_, repeated.estimators_, strict=True):
-        for tree_w, tree_r in zip(stage_w, stage_r, strict=True):
-            different_features += not np.array_equal(
-                tree_w.nodes["feature"], tree_r.nodes["feature"]
-            )
-            pairs = zip(tree_w.apply(trained).tolist(), tree_r.apply(trained).tolist(), strict=True)
-            leaves = set(pairs)
-            # A one-to-one pairing of leaves: the same groups of training rows.
-            assert len(leaves) == len({w for w, _ in leaves}) == len({r for _, r in leaves})
+    for tree_w, tree_r in zip(_trees(weighted), _trees(repeated), strict=True):
+        different_features += not np.array_equal(tree_w.nodes["feature"], tree_r.nodes["feature"])
+        pairs = zip(tree_w.apply(trained).tolist(), tree_r.apply(trained).tolist(), strict=True)
+        leaves = set(pairs)
+        # A one-to-one pairing of leaves: the same groups of training rows.
+        assert len(leaves) == len({w for w, _ in leaves}) == len({r for _, r in leaves})
     assert different_features > 0  # the tie the reason describes does occur on this data
     score = "predict_proba" if hasattr(weighted, "predict_proba") else "predict"
     np.testing.assert_allclose(
