@@ -36,7 +36,7 @@ from engine.callbacks import Callback
 from engine.tree._binning import MAX_BINS, BinMapper, categorical_mask
 from engine.tree._build import BinnedData, TreeSpec
 from engine.tree._criteria import Newton
-from engine.tree._grower import GrowthLimits
+from engine.tree._growth import GrowthLimits
 from engine.tree._monotone import resolve_monotone_constraints
 from engine.tree._packed import PackedTrees
 from engine.tree._tree import Tree

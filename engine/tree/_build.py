@@ -16,7 +16,8 @@ from numpy.typing import NDArray
 
 from engine.tree._binning import BinMapper, has_missing_codes
 from engine.tree._criteria import Criterion
-from engine.tree._grower import GrowthLimits, grow_tree
+from engine.tree._grower import grow_tree
+from engine.tree._growth import GrowthLimits
 from engine.tree._splitter import SplitContext
 from engine.tree._tree import Tree
 

@@ -26,7 +26,7 @@ from engine.base import BaseEstimator, ClassifierMixin, RegressorMixin, check_is
 from engine.callbacks import Callback, ProgressEvent, notify
 from engine.tree._binning import MAX_BINS, BinMapper, categorical_mask
 from engine.tree._build import BinnedData, TreeSpec, build_tree, resolve_max_features
-from engine.tree._grower import GrowthLimits
+from engine.tree._growth import GrowthLimits
 from engine.tree._tree import Tree
 
 __all__ = ["DecisionTreeClassifier", "DecisionTreeRegressor"]

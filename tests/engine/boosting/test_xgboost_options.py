@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 
 from engine import XGBoostClassifier, XGBoostRegressor, load_model, save_model
-from engine.tree import _grower
+from engine.tree import _grower, _growth
 from engine.tree._binning import MAX_EXACT_BINS, BinMapper
 
 GRID = np.linspace(-2.0, 2.0, 61)
@@ -113,7 +113,7 @@ def test_invalid_constraints_are_refused(params: dict[str, Any], message: str) -
 def record_candidates(monkeypatch: pytest.MonkeyPatch) -> list[tuple[Any, ...]]:
     """Record (tree, depth, tree features, level pool, per-node candidates) of every search."""
     calls: list[tuple[Any, ...]] = []
-    original_pool = _grower._Growth.level_pool
+    original_pool = _growth.Growth.level_pool
     current: dict[str, Any] = {}
 
     def level_pool(self: Any, depth: int) -> np.ndarray:
@@ -121,8 +121,8 @@ def record_candidates(monkeypatch: pytest.MonkeyPatch) -> list[tuple[Any, ...]]:
         current.update(growth=self, depth=depth, pool=pool)
         return pool
 
-    def recorder(name: str) -> Any:
-        original = getattr(_grower, name)
+    def recorder(module: Any, name: str) -> Any:
+        original = getattr(module, name)
 
         def record(ctx: Any, first: Any, second: Any, features: np.ndarray, *rest: Any) -> Any:
             growth = current["growth"]
@@ -139,9 +139,10 @@ def record_candidates(monkeypatch: pytest.MonkeyPatch) -> list[tuple[Any, ...]]:
 
         return record
 
-    monkeypatch.setattr(_grower._Growth, "level_pool", level_pool)
-    for name in ("find_splits", "find_splits_in_histograms"):
-        monkeypatch.setattr(_grower, name, recorder(name))
+    monkeypatch.setattr(_growth.Growth, "level_pool", level_pool)
+    # Rows are searched by the tree's state, histograms by the level-wise grower.
+    for module, name in ((_growth, "find_splits"), (_grower, "find_splits_in_histograms")):
+        monkeypatch.setattr(module, name, recorder(module, name))
     return calls
 
 

@@ -16,7 +16,7 @@ import pytest
 from engine.tree._binning import MISSING_BIN, BinMapper
 from engine.tree._build import BinnedData, TreeSpec, build_newton_tree
 from engine.tree._criteria import Newton
-from engine.tree._grower import GrowthLimits
+from engine.tree._growth import GrowthLimits
 from engine.tree._monotone import MonotoneBounds, children_scores, score_given_weight
 from engine.tree._splitter import find_splits, find_splits_naive
 from tests.engine.tree.test_splitter import Problem, make_problem

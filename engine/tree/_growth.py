@@ -1,0 +1,467 @@
+"""The state of one tree while it grows: its rows, node statistics, histograms and splits.
+
+:class:`Growth` does the work of a step — summarise a batch of nodes, search their splits
+(from rows, or from dense per-node histograms), record nodes and apply splits — and
+:mod:`engine.tree._grower` decides the order of the steps (level by level, or best-first).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+from numpy.typing import NDArray
+
+from engine.tree._criteria import (
+    CLASSIFICATION_CRITERIA,
+    Newton,
+    impurity,
+    node_weight,
+    score,
+)
+from engine.tree._monotone import MonotoneBounds
+from engine.tree._splitter import (
+    SplitContext,
+    Splits,
+    find_splits,
+)
+from engine.tree._tree import NODE_DTYPE, Tree
+
+__all__ = ["Growth", "GrowthLimits", "select_slots"]
+
+# Nodes whose impurity is below this are pure; splitting them only chases rounding noise.
+IMPURITY_EPSILON = 1e-12
+# Per-node histograms are kept while their cells number at most this many per row of the
+# level (and at most the absolute cap, which bounds memory).
+HISTOGRAM_CELLS_PER_ROW = 16
+HISTOGRAM_MAX_CELLS = 8_000_000
+# ... and while a level splits at most this many nodes: past it, deep trees' many small
+# nodes are cheaper to search from their rows.
+HISTOGRAM_MAX_SPLITS = 128
+# Codes per feature in a dense histogram (8-bit binning), and bits of a category bitset.
+HISTOGRAM_CODES = 256
+BITSET_CODES = 256
+
+
+@dataclass(frozen=True)
+class GrowthLimits:
+    """Stopping rules and feature sampling of one tree."""
+
+    max_depth: int | None = None
+    min_samples_split: int = 2
+    min_samples_leaf: int = 1
+    min_weight_leaf: float = 0.0
+    min_impurity_decrease: float = 0.0
+    max_features: int | None = None  # candidate features drawn per split; None = all
+    # Candidate features drawn once per depth level (XGBoost's colsample_bylevel), from which
+    # each split then draws its max_features; None = all.
+    level_features: int | None = None
+    max_leaf_nodes: int | None = None
+    min_split_gain: float = 0.0  # γ: a Newton split must gain more than this
+
+
+@dataclass
+class _NodeTable:
+    """Nodes as they are created, flattened into a :class:`Tree` at the end."""
+
+    columns: dict[str, list[NDArray[np.generic]]] = field(default_factory=dict)
+    values: list[NDArray[np.float64]] = field(default_factory=list)
+    bitsets: list[NDArray[np.uint8]] = field(default_factory=list)
+    n_nodes: int = 0
+    n_bitsets: int = 0
+
+    def add(self, values: NDArray[np.float64], **columns: NDArray[np.generic]) -> NDArray[np.intp]:
+        ids = np.arange(self.n_nodes, self.n_nodes + values.shape[0])
+        self.n_nodes += values.shape[0]
+        self.values.append(values)
+        for name, column in columns.items():
+            self.columns.setdefault(name, []).append(np.asarray(column))
+        return ids
+
+    def finish(self, n_features: int, split_columns: dict[str, NDArray[np.generic]]) -> Tree:
+        nodes = np.zeros(self.n_nodes, dtype=NODE_DTYPE)
+        for name, parts in self.columns.items():
+            nodes[name] = np.concatenate(parts)
+        for name, column in split_columns.items():
+            nodes[name] = column
+        bitsets = (
+            np.concatenate(self.bitsets) if self.bitsets else np.zeros((0, 32), dtype=np.uint8)
+        )
+        return Tree(nodes, np.concatenate(self.values), bitsets, n_features)
+
+
+class Growth:
+    """State of one tree being grown: rows, node statistics and split records."""
+
+    def __init__(
+        self,
+        ctx: SplitContext,
+        targets: NDArray[np.float64] | None,
+        thresholds: NDArray[np.float64],
+        limits: GrowthLimits,
+        rng: np.random.Generator,
+        feature_subset: NDArray[np.int64] | None,
+    ) -> None:
+        self.ctx = ctx
+        self.targets = targets
+        self.thresholds = thresholds
+        self.limits = limits
+        self.rng = rng
+        n_features = ctx.binned.shape[1]
+        candidates = np.arange(n_features) if feature_subset is None else np.asarray(feature_subset)
+        self.level_size = min(limits.level_features or candidates.size, candidates.size)
+        per_round = limits.max_features or candidates.size
+        # When every node searches every feature, ties between features go to the first
+        # one searched: a random order per tree keeps such ties from always favouring the
+        # same feature (scikit-learn shuffles the features at every node for the same reason).
+        self.candidates = (
+            rng.permutation(candidates) if per_round >= self.level_size else candidates
+        )
+        self.level_pools: dict[int, NDArray[np.int64]] = {}
+        self.table = _NodeTable()
+        size = 64
+        self.split_feature = np.full(size, -1, dtype=np.int64)
+        self.split_left = np.full(size, -1, dtype=np.int64)
+        self.split_threshold = np.zeros(size)
+        self.split_missing_left = np.zeros(size, dtype=bool)
+        self.split_category = np.full(size, -1, dtype=np.int64)
+        self.root_weight = 0.0
+        # Unweighted regression: the weight channel equals the row count, so histograms can
+        # reuse the counts instead of summing the weights again.
+        self.unit_weights = ctx.criterion == "squared_error" and bool(
+            (ctx.channels[:, 0] == 1.0).all()
+        )
+        self.monotone = (
+            MonotoneBounds(ctx.criterion, ctx.monotone)
+            if ctx.monotone is not None and isinstance(ctx.criterion, Newton)
+            else None
+        )
+
+    # -- node statistics --------------------------------------------------------------
+
+    def summarise(
+        self, rows: NDArray[np.intp], slot_of_row: NDArray[np.intp], n_slots: int
+    ) -> tuple[NDArray[np.float64], NDArray[np.int64], NDArray[np.float64], NDArray[np.float64]]:
+        """Channel totals, row counts, values and impurities of a batch of nodes."""
+        channels = self.ctx.channels[rows]
+        totals = np.empty((n_slots, channels.shape[1]))
+        for c in range(channels.shape[1]):
+            totals[:, c] = np.bincount(slot_of_row, weights=channels[:, c], minlength=n_slots)
+        counts = np.bincount(slot_of_row, minlength=n_slots).astype(np.int64)
+        criterion = self.ctx.criterion
+        if isinstance(criterion, Newton):
+            # Cover H is the node weight; this impurity makes H·impurity = −score, so the
+            # recorded impurity decrease of a split is exactly its Newton gain.
+            cover = totals[:, 1]
+            values = criterion.leaf_weight(totals)[:, None]
+            with np.errstate(divide="ignore", invalid="ignore"):
+                impurities = np.where(cover > 0, -score(totals, criterion) / cover, 0.0)
+        elif criterion in CLASSIFICATION_CRITERIA:
+            weight = totals.sum(axis=1)
+            values = totals / weight[:, None]
+            impurities = impurity(totals, criterion)
+        else:
+            assert self.targets is not None
+            weight = totals[:, 0]
+            mean = totals[:, 1] / weight
+            deviation = self.targets[rows] - mean[slot_of_row]
+            squared = np.bincount(
+                slot_of_row, weights=channels[:, 0] * deviation**2, minlength=n_slots
+            )
+            values = mean[:, None]
+            impurities = squared / weight
+        return totals, counts, values, impurities
+
+    def bounded(
+        self,
+        totals: NDArray[np.float64],
+        values: NDArray[np.float64],
+        impurities: NDArray[np.float64],
+        bounds: NDArray[np.float64] | None,
+    ) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+        """Node values and impurities under monotone constraints' weight bounds."""
+        if self.monotone is None or bounds is None:
+            return values, impurities
+        return self.monotone.node_statistics(totals, bounds)
+
+    def child_bounds(
+        self,
+        parent_bounds: NDArray[np.float64] | None,
+        parent_feature: NDArray[np.int64],
+        child_totals: NDArray[np.float64],
+    ) -> NDArray[np.float64] | None:
+        """Bounds of the children (left, right per parent) of the nodes just split."""
+        if self.monotone is None or parent_bounds is None:
+            return None
+        return self.monotone.children(parent_bounds, parent_feature, child_totals)
+
+    def record(
+        self,
+        totals: NDArray[np.float64],
+        counts: NDArray[np.int64],
+        values: NDArray[np.float64],
+        impurities: NDArray[np.float64],
+        depth: int | NDArray[np.int64],
+    ) -> NDArray[np.intp]:
+        weight = node_weight(totals, self.ctx.criterion)
+        return self.table.add(
+            values,
+            impurity=impurities,
+            n_samples=counts,
+            weighted_n_samples=weight,
+            depth=np.broadcast_to(depth, counts.shape),
+        )
+
+    def splittable(
+        self,
+        totals: NDArray[np.float64],
+        counts: NDArray[np.int64],
+        impurities: NDArray[np.float64],
+        depth: int,
+    ) -> NDArray[np.bool_]:
+        limits = self.limits
+        weight = node_weight(totals, self.ctx.criterion)
+        ok = (
+            (counts >= limits.min_samples_split)
+            & (counts >= 2 * limits.min_samples_leaf)
+            & (weight >= 2 * limits.min_weight_leaf)
+        )
+        if not isinstance(self.ctx.criterion, Newton):
+            ok &= impurities > IMPURITY_EPSILON
+        if limits.max_depth is not None and depth >= limits.max_depth:
+            ok[:] = False
+        return ok
+
+    # -- histograms (all candidate features, for subtraction) ----------------------------
+
+    def level_pool(self, depth: int) -> NDArray[np.int64]:
+        """The candidate features of a depth level, drawn once per level (in tree order)."""
+        if self.level_size >= self.candidates.size:
+            return self.candidates
+        pool = self.level_pools.get(depth)
+        if pool is None:
+            drawn = self.rng.choice(self.candidates.size, self.level_size, replace=False)
+            pool = self.level_pools[depth] = self.candidates[np.sort(drawn)]
+        return pool
+
+    def uses_histograms(self) -> bool:
+        """Whether this tree can keep per-node histograms and derive siblings by subtraction.
+
+        That needs every node of a level to search all the level's features (no per-split
+        sampling) and the best-split search (random thresholds need no histogram). The
+        histograms cover all the tree's features; a level searches the columns of its own.
+        """
+        per_round = self.limits.max_features or self.candidates.size
+        # Exact binning's 65,536 codes per feature would make dense histograms huge.
+        narrow = self.ctx.n_codes <= HISTOGRAM_CODES
+        return narrow and per_round >= self.level_size and not self.ctx.random_splits
+
+    def histograms(
+        self, rows: NDArray[np.intp], slot_of_row: NDArray[np.intp], n_slots: int
+    ) -> tuple[NDArray[np.int64], NDArray[np.float64]]:
+        """Dense histograms of a batch: counts (S, F, 256) and channel sums (S, F, 256, C).
+
+        One feature at a time over a contiguous copy of the batch's codes: small
+        ``bincount`` calls beat one huge call whose keys and repeated weights would first
+        have to be materialised. (Sharing the features out among threads was tried: boosting
+        fits ran 1.02–1.04× the serial time, as NumPy's ``bincount`` keeps the GIL for part
+        of each call; see docs/engine.md, "Parallelism".)
+        """
+        ctx = self.ctx
+        n_features = self.candidates.size
+        n_channels = ctx.channels.shape[1]
+        if rows.size == ctx.binned.shape[0]:
+            codes = ctx.binned.T[self.candidates]  # the root: every row, no gather needed
+        else:
+            codes = np.ascontiguousarray(ctx.binned[rows][:, self.candidates].T)
+        base = slot_of_row * HISTOGRAM_CODES
+        n_cells = n_slots * HISTOGRAM_CODES
+        counts = np.empty((n_slots, n_features, HISTOGRAM_CODES), dtype=np.int64)
+        sums = np.empty((n_slots, n_features, HISTOGRAM_CODES, n_channels))
+        by_class = ctx.classes is not None and ctx.weights is not None
+        if by_class:
+            assert ctx.classes is not None and ctx.weights is not None
+            class_offset = base * n_channels + ctx.classes[rows]
+            row_weights = ctx.weights[rows]
+        else:
+            channels = ctx.channels[rows]
+        for j in range(n_features):
+            keys = base + codes[j]
+            counts[:, j] = np.bincount(keys, minlength=n_cells).reshape(n_slots, HISTOGRAM_CODES)
+            if by_class:
+                class_keys = class_offset + codes[j].astype(np.intp) * n_channels
+                sums[:, j] = np.bincount(
+                    class_keys, weights=row_weights, minlength=n_cells * n_channels
+                ).reshape(n_slots, HISTOGRAM_CODES, n_channels)
+                continue
+            for c in range(n_channels):
+                if c == 0 and self.unit_weights:
+                    sums[:, j, :, 0] = counts[:, j]
+                    continue
+                sums[:, j, :, c] = np.bincount(
+                    keys, weights=channels[:, c], minlength=n_cells
+                ).reshape(n_slots, HISTOGRAM_CODES)
+        return counts, sums
+
+    # -- split search -------------------------------------------------------------------
+
+    def search(
+        self,
+        rows: NDArray[np.intp],
+        slot_of_row: NDArray[np.intp],
+        totals: NDArray[np.float64],
+        counts: NDArray[np.int64],
+        depth: int,
+        bounds: NDArray[np.float64] | None = None,
+    ) -> Splits:
+        """Best splits of a batch, drawing ``max_features`` candidates per node from the
+        features of its depth level.
+
+        As in scikit-learn, a node whose drawn features admit no valid split keeps drawing
+        from its remaining features before it is declared a leaf.
+        """
+        n_slots = totals.shape[0]
+        pool = self.level_pool(depth)
+        n_candidates = pool.size
+        per_round = self.limits.max_features or n_candidates
+        if per_round >= n_candidates:
+            features = np.broadcast_to(pool, (n_slots, n_candidates))
+            return find_splits(
+                self.ctx,
+                rows,
+                slot_of_row,
+                np.ascontiguousarray(features),
+                totals,
+                counts,
+                self.rng,
+                bounds,
+            )
+        order = self.rng.random((n_slots, n_candidates)).argsort(axis=1)
+        drawn = pool[order]
+        result: Splits | None = None
+        pending = np.arange(n_slots)
+        for start in range(0, n_candidates, per_round):
+            features = drawn[pending, start : start + per_round]
+            if features.shape[1] < per_round:
+                pad = np.full((pending.size, per_round - features.shape[1]), -1)
+                features = np.concatenate([features, pad], axis=1)
+            batch_rows, batch_slots = select_slots(rows, slot_of_row, pending, n_slots)
+            splits = find_splits(
+                self.ctx,
+                batch_rows,
+                batch_slots,
+                features,
+                totals[pending],
+                counts[pending],
+                self.rng,
+                None if bounds is None else bounds[pending],
+            )
+            result = splits if result is None else _merge(result, splits, pending)
+            pending = pending[~splits.found]
+            if pending.size == 0:
+                break
+        assert result is not None
+        return result
+
+    def accepted(self, splits: Splits) -> NDArray[np.bool_]:
+        """Found splits that pass the gain threshold of the criterion.
+
+        Impurity criteria use scikit-learn's ``min_impurity_decrease`` (a decrease relative
+        to the root's weight); Newton splits must gain more than γ (``min_split_gain``).
+        """
+        if isinstance(self.ctx.criterion, Newton):
+            return splits.found & (splits.gain > self.limits.min_split_gain + IMPURITY_EPSILON)
+        return splits.found & (
+            splits.gain / self.root_weight + IMPURITY_EPSILON >= self.limits.min_impurity_decrease
+        )
+
+    # -- split bookkeeping --------------------------------------------------------------
+
+    def apply_splits(
+        self, node_ids: NDArray[np.intp], splits: Splits, chosen: NDArray[np.bool_]
+    ) -> NDArray[np.intp]:
+        """Record the chosen splits; return the id of each new left child."""
+        ids = node_ids[chosen]
+        needed = int(ids.max()) + 1 if ids.size else 0
+        if needed > self.split_feature.size:
+            self._grow_split_arrays(needed)
+        first_child = self.table.n_nodes
+        left_ids = first_child + 2 * np.arange(ids.size)
+        feature = splits.feature[chosen]
+        split_bin = splits.bin[chosen]
+        self.split_feature[ids] = feature
+        self.split_left[ids] = left_ids
+        self.split_missing_left[ids] = splits.missing_left[chosen]
+        categorical = self.ctx.is_categorical[feature]
+        last_bin = self.ctx.missing_code - 1
+        self.split_threshold[ids] = np.where(
+            categorical, np.nan, self.thresholds[feature, np.minimum(split_bin, last_bin)]
+        )
+        if categorical.any():
+            # Categories have codes below 255 in either code width: 256 bits hold them all.
+            codes = splits.left_codes[chosen][categorical][:, :BITSET_CODES]
+            self.table.bitsets.append(np.packbits(codes, axis=1, bitorder="little"))
+            start = self.table.n_bitsets
+            self.table.n_bitsets += int(categorical.sum())
+            self.split_category[ids[categorical]] = np.arange(start, self.table.n_bitsets)
+        return left_ids
+
+    def _grow_split_arrays(self, needed: int) -> None:
+        size = max(needed, 2 * self.split_feature.size)
+        for name, fill in (
+            ("split_feature", -1),
+            ("split_left", -1),
+            ("split_threshold", 0.0),
+            ("split_missing_left", False),
+            ("split_category", -1),
+        ):
+            old = getattr(self, name)
+            new = np.full(size, fill, dtype=old.dtype)
+            new[: old.size] = old
+            setattr(self, name, new)
+
+    def goes_right(
+        self,
+        rows: NDArray[np.intp],
+        slot_of_row: NDArray[np.intp],
+        splits: Splits,
+    ) -> NDArray[np.bool_]:
+        codes = self.ctx.binned[rows, splits.feature[slot_of_row]]
+        return ~splits.left_codes[slot_of_row, codes]
+
+    def finish(self) -> Tree:
+        n = self.table.n_nodes
+        self._grow_split_arrays(n)
+        left = self.split_left[:n]
+        return self.table.finish(
+            self.ctx.binned.shape[1],
+            {
+                "left_child": left,
+                "right_child": np.where(left >= 0, left + 1, -1),
+                "feature": self.split_feature[:n],
+                "threshold": np.where(left >= 0, self.split_threshold[:n], 0.0),
+                "missing_left": self.split_missing_left[:n],
+                "category_split": self.split_category[:n],
+            },
+        )
+
+
+def select_slots(
+    rows: NDArray[np.intp], slot_of_row: NDArray[np.intp], slots: NDArray[np.intp], n_slots: int
+) -> tuple[NDArray[np.intp], NDArray[np.intp]]:
+    """Rows of the given slots, renumbered ``0..len(slots)-1``."""
+    if slots.size == n_slots:
+        return rows, slot_of_row
+    renumber = np.full(n_slots, -1, dtype=np.intp)
+    renumber[slots] = np.arange(slots.size)
+    new_slot = renumber[slot_of_row]
+    keep = new_slot >= 0
+    return rows[keep], new_slot[keep]
+
+
+def _merge(result: Splits, update: Splits, slots: NDArray[np.intp]) -> Splits:
+    """Overwrite the entries of ``slots`` that ``update`` found splits for."""
+    found = slots[update.found]
+    for name in ("found", "gain", "feature", "bin", "missing_left", "left_codes"):
+        getattr(result, name)[found] = getattr(update, name)[update.found]
+    return result
