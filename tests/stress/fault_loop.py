@@ -36,7 +36,7 @@ import sys
 import tempfile
 import time
 from collections import Counter
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -186,11 +186,12 @@ class FaultLoop:
 
     # --- one round ------------------------------------------------------------------------
 
-    def run(self, rounds: int) -> Report:
+    def run(self, rounds: int, faults: Sequence[str] = FAULTS) -> Report:
+        """``rounds`` rounds, striking ``faults`` in turn."""
         started = time.monotonic()
         Processes(self.root / "logs", **self.settings).run("migrate")
         for number in range(rounds):
-            fault = FAULTS[number % len(FAULTS)]
+            fault = faults[number % len(faults)]
             split = fault in SPLIT_ONLY or self.rng.random() < 0.5
             self.log(f"round {number}: {fault} ({'API + worker' if split else 'serve'})")
             ok = self.round(number, fault, split)
@@ -453,12 +454,19 @@ def database(kind: str) -> Iterator[str | None]:
         yield url
 
 
-def run_loop(kind: str, rounds: int, seed: int, root: Path, verbose: bool = False) -> Report:
-    """Run ``rounds`` rounds of faults on a fresh ``kind`` database under ``root``."""
+def run_loop(
+    kind: str,
+    rounds: int,
+    seed: int,
+    root: Path,
+    verbose: bool = False,
+    faults: Sequence[str] = FAULTS,
+) -> Report:
+    """Run ``rounds`` rounds of ``faults`` (in turn) on a fresh ``kind`` database under ``root``."""
     with database(kind) as url:
         loop = FaultLoop(kind, url, root, seed, verbose)
         try:
-            return loop.run(rounds)
+            return loop.run(rounds, faults)
         finally:
             loop.close()
 
