@@ -55,7 +55,12 @@ def create_job(session: Session, request: JobCreate, settings: Settings) -> JobR
         )
     _check_runtime(request.max_runtime_seconds, settings)
     n_classes = target.n_unique if task == Task.CLASSIFICATION else 1
-    _check_memory(method.name, resolved, dataset.n_rows, len(features), n_classes, settings)
+    # Only a method with n_jobs gets COPPICE_PROCESSES_PER_JOB processes; boosting, say, fits in one.
+    parallel = "n_jobs" in method.estimator_class(task)._get_param_names()
+    processes = settings.processes_per_job if parallel else 1
+    _check_memory(
+        method.name, resolved, dataset.n_rows, len(features), n_classes, processes, settings
+    )
     if request.name is not None and not is_storable_text(request.name):
         raise InvalidInput(
             "The job name holds a NUL character or a lone surrogate, which cannot be stored.",
@@ -208,6 +213,7 @@ def _check_memory(
     n_rows: int,
     n_features: int,
     n_classes: int,
+    processes: int,
     settings: Settings,
 ) -> None:
     needed = estimate_job_bytes(
@@ -216,7 +222,7 @@ def _check_memory(
         n_rows=n_rows,
         n_features=n_features,
         n_classes=n_classes,
-        n_jobs=settings.processes_per_job,
+        n_jobs=processes,
     )
     if needed <= settings.max_job_memory_bytes:
         return

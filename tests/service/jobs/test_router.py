@@ -310,3 +310,22 @@ async def test_a_job_estimated_past_the_memory_budget_is_refused(
     assert problem["errors"] == [
         {"loc": ["body", "params"], "msg": "estimated memory above the server's limit"}
     ]
+
+
+async def test_only_methods_with_n_jobs_are_charged_for_several_processes(
+    backend_settings: Settings,
+) -> None:
+    # Four processes per job: a forest's estimate pays three more PROCESS charges, gradient
+    # boosting (sequential, no n_jobs) fits in one process and pays none.
+    budget = estimate.BASE + 2 * estimate.PROCESS
+    settings = backend_settings.model_copy(
+        update={"max_job_memory_bytes": budget, "processes_per_job": 4}
+    )
+    async with app_client(settings) as client:
+        dataset_id = await _dataset(client)
+        base = {"dataset_id": dataset_id, "target": "label", "params": {"n_estimators": 5}}
+        boosted = await _create(client, **base, method="gradient_boosting")
+        forest = await _create(client, **base, method="random_forest")
+
+    assert boosted.status_code == 202, boosted.text
+    assert "COPPICE_MAX_JOB_MEMORY_BYTES" in _problem(forest, 422)["detail"]
