@@ -17,6 +17,7 @@ from service.deps import DbEngineDep, ModelCacheDep, SessionDep, SettingsDep
 from service.errors import PayloadTooLarge, problem_responses
 from service.methods.catalog import Task
 from service.models import service
+from service.models.cache import LoadedModel
 from service.models.schemas import (
     CurvesOut,
     FeatureImportanceOut,
@@ -87,19 +88,22 @@ async def predict(
         request, settings.max_request_bytes, setting="COPPICE_MAX_REQUEST_BYTES"
     )
 
-    def work() -> dict[str, Any]:
+    def work(model: LoadedModel | None = None) -> dict[str, Any]:
         body = _predict_request(raw, settings.max_predict_rows)
-        # No request session: predictions write nothing, and a Session connects on first use,
-        # so a cached model is served without touching the database (or two thread hops).
-        with Session(db_engine) as session:
-            model = service.loaded_model(session, cache, model_id)
+        if model is None:
+            # No request session: predictions write nothing, and a Session connects on first
+            # use, so a cached model is served without touching the database.
+            with Session(db_engine) as session:
+                model = service.loaded_model(session, cache, model_id)
         return service.predict(model, body)
 
-    if len(raw) <= INLINE_PREDICT_BYTES and model_id in cache and b"explain" not in raw:
+    if len(raw) <= INLINE_PREDICT_BYTES and b"explain" not in raw and model_id in cache:
         # A few rows for a model in memory: a fraction of a millisecond of work, less than
         # handing it to a worker thread and back. Loading a model, large bodies and TreeSHAP
         # stay off the event loop.
-        return JSONResponse(work())
+        cached = cache.get(model_id)
+        if cached is not None:  # unless another request evicted it just now
+            return JSONResponse(work(cached))
     return JSONResponse(await to_thread.run_sync(work))
 
 
