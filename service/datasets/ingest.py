@@ -186,10 +186,24 @@ def parse_csv(chunks: Iterable[bytes], *, max_columns: int) -> tuple[TableBuilde
                 )
             table.add_text_row(cells)
     except csv.Error as error:
-        raise BadRequest(f"The file is not valid CSV at line {reader.line_num}: {error}.") from None
+        raise BadRequest(
+            f"The file is not valid CSV at line {reader.line_num}: {_csv_fault(error)}."
+        ) from None
     if table is None:
         raise InvalidInput("The file is empty; upload a CSV file with a header row.")
     return table, counted
+
+
+def _csv_fault(error: csv.Error) -> str:
+    """The csv module's complaint, in words for someone who sent a file over HTTP."""
+    text = str(error)
+    if text.startswith("new-line character seen in unquoted field"):
+        # Python's own hint ("open the file in universal-newline mode") means nothing here.
+        return (
+            "a line break (a lone carriage return) inside an unquoted cell; quote the cell, "
+            "or end lines with \\n or \\r\\n"
+        )
+    return text
 
 
 # --- JSON -----------------------------------------------------------------------------------

@@ -182,6 +182,11 @@ async def test_too_many_columns(settings: Settings) -> None:
         ),
         ({"json": {"columns": ["a"], "rows": [[1]], "colour": 1}}, 422, "colour"),
         ({"json": {"columns": ["a"], "rows": [[[1]]]}}, 422, "Row 1, column 'a' holds a JSON list"),
+        (
+            {"files": {"file": ("a.csv", b"a,b\n1,x\ry\n")}},
+            400,
+            "a lone carriage return) inside an unquoted cell; quote the cell",
+        ),
     ],
     ids=[
         "ragged",
@@ -194,6 +199,7 @@ async def test_too_many_columns(settings: Settings) -> None:
         "bad-json",
         "extra-key",
         "nested-cell",
+        "lone-cr",
     ],
 )
 async def test_bad_uploads_are_problems_that_name_the_fault(
