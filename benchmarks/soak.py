@@ -38,7 +38,7 @@ import numpy as np
 
 from benchmarks.machine import describe_machine
 from benchmarks.report import render_machine
-from tests.e2e.processes import serving, wait_for_jobs
+from tests.e2e.processes import live_processes, serving, wait_for_jobs
 
 RESULTS_DIR = Path(__file__).resolve().parent / "results"
 MIB = 1024 * 1024
@@ -89,19 +89,17 @@ def _log(message: str) -> None:
 def _session_rss(session_id: int) -> tuple[int, int]:
     """Total VmRSS of the processes in a session, and how many there are, from ``/proc``."""
     total, count = 0, 0
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
+    for member in live_processes():
+        if member.session != session_id:
             continue
         try:
-            stat = (entry / "stat").read_text()
-            if int(stat.rsplit(")", 1)[1].split()[3]) != session_id:
-                continue
-            for line in (entry / "status").read_text().splitlines():
-                if line.startswith("VmRSS:"):
-                    total += int(line.split()[1]) * 1024
-                    count += 1
-        except (OSError, ValueError, IndexError):
+            status = Path(f"/proc/{member.pid}/status").read_text()
+        except OSError:
             continue  # the process ended while being read
+        for line in status.splitlines():
+            if line.startswith("VmRSS:"):
+                total += int(line.split()[1]) * 1024
+                count += 1
     return total, count
 
 

@@ -56,7 +56,7 @@ def create_job(session: Session, request: JobCreate, settings: Settings) -> JobR
     _check_runtime(request.max_runtime_seconds, settings)
     n_classes = target.n_unique if task == Task.CLASSIFICATION else 1
     # Only a method with n_jobs gets COPPICE_PROCESSES_PER_JOB processes; boosting, say, fits in one.
-    parallel = "n_jobs" in method.estimator_class(task)._get_param_names()
+    parallel = "n_jobs" in method.estimator_class(task).parameter_defaults()
     processes = settings.processes_per_job if parallel else 1
     _check_memory(
         method.name, resolved, dataset.n_rows, len(features), n_classes, processes, settings

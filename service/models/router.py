@@ -32,6 +32,9 @@ from service.paging import Limit, Offset
 
 router = APIRouter(prefix="/v1/models", tags=["models"], responses=problem_responses())
 
+# Largest predict body (bytes) answered on the event loop when its model is cached.
+INLINE_PREDICT_BYTES = 4096
+
 
 @router.get("")
 def list_models(
@@ -105,10 +108,6 @@ async def predict(
         if cached is not None:  # unless another request evicted it just now
             return JSONResponse(work(cached))
     return JSONResponse(await to_thread.run_sync(work))
-
-
-# Largest predict body (bytes) answered on the event loop when its model is cached.
-INLINE_PREDICT_BYTES = 4096
 
 
 @router.get(
