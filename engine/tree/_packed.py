@@ -82,23 +82,30 @@ class PackedTrees:
         has_missing = bool(np.isnan(flat).any())
         has_categorical = bool(self.category_bitsets.shape[0])
         compact = n_pairs >= COMPACT_MIN_PAIRS
+        # ``take``/``put`` and integer positions rather than ``[]`` and boolean masks: for
+        # these 1-D gathers they skip NumPy's general indexing machinery (~30% of the time).
+        feature, threshold, left = self.feature, self.threshold, self.left
         for level in range(1, self.max_depth + 1):
-            values = flat[row_base + self.feature[current]]
+            position = feature.take(current)
+            position += row_base
+            values = flat.take(position)
             # "x <= threshold goes left"; NaN compares False and is routed just below.
-            goes_right = values > self.threshold[current]
+            goes_right = values > threshold.take(current)
             if has_missing:
                 missing = np.isnan(values)
                 goes_right[missing] = ~self.missing_left[current[missing]]
             if has_categorical:
                 self._route_categorical(current, values, goes_right)
-            current = self.left[current] + goes_right
+            current = left.take(current)
+            current += goes_right
             if level % COMPACT_EVERY:
                 continue
-            done = self.is_leaf[current]
+            done = self.is_leaf.take(current)
             if compact:
-                leaf[pair[done]] = current[done]
-                keep = ~done
-                pair, current, row_base = pair[keep], current[keep], row_base[keep]
+                finished = np.flatnonzero(done)
+                leaf.put(pair.take(finished), current.take(finished))
+                kept = np.flatnonzero(~done)
+                pair, current, row_base = pair.take(kept), current.take(kept), row_base.take(kept)
             elif done.all():
                 break
         leaf[pair] = current
