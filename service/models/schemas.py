@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any
+from typing import Annotated, Any
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, WithJsonSchema, model_validator
 
 from service.methods.catalog import Task
 
@@ -65,7 +65,12 @@ class PredictRequest(BaseModel):
         default=None, description="One object per row; an absent feature is missing."
     )
     columns: list[str] | None = Field(default=None, description="Column names of `rows`.")
-    rows: list[list[Any]] | None = Field(default=None, description="Cells in `columns` order.")
+    # Each row is checked to be a list by the encoder, with the row named in the error:
+    # validating 800,000 cells as ``list[list[Any]]`` here costs pydantic 30 ms per 20,000
+    # rows and proves nothing the encoder does not check again. The schema is unchanged.
+    rows: list[Annotated[Any, WithJsonSchema({"type": "array", "items": {}})]] | None = Field(
+        default=None, description="Cells in `columns` order."
+    )
     return_proba: bool = Field(
         default=False, description="Also return class probabilities (classification)."
     )

@@ -24,6 +24,18 @@ MODEL = LoadedModel(
     size_bytes=0,
 )
 COLUMNS = ["colour", "x", "n"]  # not the model's order
+# No categorical feature: a rows body takes the one-call matrix path.
+NUMERIC_MODEL = LoadedModel(
+    id="m",
+    method="decision_tree",
+    task="classification",
+    target="label",
+    estimator=None,
+    features=[{"name": "x"}, {"name": "n"}, {"name": "w"}],
+    encoding={"categories": {}},
+    classes=["a", "b"],
+    size_bytes=0,
+)
 
 
 def rows_of(count: int) -> list[list[Any]]:
@@ -68,11 +80,18 @@ def test_rows_and_records_encode_every_cell() -> None:
         ("1.5", "row 5, feature 'x' is numeric but holds '1.5'"),
     ],
 )
-def test_a_bad_cell_in_a_numeric_column_is_named(bad: Any, message: str) -> None:
+@pytest.mark.parametrize("model", [MODEL, NUMERIC_MODEL], ids=["with-categories", "numeric"])
+def test_a_bad_cell_in_a_numeric_column_is_named(
+    bad: Any, message: str, model: LoadedModel
+) -> None:
     rows = rows_of(50)
+    if model is NUMERIC_MODEL:
+        for row in rows:
+            row[0] = 1.0  # "colour" is no feature of it; its cells become numbers of "w"
     rows[5][1] = bad
+    columns = COLUMNS if model is MODEL else ["w", "x", "n"]
     with pytest.raises(InvalidInput) as raised:
-        encode_rows(MODEL, COLUMNS, rows)
+        encode_rows(model, columns, rows)
     assert message.lower() in str(raised.value.detail).lower()
     assert raised.value.errors[0]["loc"] == ["body", "rows", 5, 1]
 
@@ -87,3 +106,30 @@ def test_non_text_categories_take_the_cell_path() -> None:
 
 def test_no_rows_is_an_empty_matrix() -> None:
     assert encode_rows(MODEL, COLUMNS, []).shape == (0, 3)
+
+
+def test_numeric_rows_convert_in_one_call_like_cell_by_cell() -> None:
+    rows = [[x, n] for _, x, n in rows_of(200)]  # "w" absent: missing in every row
+    X = encode_rows(NUMERIC_MODEL, ["n", "x"], [[n, x] for x, n in rows])
+    expected = np.array(
+        [
+            [math.nan if x is None else x, math.nan if n is None else float(n), math.nan]
+            for x, n in rows
+        ]
+    )
+    np.testing.assert_array_equal(X, expected)
+    # Records always convert column by column; the two paths agree.
+    records = [{"x": x, "n": n} for x, n in rows]
+    np.testing.assert_array_equal(encode_records(NUMERIC_MODEL, records), expected)
+
+
+@pytest.mark.parametrize("model", [MODEL, NUMERIC_MODEL], ids=["with-categories", "numeric"])
+def test_a_row_that_is_not_a_list_is_named(model: LoadedModel) -> None:
+    rows: list[Any] = [[1.0, 2.0, 3.0], 4.0, {"x": 1.0}]
+    columns = COLUMNS if model is MODEL else ["w", "x", "n"]
+    with pytest.raises(InvalidInput, match="Row 1 is not a list of cells") as raised:
+        encode_rows(model, columns, rows)
+    assert [error["loc"] for error in raised.value.errors] == [
+        ["body", "rows", 1],
+        ["body", "rows", 2],
+    ]

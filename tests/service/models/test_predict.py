@@ -151,6 +151,7 @@ async def test_misspelt_column_is_422_naming_it(svc: Service) -> None:
         ({"records": [{"x": True}]}, 422, "feature 'x' is numeric"),
         ({"records": [{"colour": ["red"]}]}, 422, "holds a JSON list"),
         ({"columns": ["x"], "rows": [[1.0, 2.0]]}, 422, "Row 0 has 2 cells"),
+        ({"columns": ["x"], "rows": [1.0]}, 422, "Row 0 is not a list of cells"),
         ({"columns": ["x", "x"], "rows": [[1.0, 2.0]]}, 422, "more than once"),
         ({"records": [], "columns": ["x"], "rows": []}, 422, "not both"),
         ({"columns": ["x"]}, 422, "'columns' with 'rows'"),
