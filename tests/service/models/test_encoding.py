@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from typing import Any
 
@@ -25,16 +26,8 @@ MODEL = LoadedModel(
 )
 COLUMNS = ["colour", "x", "n"]  # not the model's order
 # No categorical feature: a rows body takes the one-call matrix path.
-NUMERIC_MODEL = LoadedModel(
-    id="m",
-    method="decision_tree",
-    task="classification",
-    target="label",
-    estimator=None,
-    features=[{"name": "x"}, {"name": "n"}, {"name": "w"}],
-    encoding={"categories": {}},
-    classes=["a", "b"],
-    size_bytes=0,
+NUMERIC_MODEL = dataclasses.replace(
+    MODEL, features=[{"name": "x"}, {"name": "n"}, {"name": "w"}], encoding={"categories": {}}
 )
 
 
