@@ -68,6 +68,7 @@ class BaseGradientBoosting(BaseEstimator):
     n_trees_per_iteration_: int
 
     _classification: ClassVar[bool] = False
+    _persistence_exclude: ClassVar[tuple[str, ...]] = ("_packed_cache",)
 
     # --- fitting ---------------------------------------------------------------------------
 
@@ -75,6 +76,7 @@ class BaseGradientBoosting(BaseEstimator):
         self._validate_params()
         for name in [key for key in vars(self) if key.endswith("_") and not key.startswith("_")]:
             delattr(self, name)  # a refit (or an interrupted one) never mixes two models
+        self.__dict__.pop("_packed_cache", None)
         X = check_X(X, estimator=type(self).__name__)
         target = check_target(y, X.shape[0], numeric=not self._classification)
         weights = check_sample_weight(sample_weight, X.shape[0])
@@ -155,21 +157,31 @@ class BaseGradientBoosting(BaseEstimator):
         init = np.atleast_1d(np.asarray(self.init_, dtype=np.float64))
         return np.tile(init, (n_samples, 1))
 
+    def _packed(self) -> list[PackedTrees]:
+        """Each class's trees packed for joint traversal (built on first use, not persisted:
+        packing 100 trees costs far more than predicting one row with them)."""
+        cached = self.__dict__.get("_packed_cache")
+        if cached is None:
+            cached = [
+                PackedTrees([stage[k] for stage in self.estimators_])
+                for k in range(self.n_trees_per_iteration_)
+            ]
+            self.__dict__["_packed_cache"] = cached
+        return cached
+
     def _raw_predict(self, X: Any) -> FloatArray:
         """F(x) for every row, shape (n_samples, K)."""
         encoded = self._prepare(X)
         raw = self._init_raw(encoded.shape[0])
-        trees = [tree for stage in self.estimators_ for tree in stage]
-        if not trees:
+        if not self.estimators_:
             return raw
-        packed = PackedTrees(trees)
-        n_stages, K = len(self.estimators_), self.n_trees_per_iteration_
-        batch = max(1, PREDICT_PAIRS // len(trees))
+        batch = max(1, PREDICT_PAIRS // len(self.estimators_))
         for start in range(0, encoded.shape[0], batch):
-            values = packed.leaf_values(encoded[start : start + batch])[:, :, 0]
-            # Stage-major tree order: reshape to (stage, class, row) and sum the stages.
-            total = values.reshape(n_stages, K, -1).sum(axis=0)
-            raw[start : start + batch] += self.learning_rate * total.T
+            rows = encoded[start : start + batch]
+            for k, packed in enumerate(self._packed()):
+                raw[start : start + batch, k] += (
+                    self.learning_rate * packed.leaf_value_sum(rows)[:, 0]
+                )
         return raw
 
     def _staged_raw_predict(self, X: Any) -> Iterator[FloatArray]:

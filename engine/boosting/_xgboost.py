@@ -249,7 +249,7 @@ class BaseXGBoost(BaseEstimator):
         encoded = self.bin_mapper_.encode_for_prediction(X)
         raw = np.tile(self.base_score_, (encoded.shape[0], 1))
         for k, packed in enumerate(self._packed()):
-            raw[:, k] += packed.leaf_values(encoded)[:, :, 0].sum(axis=0)
+            raw[:, k] += packed.leaf_value_sum(encoded)[:, 0]
         return raw
 
     def importance(self, importance_type: str = "gain") -> FloatArray:

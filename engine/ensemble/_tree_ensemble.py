@@ -307,8 +307,11 @@ class BaseTreeEnsemble(BaseEstimator):
         hard = self._classification and self._hard_voting
 
         def predict_chunk(start: int) -> NDArray[np.float64]:
-            values = packed.leaf_values(X[start : start + chunk])
-            return (_one_hot_argmax(values) if hard else values).mean(axis=0)
+            rows = X[start : start + chunk]
+            if hard:
+                return _one_hot_argmax(packed.leaf_values(rows)).mean(axis=0)
+            # The mean as ``mean(axis=0)`` computes it: the sum, then one division.
+            return packed.leaf_value_sum(rows) / packed.n_trees
 
         n_threads = min(resolve_n_jobs(self.n_jobs), len(starts))
         if n_threads <= 1:

@@ -63,6 +63,9 @@ class PackedTrees:
             else np.zeros((0, 32), dtype=np.uint8)
         )
         self.values = np.concatenate([tree.values for tree in trees])
+        # One contiguous array per output: a 1-D ``take`` is ~3× faster than gathering rows
+        # of the 2-D ``values``.
+        self._value_columns = [np.ascontiguousarray(column) for column in self.values.T]
         self.max_depth = max(tree.max_depth for tree in trees)
         self.n_trees = len(trees)
 
@@ -111,6 +114,20 @@ class PackedTrees:
         leaf[pair] = current
         return leaf.reshape(self.n_trees, n_samples).T
 
+    def leaf_values(self, X: NDArray[np.float64]) -> NDArray[np.float64]:
+        """Leaf values of every tree, shape (n_trees, n_samples, n_outputs)."""
+        leaves = self.apply(X).T
+        return np.stack([column.take(leaves) for column in self._value_columns], axis=-1)
+
+    def leaf_value_sum(self, X: NDArray[np.float64]) -> NDArray[np.float64]:
+        """Sum over the trees of their leaf values, shape (n_samples, n_outputs).
+
+        Equal to ``leaf_values(X).sum(axis=0)`` bit for bit (the same additions in the same
+        order) without the (n_trees, n_samples, n_outputs) block.
+        """
+        leaves = self.apply(X).T
+        return np.stack([column.take(leaves).sum(axis=0) for column in self._value_columns], axis=1)
+
     def _route_categorical(
         self,
         current: NDArray[np.intp],
@@ -128,11 +145,6 @@ class PackedTrees:
         goes_left = ((bits >> (code & 7)) & 1).astype(bool)
         missing_left = self.missing_left[current[is_categorical]]
         goes_right[is_categorical] = ~np.where(known, goes_left, missing_left)
-
-    def leaf_values(self, X: NDArray[np.float64]) -> NDArray[np.float64]:
-        """Leaf values of every tree, shape (n_trees, n_samples, n_outputs)."""
-        leaves = self.apply(X)
-        return self.values[leaves.T]
 
     def local_leaves(self, X: NDArray[np.float64]) -> NDArray[np.intp]:
         """Leaf index within each tree (as ``Tree.apply``), shape (n_samples, n_trees)."""
