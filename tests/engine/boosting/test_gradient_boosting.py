@@ -244,6 +244,23 @@ def test_persistence_round_trip_is_bit_identical(multiclass: bool) -> None:
     np.testing.assert_array_equal(again.predict(X), regressor.predict(X))
 
 
+def test_predictions_follow_a_refit_and_a_save_after_predicting() -> None:
+    # Prediction packs the trees once and keeps them beside the model: a refit must drop
+    # them, and saving must leave them out.
+    X, y = noisy_classification()
+    model = GradientBoostingClassifier(n_estimators=10, random_state=0).fit(X, y)
+    before = model.predict_proba(X)
+    model.fit(X, 1 - y)
+    flipped = GradientBoostingClassifier(n_estimators=10, random_state=0).fit(X, 1 - y)
+    np.testing.assert_array_equal(model.predict_proba(X), flipped.predict_proba(X))
+    np.testing.assert_allclose(model.predict_proba(X), before[:, ::-1], atol=1e-12)
+    loaded = load_model(save_model(model))
+    np.testing.assert_array_equal(loaded.predict_proba(X), model.predict_proba(X))
+    # Staged prediction adds ν·h_m(x) stage by stage; the packed sum multiplies once.
+    staged = list(model.staged_decision_function(X))[-1]
+    np.testing.assert_allclose(model.decision_function(X), staged, rtol=0, atol=1e-12)
+
+
 # --- parity with scikit-learn ----------------------------------------------------------------
 
 
