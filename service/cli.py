@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import logging
 import sys
 from collections.abc import Callable, Sequence
@@ -11,6 +12,9 @@ from pydantic import ValidationError
 
 from service.config import Settings
 from service.logs import configure_logging
+
+# uvicorn's exit status when the server could not start.
+STARTUP_FAILURE = 3
 
 
 def _migrate(settings: Settings) -> None:
@@ -39,14 +43,18 @@ def _cmd_serve(args: argparse.Namespace, settings: Settings) -> int:
     _migrate(settings)
     # log_config=None: uvicorn's records go through configure_logging's handler like all
     # others; its access log is off because service.observability writes a richer one.
-    uvicorn.run(
-        create_app(settings),
-        host=settings.host,
-        port=settings.port,
-        log_config=None,
-        access_log=False,
+    app = create_app(settings)
+    server = uvicorn.Server(
+        uvicorn.Config(
+            app, host=settings.host, port=settings.port, log_config=None, access_log=False
+        )
     )
-    return 0
+    # Requests that wait (GET /v1/jobs/{id}?wait=) ask this, and answer when it turns true.
+    app.state.stopping = lambda: server.should_exit
+    with contextlib.suppress(KeyboardInterrupt):
+        server.run()
+    # As uvicorn.run: a server that never started (the port taken, say) is a failure.
+    return 0 if server.started else STARTUP_FAILURE
 
 
 def _cmd_worker(args: argparse.Namespace, settings: Settings) -> int:

@@ -9,6 +9,7 @@ import socket
 import subprocess
 import sys
 import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import httpx
@@ -75,6 +76,8 @@ def test_serve_end_to_end(tmp_path: Path) -> None:
     port = _free_port()
     env = {name: value for name, value in os.environ.items() if not name.startswith("COPPICE_")}
     env["COPPICE_DATA_DIR"] = str(tmp_path)
+    env["COPPICE_EMBEDDED_WORKER"] = "false"  # the job below stays queued
+    base_url = f"http://127.0.0.1:{port}"
     log_path = tmp_path / "serve.log"
     with log_path.open("wb") as log:
         server = subprocess.Popen(
@@ -84,11 +87,22 @@ def test_serve_end_to_end(tmp_path: Path) -> None:
             stderr=subprocess.STDOUT,
         )
         try:
-            status = _wait_until_ready(f"http://127.0.0.1:{port}/v2/health/ready", server)
+            status = _wait_until_ready(f"{base_url}/v2/health/ready", server)
             assert status == 200, log_path.read_text()
+            job_id = _queue_a_job(base_url)
+            with ThreadPoolExecutor(1) as pool:
+                waiting = pool.submit(
+                    httpx.get, f"{base_url}/v1/jobs/{job_id}", params={"wait": 30}, timeout=60
+                )
+                time.sleep(0.5)  # the request is in, waiting for a job nobody will run
+                stopped_at = time.monotonic()
+                server.terminate()
+                returncode = server.wait(timeout=15)
+                answer = waiting.result(timeout=15)
+                shutdown_s = time.monotonic() - stopped_at
         finally:
-            server.terminate()
-            returncode = server.wait(timeout=15)
+            server.kill()
+            server.wait(timeout=15)
 
     # A container stop sends SIGTERM: uvicorn must finish the lifespan, then exit (recent
     # uvicorn re-raises the signal after a clean shutdown, hence -SIGTERM as well as 0).
@@ -96,6 +110,42 @@ def test_serve_end_to_end(tmp_path: Path) -> None:
     assert returncode in (0, -signal.SIGTERM), log_text
     assert "Application shutdown complete" in log_text
     assert _revision(f"sqlite:///{tmp_path / 'coppice.db'}") == HEAD_REVISION
+    # The waiting request was answered when the shutdown began, not after its 30 s.
+    assert answer.status_code == 200 and answer.json()["status"] == "queued"
+    assert shutdown_s < 10, shutdown_s
+
+
+def test_serve_on_a_taken_port_exits_with_uvicorn_s_startup_failure(tmp_path: Path) -> None:
+    env = {name: value for name, value in os.environ.items() if not name.startswith("COPPICE_")}
+    env["COPPICE_DATA_DIR"] = str(tmp_path)
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        result = subprocess.run(
+            [sys.executable, "-m", "service", "serve", "--port", str(port)],
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=60,
+            check=False,
+        )
+    assert result.returncode == 3, result.stdout + result.stderr
+    assert "address already in use" in (result.stdout + result.stderr).lower()
+
+
+def _queue_a_job(base_url: str) -> str:
+    dataset = httpx.post(
+        f"{base_url}/v1/datasets",
+        json={"columns": ["x", "label"], "rows": [[1.0, "a"], [2.0, "b"], [3.0, "a"]]},
+    )
+    assert dataset.status_code == 201, dataset.text
+    job = httpx.post(
+        f"{base_url}/v1/jobs",
+        json={"dataset_id": dataset.json()["id"], "target": "label", "method": "decision_tree"},
+    )
+    assert job.status_code == 202, job.text
+    return str(job.json()["id"])
 
 
 def _wait_until_ready(url: str, server: subprocess.Popen[bytes], timeout: float = 30.0) -> int:

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
+import anyio
 import httpx
 import pytest
+from anyio import to_thread
 from sqlalchemy import update
 from sqlalchemy.orm import Session
 
@@ -329,3 +332,48 @@ async def test_only_methods_with_n_jobs_are_charged_for_several_processes(
 
     assert boosted.status_code == 202, boosted.text
     assert "COPPICE_MAX_JOB_MEMORY_BYTES" in _problem(forest, 422)["detail"]
+
+
+async def test_get_waits_for_the_job_to_end(any_client: httpx.AsyncClient) -> None:
+    dataset_id = await _dataset(any_client)
+    body = {"dataset_id": dataset_id, "target": "label", "method": "bagging"}
+    job_id = (await _create(any_client, **body)).json()["id"]
+
+    async def finish_soon() -> None:
+        await anyio.sleep(0.4)
+        await to_thread.run_sync(_set_status, any_client, job_id, JobStatus.SUCCEEDED)
+
+    started = time.monotonic()
+    async with anyio.create_task_group() as tasks:
+        tasks.start_soon(finish_soon)
+        response = await any_client.get(f"/v1/jobs/{job_id}", params={"wait": 10})
+    waited = time.monotonic() - started
+
+    assert response.status_code == 200, response.text
+    assert response.json()["status"] == "succeeded"
+    # Answered when the job ended (looked at every 0.1 s), long before the 10 s.
+    assert 0.4 <= waited < 3.0, waited
+
+
+async def test_get_answers_with_the_state_when_the_wait_runs_out(
+    any_client: httpx.AsyncClient,
+) -> None:
+    dataset_id = await _dataset(any_client)
+    body = {"dataset_id": dataset_id, "target": "label", "method": "bagging"}
+    job_id = (await _create(any_client, **body)).json()["id"]
+
+    started = time.monotonic()
+    queued = await any_client.get(f"/v1/jobs/{job_id}", params={"wait": 0.5})
+    waited = time.monotonic() - started
+    assert queued.status_code == 200 and queued.json()["status"] == "queued"
+    assert waited >= 0.5
+
+    _set_status(any_client, job_id, JobStatus.FAILED)
+    started = time.monotonic()
+    ended = await any_client.get(f"/v1/jobs/{job_id}", params={"wait": 30})
+    assert ended.json()["status"] == "failed" and time.monotonic() - started < 1.0
+
+    for bad in ("31", "-1", "soon"):
+        problem = _problem(await any_client.get(f"/v1/jobs/{job_id}", params={"wait": bad}), 422)
+        assert problem["errors"][0]["loc"] == ["query", "wait"], problem
+    _problem(await any_client.get("/v1/jobs/nope", params={"wait": 5}), 404)
