@@ -132,6 +132,9 @@ class BaseGradientBoosting(BaseEstimator):
         self.init_ = float(init_raw[0]) if loss.n_trees == 1 else init_raw
         self.estimators_ = result.estimators
         self.n_estimators_ = len(result.estimators)
+        # Packed now rather than on the first predict, which then leaves the model unchanged
+        # (shallow boosting trees pack in milliseconds).
+        self._packed()
         self.train_score_ = np.array(result.train_score)
         if validation is not None:
             self.validation_score_ = np.array(result.validation_score)
