@@ -1,0 +1,39 @@
+"""The README's Python quickstart runs as written against a real ``coppice serve``."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+from tests.e2e.processes import serving
+
+README = Path(__file__).resolve().parents[2] / "README.md"
+QUICKSTART_URL = "http://127.0.0.1:8000"
+
+
+def _python_quickstart() -> str:
+    blocks = re.findall(r"```python\n(.*?)```", README.read_text(), flags=re.DOTALL)
+    clients = [block for block in blocks if QUICKSTART_URL in block]
+    assert len(clients) == 1, "the README should hold one Python client example"
+    code: str = clients[0]
+    return code
+
+
+def test_the_python_quickstart_runs(tmp_path: Path) -> None:
+    code = _python_quickstart()
+    with serving(tmp_path) as (base_url, processes):
+        result = subprocess.run(
+            [sys.executable, "-c", code.replace(QUICKSTART_URL, base_url)],
+            capture_output=True,
+            text=True,
+            timeout=180,
+            check=False,
+        )
+        assert result.returncode == 0, result.stderr + processes.logs()
+    # What it prints: validation metrics, a prediction with probabilities and contributions,
+    # then SHAP importances.
+    assert "'accuracy'" in result.stdout
+    assert "'predictions': ['" in result.stdout and "'contributions'" in result.stdout
+    assert "'kind': 'shap'" in result.stdout
