@@ -27,6 +27,7 @@ from benchmarks.datasets import DATASETS, DatasetFiles, DatasetSpec, write_datas
 from benchmarks.machine import describe_machine
 from benchmarks.measure import RunJob, measure_run
 from benchmarks.models import COMPARISONS, BuildContext, Comparison
+from benchmarks.progress import log
 from benchmarks.report import (
     ModelSummary,
     ScalingSummary,
@@ -135,11 +136,6 @@ def parse_args(argv: Sequence[str] | None = None) -> tuple[Settings, Path]:
     return settings, args.output or RESULTS_DIR / default_name
 
 
-def _log(message: str) -> None:
-    stamp = time.strftime("%H:%M:%S")
-    print(f"[{stamp}] {message}", file=sys.stderr, flush=True)
-
-
 def _matches(pattern: str | None, name: str) -> bool:
     if pattern is None:
         return True
@@ -174,7 +170,7 @@ def run_comparisons(
     """
     plan = _plan(settings)
     if not plan:
-        _log(f"--only {settings.only!r} matches no comparison")
+        log(f"--only {settings.only!r} matches no comparison")
     written: dict[str, DatasetFiles] = {}
     peers = frozenset(settings.peers)
     total = sum(len(c.models(peers)) for c, _ in plan) * settings.repeats
@@ -213,7 +209,7 @@ def run_comparisons(
                     }
                 )
                 checkpoint(runs)
-                _log(
+                log(
                     f"[{len(runs)}/{total}] {comparison.family}/{spec.name} {model.library} "
                     f"repeat {repeat + 1}/{settings.repeats}: {result.outcome()}"
                 )
@@ -283,7 +279,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     settings, output = parse_args(argv)
     started = time.monotonic()
     machine = describe_machine()
-    _log(f"machine: {machine['cpu']}, {machine['usable_cpus']} CPUs; settings: {settings}")
+    log(f"machine: {machine['cpu']}, {machine['usable_cpus']} CPUs; settings: {settings}")
     # A full run takes hours; every finished run is saved at once, so an interrupted one
     # keeps what it measured.
     partial = output.with_suffix(".partial.json")
@@ -308,7 +304,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 workdir=workdir,
                 sample_interval=settings.sample_interval_s,
                 timeout=settings.timeout_s,
-                log=_log,
+                log=log,
             )
     summary = summarise_comparison(runs)
     scaling = summarise_scaling(scaling_runs)
@@ -318,7 +314,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     output.write_text(json.dumps(payload, indent=2) + "\n")
     output.with_suffix(".md").write_text(markdown)
     partial.unlink(missing_ok=True)
-    _log(f"wrote {output} and {output.with_suffix('.md')}")
+    log(f"wrote {output} and {output.with_suffix('.md')}")
     sys.stdout.write(markdown)
     failed = sum(1 for run in runs + scaling_runs if run["error"] is not None)
     return 1 if failed else 0

@@ -33,6 +33,7 @@ from numpy.typing import NDArray
 
 from benchmarks.datasets import DATASETS, DatasetSpec, load_dataset, write_dataset
 from benchmarks.machine import describe_machine
+from benchmarks.progress import log
 from benchmarks.report import render_machine
 from tests.e2e.processes import Processes, free_port, wait_until_ready
 
@@ -118,11 +119,6 @@ def parse_args(argv: Sequence[str] | None = None) -> tuple[Settings, Path]:
         duration_s=args.duration,
     )
     return settings, args.output
-
-
-def _log(message: str) -> None:
-    stamp = time.strftime("%H:%M:%S")
-    print(f"[{stamp}] {message}", file=sys.stderr, flush=True)
 
 
 def _ms(seconds: Sequence[float]) -> dict[str, float]:
@@ -232,7 +228,7 @@ def measure_fit(
     response.raise_for_status()
     upload_s = time.perf_counter() - started
     dataset_id = response.json()["id"]
-    _log(f"uploaded {len(body) / 1e6:.1f} MB of CSV in {upload_s:.2f} s")
+    log(f"uploaded {len(body) / 1e6:.1f} MB of CSV in {upload_s:.2f} s")
 
     runs: list[dict[str, Any]] = []
     model_id, local_model = "", None
@@ -251,7 +247,7 @@ def measure_fit(
             "model_size_bytes": model["size_bytes"],
             "oob_accuracy": (model["metrics"].get("oob") or {}).get("accuracy"),
         }
-        _log(
+        log(
             f"fit {repeat + 1}/{settings.fit_repeats}: API {api_s:.2f} s "
             f"(queued {run['queued_s']:.2f} s, running {run['running_s']:.2f} s), "
             f"in-process {local_s:.2f} s"
@@ -444,7 +440,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     settings, output = parse_args(argv)
     started = time.monotonic()
     machine = describe_machine()
-    _log(f"machine: {machine['cpu']}, {machine['usable_cpus']} CPUs; settings: {settings}")
+    log(f"machine: {machine['cpu']}, {machine['usable_cpus']} CPUs; settings: {settings}")
     output.parent.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(prefix="coppice-bench-service-") as tmp:
         workdir = Path(tmp)
@@ -459,18 +455,18 @@ def main(argv: Sequence[str] | None = None) -> int:
             server = processes.start("serve", "serve", "--port", str(port))
             base_url = f"http://127.0.0.1:{port}"
             wait_until_ready(base_url, server)
-            _log(f"coppice serve on {base_url} (pid {server.pid})")
+            log(f"coppice serve on {base_url} (pid {server.pid})")
             with httpx.Client(base_url=base_url, timeout=600) as client:
                 fit, model_id, model = measure_fit(client, data, settings)
                 url = f"/v1/models/{model_id}/predict"
                 latency = measure_latency(client, url, data, model, settings)
-                _log(
+                log(
                     f"1-row predict: p50 {latency['p50_ms']:.2f} ms, p99 {latency['p99_ms']:.2f} ms"
                 )
                 batch = measure_batch(client, url, data, model, settings)
-                _log(f"{batch['rows']}-row predict: median {batch['median_s']:.2f} s")
+                log(f"{batch['rows']}-row predict: median {batch['median_s']:.2f} s")
             concurrent = measure_concurrent(base_url, url, data, settings)
-            _log(f"{settings.clients} clients: {concurrent['throughput_rps']:.0f} req/s")
+            log(f"{settings.clients} clients: {concurrent['throughput_rps']:.0f} req/s")
         finally:
             processes.stop_all()
     payload = {
@@ -485,7 +481,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     markdown = render(payload)
     output.write_text(json.dumps(payload, indent=2) + "\n")
     output.with_suffix(".md").write_text(markdown)
-    _log(f"wrote {output} and {output.with_suffix('.md')}")
+    log(f"wrote {output} and {output.with_suffix('.md')}")
     sys.stdout.write(markdown)
     return 0
 

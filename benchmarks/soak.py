@@ -37,6 +37,7 @@ import httpx
 import numpy as np
 
 from benchmarks.machine import describe_machine
+from benchmarks.progress import log
 from benchmarks.report import render_machine
 from tests.e2e.processes import live_processes, serving, wait_for_jobs
 
@@ -77,10 +78,6 @@ def parse_args(argv: Sequence[str] | None = None) -> tuple[Settings, Path]:
     # The option names are the field names (dashes become underscores).
     settings = Settings(**{field.name: getattr(args, field.name) for field in fields(Settings)})
     return settings, args.output
-
-
-def _log(message: str) -> None:
-    print(f"[{time.strftime('%H:%M:%S')}] {message}", file=sys.stderr, flush=True)
 
 
 # --- memory -----------------------------------------------------------------------------------
@@ -290,7 +287,7 @@ def _timeline(sampler: MemorySampler, points: int = 12) -> list[tuple[float, flo
 def main(argv: Sequence[str] | None = None) -> int:
     settings, output = parse_args(argv)
     machine = describe_machine()
-    _log(f"machine: {machine['cpu']}, {machine['usable_cpus']} CPUs; settings: {settings}")
+    log(f"machine: {machine['cpu']}, {machine['usable_cpus']} CPUs; settings: {settings}")
     with (
         tempfile.TemporaryDirectory(prefix="coppice-soak-") as tmp,
         serving(Path(tmp), worker_concurrency="1", log_format="json") as (url, processes),
@@ -300,11 +297,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         sampler.start()
         with httpx.Client(base_url=url, timeout=120) as client:
             model_id = train(client, settings, processes)
-        _log(f"trained model {model_id}; warming up with {settings.warmup} predictions")
+        log(f"trained model {model_id}; warming up with {settings.warmup} predictions")
         sampler.mark("warmup")
         warmup = send(url, model_id, settings.warmup, settings.concurrency)
         sampler.mark("measured")
-        _log(f"sending {settings.requests} predictions at concurrency {settings.concurrency}")
+        log(f"sending {settings.requests} predictions at concurrency {settings.concurrency}")
         load = send(url, model_id, settings.requests, settings.concurrency)
         sampler.mark("end")
         sampler.stop()
@@ -328,10 +325,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     output.parent.mkdir(parents=True, exist_ok=True)
     output.write_text(json.dumps(payload, indent=2) + "\n")
     output.with_suffix(".md").write_text(markdown)
-    _log(f"wrote {output} and {output.with_suffix('.md')}")
+    log(f"wrote {output} and {output.with_suffix('.md')}")
     sys.stdout.write(markdown)
     if not passed:
-        _log(f"FAILED: errors {load['errors']} (first: {load['first_errors']}), memory {memory}")
+        log(f"FAILED: errors {load['errors']} (first: {load['first_errors']}), memory {memory}")
     return 0 if passed else 1
 
 
