@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from engine.parallel import limit_blas_threads
+from engine.process_setup import limit_blas_threads
 
 
 @pytest.fixture

@@ -28,7 +28,7 @@ from typing import Any, Protocol
 from sqlalchemy.orm import Session
 
 from engine import TrainingInterrupted
-from engine.parallel import limit_blas_threads
+from engine.process_setup import limit_blas_threads
 from service.datasets.columns import ColumnData
 from service.datasets.service import DatasetDataCorrupt, load_columns
 from service.db.session import create_db_engine

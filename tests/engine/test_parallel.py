@@ -11,7 +11,6 @@ import errno
 import operator
 import os
 import platform
-import resource
 import signal
 import subprocess
 import sys
@@ -123,19 +122,6 @@ def created_segments(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[str]]:
     for name in names:
         with pytest.raises(FileNotFoundError):
             shared_memory.SharedMemory(name=name)
-
-
-def _page_faults_growing_a_tree(shared: SharedData, n_rows: int) -> int:
-    """Minor page faults of this process while it grows a full-depth tree (after one warm-up)."""
-    from engine import DecisionTreeClassifier
-
-    rng = np.random.default_rng(0)
-    X = rng.normal(size=(n_rows, 20))
-    y = (X[:, 0] + rng.normal(size=n_rows) > 0).astype(int)
-    DecisionTreeClassifier(random_state=0).fit(X, y)
-    before = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
-    DecisionTreeClassifier(random_state=0).fit(X, y)
-    return resource.getrusage(resource.RUSAGE_SELF).ru_minflt - before
 
 
 def _assert_workers_gone(pids: tuple[int | None, ...]) -> None:
@@ -350,12 +336,40 @@ def _running(pid: int) -> bool:
     return "zombie" not in status
 
 
+# Run in a fresh interpreter, whose allocator has not yet freed a large block: its forked
+# worker starts as cold as the service's fit workers (forked from a fork server's child).
+COLD_WORKER_SCRIPT = """
+import resource
+import numpy as np
+from engine import DecisionTreeClassifier
+from engine.parallel import ProcessExecutor
+
+def faults_growing_a_tree(shared, n_rows):
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(n_rows, 20))
+    y = (X[:, 0] + rng.normal(size=n_rows) > 0).astype(int)
+    DecisionTreeClassifier(random_state=0).fit(X, y)  # warm-up
+    before = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
+    DecisionTreeClassifier(random_state=0).fit(X, y)
+    return resource.getrusage(resource.RUSAGE_SELF).ru_minflt - before
+
+if __name__ == "__main__":
+    with ProcessExecutor({}, 1, start_method="fork") as executor:
+        (faults,) = executor.map(faults_growing_a_tree, [80_000])
+    print(faults)
+"""
+
+
 @pytest.mark.skipif(platform.libc_ver()[0] != "glibc", reason="tunes glibc's allocator only")
-def test_a_fresh_worker_reuses_freed_memory_instead_of_faulting_in_new_pages() -> None:
-    # A spawned worker's allocator starts cold, as does one forked from a fork server's child
-    # (the service's fit processes). glibc then unmaps or trims much of what a tree's growth
-    # frees and faults it in again: about 70,000–120,000 minor faults for this tree, against about
-    # 1,000–3,000 when the worker keeps freed memory (keep_freed_memory).
-    with ProcessExecutor({}, 1, start_method="spawn") as executor:
-        (faults,) = executor.map(_page_faults_growing_a_tree, [80_000])
-    assert faults < 20_000, faults
+def test_a_cold_worker_reuses_freed_memory_instead_of_faulting_in_new_pages(
+    tmp_path: Path,
+) -> None:
+    # Without keep_freed_memory, glibc unmaps or trims much of what the tree's growth frees
+    # and faults it in again: 70,000–120,000 minor faults here, against 1,000–3,000.
+    script = tmp_path / "cold_worker.py"
+    script.write_text(COLD_WORKER_SCRIPT)
+    result = subprocess.run(
+        [sys.executable, str(script)], capture_output=True, text=True, timeout=120, check=False
+    )
+    assert result.returncode == 0, result.stderr
+    assert int(result.stdout) < 20_000, result.stdout
