@@ -7,7 +7,6 @@ processes limit BLAS threads too, since they run fits side by side.
 from __future__ import annotations
 
 import ctypes
-import ctypes.util
 import platform
 
 __all__ = ["WORKER_ENVIRONMENT", "keep_freed_memory", "limit_blas_threads"]
@@ -67,7 +66,7 @@ def keep_freed_memory() -> bool:
     """
     if platform.libc_ver()[0] != "glibc":
         return False
-    libc = ctypes.CDLL(ctypes.util.find_library("c"))
+    libc = ctypes.CDLL(None)  # this process's symbols, glibc's among them (no ldconfig run)
     return bool(
         libc.mallopt(_M_MMAP_THRESHOLD, WORKER_MMAP_THRESHOLD)
         and libc.mallopt(_M_TRIM_THRESHOLD, WORKER_TRIM_THRESHOLD)

@@ -12,12 +12,12 @@ from engine._params import Constraint, Interval, NoneValue
 from engine._validation import check_sample_weight, check_target, check_X, resolve_seed_sequence
 from engine.base import BaseEstimator, check_is_fitted
 from engine.boosting._losses import Loss, get_loss
+from engine.boosting._packed_stages import PackedStagesMixin
 from engine.boosting._stages import TrainingSet, ValidationSet, fit_stages, holdout_split
 from engine.callbacks import Callback
 from engine.tree._binning import BinMapper, categorical_mask
 from engine.tree._build import BinnedData, TreeSpec
 from engine.tree._classes import TREE_CONSTRAINTS, resolve_limits
-from engine.tree._packed import PackedTrees
 from engine.tree._tree import Tree
 
 __all__ = ["BOOSTING_CONSTRAINTS", "BaseGradientBoosting"]
@@ -39,7 +39,7 @@ BOOSTING_CONSTRAINTS: dict[str, list[Constraint]] = {
 }
 
 
-class BaseGradientBoosting(BaseEstimator):
+class BaseGradientBoosting(PackedStagesMixin, BaseEstimator):
     """Fitting and raw prediction shared by the classifier and the regressor."""
 
     loss: str
@@ -68,7 +68,6 @@ class BaseGradientBoosting(BaseEstimator):
     n_trees_per_iteration_: int
 
     _classification: ClassVar[bool] = False
-    _persistence_exclude: ClassVar[tuple[str, ...]] = ("_packed_cache",)
 
     # --- fitting ---------------------------------------------------------------------------
 
@@ -76,7 +75,7 @@ class BaseGradientBoosting(BaseEstimator):
         self._validate_params()
         for name in [key for key in vars(self) if key.endswith("_") and not key.startswith("_")]:
             delattr(self, name)  # a refit (or an interrupted one) never mixes two models
-        self.__dict__.pop("_packed_cache", None)
+        self._forget_packed()
         X = check_X(X, estimator=type(self).__name__)
         target = check_target(y, X.shape[0], numeric=not self._classification)
         weights = check_sample_weight(sample_weight, X.shape[0])
@@ -132,9 +131,7 @@ class BaseGradientBoosting(BaseEstimator):
         self.init_ = float(init_raw[0]) if loss.n_trees == 1 else init_raw
         self.estimators_ = result.estimators
         self.n_estimators_ = len(result.estimators)
-        # Packed now rather than on the first predict, which then leaves the model unchanged
-        # (shallow boosting trees pack in milliseconds).
-        self._packed()
+        self._packed()  # built now, so predicting never changes the fitted model's state
         self.train_score_ = np.array(result.train_score)
         if validation is not None:
             self.validation_score_ = np.array(result.validation_score)
@@ -159,18 +156,6 @@ class BaseGradientBoosting(BaseEstimator):
     def _init_raw(self, n_samples: int) -> FloatArray:
         init = np.atleast_1d(np.asarray(self.init_, dtype=np.float64))
         return np.tile(init, (n_samples, 1))
-
-    def _packed(self) -> list[PackedTrees]:
-        """Each class's trees packed for joint traversal (built on first use, not persisted:
-        packing 100 trees costs far more than predicting one row with them)."""
-        cached = self.__dict__.get("_packed_cache")
-        if cached is None:
-            cached = [
-                PackedTrees([stage[k] for stage in self.estimators_])
-                for k in range(self.n_trees_per_iteration_)
-            ]
-            self.__dict__["_packed_cache"] = cached
-        return cached
 
     def _raw_predict(self, X: Any) -> FloatArray:
         """F(x) for every row, shape (n_samples, K)."""

@@ -31,6 +31,7 @@ from engine._targets import encode_labels
 from engine._validation import check_sample_weight, check_target, check_X, resolve_seed_sequence
 from engine.base import BaseEstimator, ClassifierMixin, RegressorMixin, check_is_fitted
 from engine.boosting._objectives import OBJECTIVES, Objective, resolve_objective, softmax
+from engine.boosting._packed_stages import PackedStagesMixin
 from engine.boosting._xgboost_rounds import Rounds
 from engine.callbacks import Callback
 from engine.tree._binning import MAX_BINS, BinMapper, categorical_mask
@@ -38,7 +39,6 @@ from engine.tree._build import BinnedData, TreeSpec
 from engine.tree._criteria import Newton
 from engine.tree._growth import GrowthLimits
 from engine.tree._monotone import resolve_monotone_constraints
-from engine.tree._packed import PackedTrees
 from engine.tree._tree import Tree
 
 __all__ = ["XGBoostClassifier", "XGBoostRegressor"]
@@ -76,11 +76,10 @@ XGBOOST_CONSTRAINTS: dict[str, list[Constraint]] = {
 }
 
 
-class BaseXGBoost(BaseEstimator):
+class BaseXGBoost(PackedStagesMixin, BaseEstimator):
     """Second-order boosting shared by the classifier and the regressor."""
 
     _classification: ClassVar[bool] = False
-    _persistence_exclude: ClassVar[tuple[str, ...]] = ("_packed_cache",)
 
     n_estimators: int
     learning_rate: float
@@ -129,7 +128,7 @@ class BaseXGBoost(BaseEstimator):
         self._validate_params()
         for name in [key for key in vars(self) if key.endswith("_") and not key.startswith("_")]:
             delattr(self, name)  # a refit (or an interrupted one) never mixes two models
-        self.__dict__.pop("_packed_cache", None)
+        self._forget_packed()
         X = check_X(X, estimator=type(self).__name__)
         target, weights, n_outputs = self._prepare_target(y, X.shape[0], sample_weight)
         objective = self._objective()
@@ -232,16 +231,6 @@ class BaseXGBoost(BaseEstimator):
         return monotone
 
     # --- prediction ------------------------------------------------------------------------
-
-    def _packed(self) -> list[PackedTrees]:
-        cached = self.__dict__.get("_packed_cache")
-        if cached is None:
-            n_outputs = len(self.estimators_[0]) if self.estimators_ else 0
-            cached = [
-                PackedTrees([stage[k] for stage in self.estimators_]) for k in range(n_outputs)
-            ]
-            self.__dict__["_packed_cache"] = cached
-        return cached
 
     def _raw_score(self, X: Any) -> FloatArray:
         check_is_fitted(self, "estimators_")

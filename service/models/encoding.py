@@ -11,7 +11,7 @@ from __future__ import annotations
 import difflib
 import itertools
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -100,13 +100,8 @@ def _numeric_matrix(
     which the general path converts, naming any offending cell."""
     if not rows or model.encoding.get("categories"):
         return None
-    if not _NUMBER_TYPES.issuperset(map(type, itertools.chain.from_iterable(rows))):
-        return None
-    try:
-        given = np.array(rows, dtype=np.float64)  # None becomes NaN
-    except OverflowError:  # an integer past float range: the general path says which
-        return None
-    if np.isinf(given).any():
+    given = _finite_floats(rows, itertools.chain.from_iterable(rows))
+    if given is None:
         return None
     X = np.full((len(rows), len(model.features)), np.nan)
     for j, feature in enumerate(model.features):
@@ -179,15 +174,23 @@ def _numbers(values: Sequence[Any], name: str, loc: Any) -> npt.NDArray[np.float
     infinity, an integer too large for a float — takes the per-cell path, which names the
     first offending cell.
     """
-    if _NUMBER_TYPES.issuperset(map(type, values)):
-        try:
-            column = np.array(values, dtype=np.float64)
-        except OverflowError:
-            pass
-        else:
-            if not np.isinf(column).any():
-                return column
+    column = _finite_floats(values, values)
+    if column is not None:
+        return column
     return [_number(v, i, name, loc) for i, v in enumerate(values)]
+
+
+def _finite_floats(data: Any, cells: Iterable[Any]) -> npt.NDArray[np.float64] | None:
+    """``data`` as float64 (null → NaN) in one NumPy call when every one of its ``cells`` is a
+    JSON number or null and finite; None otherwise (text, a boolean, an infinity, an integer
+    past float range), for the per-cell path to name the offending cell."""
+    if not _NUMBER_TYPES.issuperset(map(type, cells)):
+        return None
+    try:
+        array = np.array(data, dtype=np.float64)
+    except OverflowError:
+        return None
+    return None if np.isinf(array).any() else array
 
 
 def _category_text(value: Any, row: int, name: str, loc: Any) -> str | None:
