@@ -1,0 +1,56 @@
+"""Compiled kernels and their NumPy twins: which of the two the engine runs.
+
+The engine's hot loops (histograms, split search, row partitioning, tree traversal, …) are
+Numba-compiled functions over plain arrays. Each keeps a NumPy twin that computes the same
+result with array operations; tests hold the pair equal on random inputs, and setting
+``COPPICE_ENGINE_KERNELS=numpy`` runs the whole engine on the twins (to debug a kernel, or on a
+platform Numba does not support). The choice is read once, when this module is imported.
+
+Kernels are compiled with ``cache=True`` so the machine code is written beside the module (or
+under ``NUMBA_CACHE_DIR`` where the package is read-only) and a new process loads it instead of
+compiling again, and with ``nogil=True`` so threads can run kernels side by side.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+__all__ = ["KERNELS_ENV", "compiled_kernels", "kernel", "select"]
+
+KERNELS_ENV = "COPPICE_ENGINE_KERNELS"
+_CHOICES = ("numba", "numpy")
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def _read_choice() -> str:
+    choice = os.environ.get(KERNELS_ENV, "numba").strip().lower() or "numba"
+    if choice not in _CHOICES:
+        raise ValueError(f"{KERNELS_ENV}={choice!r}: expected one of {', '.join(_CHOICES)}.")
+    return choice
+
+
+_CHOICE = _read_choice()
+
+
+def compiled_kernels() -> bool:
+    """Whether the engine runs its compiled kernels (else their NumPy twins)."""
+    return _CHOICE == "numba"
+
+
+def kernel(function: F) -> F:
+    """Compile ``function`` with Numba (cached on disk, releasing the GIL).
+
+    Compilation is lazy, at the first call with a given set of argument types, so importing
+    the engine stays cheap; with the twins selected, nothing is compiled at all.
+    """
+    import numba
+
+    return numba.njit(cache=True, nogil=True)(function)  # type: ignore[no-any-return]
+
+
+def select(compiled: F, twin: F) -> F:
+    """The compiled kernel, or its NumPy twin under ``COPPICE_ENGINE_KERNELS=numpy``."""
+    return compiled if compiled_kernels() else twin
