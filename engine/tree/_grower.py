@@ -15,6 +15,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
+from engine.tree._compiled_splitter import best_splits_in_histograms
 from engine.tree._growth import (
     HISTOGRAM_CELLS_PER_ROW,
     HISTOGRAM_CODES,
@@ -24,8 +25,9 @@ from engine.tree._growth import (
     GrowthLimits,
     select_slots,
 )
+from engine.tree._level_kernels import partition_rows
 from engine.tree._monotone import UNBOUNDED
-from engine.tree._splitter import SplitContext, Splits, find_splits_in_histograms
+from engine.tree._splitter import SplitContext, Splits
 from engine.tree._tree import Tree
 
 __all__ = ["grow_tree"]
@@ -83,9 +85,9 @@ def _grow_level_wise(growth: Growth) -> None:
         if not open_nodes.any():
             break
         slots = np.flatnonzero(open_nodes)
-        batch_rows, batch_slots = select_slots(rows, slot_of_row, slots, n_slots)
         slot_bounds = None if bounds is None else bounds[slots]
         if histograms is None:
+            batch_rows, batch_slots = select_slots(rows, slot_of_row, slots, n_slots)
             splits = growth.search(
                 batch_rows, batch_slots, totals[slots], counts[slots], depth, slot_bounds
             )
@@ -97,10 +99,9 @@ def _grow_level_wise(growth: Growth) -> None:
                 else np.flatnonzero(np.isin(growth.candidates, pool))
             )
             features = np.broadcast_to(growth.candidates[columns], (slots.size, pool.size))
-            splits = find_splits_in_histograms(
+            splits = best_splits_in_histograms(
                 growth.ctx,
-                histograms[0][slots][:, columns],
-                histograms[1][slots][:, columns],
+                histograms[slots][:, columns],
                 np.ascontiguousarray(features),
                 totals[slots],
                 counts[slots],
@@ -113,17 +114,22 @@ def _grow_level_wise(growth: Growth) -> None:
         growth.apply_splits(node_ids[slots], splits, chosen)
         if slot_bounds is not None:
             bounds, parent_feature = slot_bounds[chosen], splits.feature[chosen]
-        # Rows of chosen nodes move to their children; child slots keep parent order so
-        # the rows stay grouped by slot, which keeps the next level's key sort cheap.
-        keep_slot = np.full(slots.size, -1, dtype=np.intp)
-        keep_slot[chosen] = np.arange(int(chosen.sum()))
-        batch_rank = keep_slot[batch_slots]
-        moving = batch_rank >= 0
-        rows, batch_slots, batch_rank = batch_rows[moving], batch_slots[moving], batch_rank[moving]
-        right = growth.goes_right(rows, batch_slots, splits)
-        slot_of_row = 2 * batch_rank + right
-        order = np.argsort(slot_of_row, kind="stable")
-        rows, slot_of_row = rows[order], slot_of_row[order]
+        # Rows of chosen nodes move to their children, grouped by child in parent order.
+        n_chosen = int(chosen.sum())
+        split_of_slot = np.zeros(n_slots, dtype=np.intp)
+        split_of_slot[slots] = np.arange(slots.size)
+        rank_of_slot = np.full(n_slots, -1, dtype=np.intp)
+        rank_of_slot[slots[chosen]] = np.arange(n_chosen)
+        rows, slot_of_row = partition_rows(
+            growth.ctx.binned,
+            rows,
+            slot_of_row,
+            split_of_slot,
+            rank_of_slot,
+            splits.feature,
+            splits.left_codes,
+            n_chosen,
+        )
         n_slots = 2 * int(chosen.sum())
         depth += 1
         if histograms is not None:
@@ -137,11 +143,11 @@ def _grow_level_wise(growth: Growth) -> None:
 
 def _child_histograms(
     growth: Growth,
-    histograms: tuple[NDArray[np.int64], NDArray[np.float64]],
+    histograms: NDArray[np.float64],
     parents: NDArray[np.intp],
     rows: NDArray[np.intp],
     slot_of_row: NDArray[np.intp],
-) -> tuple[NDArray[np.int64], NDArray[np.float64]] | None:
+) -> NDArray[np.float64] | None:
     """Children's histograms: the smaller child's from its rows, its sibling by subtraction.
 
     Returns None (grow on from rows) once dense histograms would cost more than the rows:
@@ -158,20 +164,12 @@ def _child_histograms(
     child_counts = np.bincount(slot_of_row, minlength=2 * n_pairs).reshape(n_pairs, 2)
     smaller_side = (child_counts[:, 1] < child_counts[:, 0]).astype(np.intp)
     is_smaller = (slot_of_row % 2) == smaller_side[slot_of_row // 2]
-    small_counts, small_sums = growth.histograms(
-        rows[is_smaller], slot_of_row[is_smaller] // 2, n_pairs
-    )
-    parent_counts, parent_sums = histograms[0][parents], histograms[1][parents]
-    counts = np.empty((n_pairs, 2, *small_counts.shape[1:]), dtype=np.int64)
-    sums = np.empty((n_pairs, 2, *small_sums.shape[1:]))
+    small = growth.histograms(rows[is_smaller], slot_of_row[is_smaller] // 2, n_pairs)
+    children = np.empty((n_pairs, 2, *small.shape[1:]))
     pairs = np.arange(n_pairs)
-    counts[pairs, smaller_side] = small_counts
-    counts[pairs, 1 - smaller_side] = parent_counts - small_counts
-    sums[pairs, smaller_side] = small_sums
-    sums[pairs, 1 - smaller_side] = parent_sums - small_sums
-    return counts.reshape(2 * n_pairs, *small_counts.shape[1:]), sums.reshape(
-        2 * n_pairs, *small_sums.shape[1:]
-    )
+    children[pairs, smaller_side] = small
+    children[pairs, 1 - smaller_side] = histograms[parents] - small
+    return children.reshape(2 * n_pairs, *small.shape[1:])
 
 
 def _grow_best_first(growth: Growth, max_leaf_nodes: int) -> None:

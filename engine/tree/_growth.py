@@ -8,10 +8,13 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import cached_property
+from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
 
+from engine.tree._compiled_splitter import best_splits
 from engine.tree._criteria import (
     CLASSIFICATION_CRITERIA,
     Newton,
@@ -19,12 +22,14 @@ from engine.tree._criteria import (
     node_weight,
     score,
 )
-from engine.tree._monotone import MonotoneBounds
-from engine.tree._splitter import (
-    SplitContext,
-    Splits,
-    find_splits,
+from engine.tree._level_kernels import (
+    HISTOGRAM_CODES,
+    build_histograms,
+    node_totals,
+    squared_deviations,
 )
+from engine.tree._monotone import MonotoneBounds
+from engine.tree._splitter import SplitContext, Splits
 from engine.tree._tree import NODE_DTYPE, Tree
 
 __all__ = ["Growth", "GrowthLimits", "select_slots"]
@@ -38,8 +43,7 @@ HISTOGRAM_MAX_CELLS = 8_000_000
 # ... and while a level splits at most this many nodes: past it, deep trees' many small
 # nodes are cheaper to search from their rows.
 HISTOGRAM_MAX_SPLITS = 128
-# Codes per feature in a dense histogram (8-bit binning), and bits of a category bitset.
-HISTOGRAM_CODES = 256
+# Bits of a category bitset.
 BITSET_CODES = 256
 
 
@@ -126,11 +130,6 @@ class Growth:
         self.split_missing_left = np.zeros(size, dtype=bool)
         self.split_category = np.full(size, -1, dtype=np.int64)
         self.root_weight = 0.0
-        # Unweighted regression: the weight channel equals the row count, so histograms can
-        # reuse the counts instead of summing the weights again.
-        self.unit_weights = ctx.criterion == "squared_error" and bool(
-            (ctx.channels[:, 0] == 1.0).all()
-        )
         self.monotone = (
             MonotoneBounds(ctx.criterion, ctx.monotone)
             if ctx.monotone is not None and isinstance(ctx.criterion, Newton)
@@ -143,11 +142,7 @@ class Growth:
         self, rows: NDArray[np.intp], slot_of_row: NDArray[np.intp], n_slots: int
     ) -> tuple[NDArray[np.float64], NDArray[np.int64], NDArray[np.float64], NDArray[np.float64]]:
         """Channel totals, row counts, values and impurities of a batch of nodes."""
-        channels = self.ctx.channels[rows]
-        totals = np.empty((n_slots, channels.shape[1]))
-        for c in range(channels.shape[1]):
-            totals[:, c] = np.bincount(slot_of_row, weights=channels[:, c], minlength=n_slots)
-        counts = np.bincount(slot_of_row, minlength=n_slots).astype(np.int64)
+        totals, counts = node_totals(rows, slot_of_row, n_slots, self.ctx.channels)
         criterion = self.ctx.criterion
         if isinstance(criterion, Newton):
             # Cover H is the node weight; this impurity makes H·impurity = −score, so the
@@ -164,9 +159,8 @@ class Growth:
             assert self.targets is not None
             weight = totals[:, 0]
             mean = totals[:, 1] / weight
-            deviation = self.targets[rows] - mean[slot_of_row]
-            squared = np.bincount(
-                slot_of_row, weights=channels[:, 0] * deviation**2, minlength=n_slots
+            squared = squared_deviations(
+                rows, slot_of_row, self.targets, self.ctx.channels[:, 0], mean
             )
             values = mean[:, None]
             impurities = squared / weight
@@ -256,52 +250,37 @@ class Growth:
         narrow = self.ctx.n_codes <= HISTOGRAM_CODES
         return narrow and per_round >= self.level_size and not self.ctx.random_splits
 
+    @cached_property
+    def columns(self) -> NDArray[np.unsignedinteger[Any]]:
+        """The tree's bin codes feature-major, as the histogram kernels read them."""
+        return np.ascontiguousarray(self.ctx.binned.T)
+
     def histograms(
         self, rows: NDArray[np.intp], slot_of_row: NDArray[np.intp], n_slots: int
-    ) -> tuple[NDArray[np.int64], NDArray[np.float64]]:
-        """Dense histograms of a batch: counts (S, F, 256) and channel sums (S, F, 256, C).
-
-        One feature at a time over a contiguous copy of the batch's codes: small
-        ``bincount`` calls beat one huge call whose keys and repeated weights would first
-        have to be materialised. (Sharing the features out among threads was tried: boosting
-        fits ran 1.02–1.04× the serial time, as NumPy's ``bincount`` keeps the GIL for part
-        of each call; see docs/engine.md, "Parallelism".)
-        """
+    ) -> NDArray[np.float64]:
+        """Dense histograms of a batch, (S, F, 256, 1 + C): each bin's row count, then its
+        channel sums."""
         ctx = self.ctx
-        n_features = self.candidates.size
-        n_channels = ctx.channels.shape[1]
-        if rows.size == ctx.binned.shape[0]:
-            codes = ctx.binned.T[self.candidates]  # the root: every row, no gather needed
-        else:
-            codes = np.ascontiguousarray(ctx.binned[rows][:, self.candidates].T)
-        base = slot_of_row * HISTOGRAM_CODES
-        n_cells = n_slots * HISTOGRAM_CODES
-        counts = np.empty((n_slots, n_features, HISTOGRAM_CODES), dtype=np.int64)
-        sums = np.empty((n_slots, n_features, HISTOGRAM_CODES, n_channels))
-        by_class = ctx.classes is not None and ctx.weights is not None
-        if by_class:
-            assert ctx.classes is not None and ctx.weights is not None
-            class_offset = base * n_channels + ctx.classes[rows]
-            row_weights = ctx.weights[rows]
-        else:
-            channels = ctx.channels[rows]
-        for j in range(n_features):
-            keys = base + codes[j]
-            counts[:, j] = np.bincount(keys, minlength=n_cells).reshape(n_slots, HISTOGRAM_CODES)
-            if by_class:
-                class_keys = class_offset + codes[j].astype(np.intp) * n_channels
-                sums[:, j] = np.bincount(
-                    class_keys, weights=row_weights, minlength=n_cells * n_channels
-                ).reshape(n_slots, HISTOGRAM_CODES, n_channels)
-                continue
-            for c in range(n_channels):
-                if c == 0 and self.unit_weights:
-                    sums[:, j, :, 0] = counts[:, j]
-                    continue
-                sums[:, j, :, c] = np.bincount(
-                    keys, weights=channels[:, c], minlength=n_cells
-                ).reshape(n_slots, HISTOGRAM_CODES)
-        return counts, sums
+        if ctx.classes is not None and ctx.weights is not None:
+            return build_histograms(
+                self.columns,
+                rows,
+                slot_of_row,
+                n_slots,
+                self.candidates,
+                ctx.weights.reshape(-1, 1),
+                ctx.channels.shape[1],
+                classes=ctx.classes,
+            )
+        return build_histograms(
+            self.columns,
+            rows,
+            slot_of_row,
+            n_slots,
+            self.candidates,
+            ctx.channels,
+            ctx.channels.shape[1],
+        )
 
     # -- split search -------------------------------------------------------------------
 
@@ -326,7 +305,7 @@ class Growth:
         per_round = self.limits.max_features or n_candidates
         if per_round >= n_candidates:
             features = np.broadcast_to(pool, (n_slots, n_candidates))
-            return find_splits(
+            return best_splits(
                 self.ctx,
                 rows,
                 slot_of_row,
@@ -346,7 +325,7 @@ class Growth:
                 pad = np.full((pending.size, per_round - features.shape[1]), -1)
                 features = np.concatenate([features, pad], axis=1)
             batch_rows, batch_slots = select_slots(rows, slot_of_row, pending, n_slots)
-            splits = find_splits(
+            splits = best_splits(
                 self.ctx,
                 batch_rows,
                 batch_slots,

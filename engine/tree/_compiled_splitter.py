@@ -1,0 +1,184 @@
+"""The split searches of :mod:`engine.tree._splitter`, run by the compiled kernels.
+
+Same contracts as :func:`~engine.tree._splitter.find_splits` and
+:func:`~engine.tree._splitter.find_splits_in_histograms`: these functions only turn a
+:class:`SplitContext` into the plain arrays the kernels take, and the kernels' outputs into
+:class:`Splits`.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numpy.typing import NDArray
+
+from engine._kernels import compiled_kernels
+from engine.tree._criterion_kernels import criterion_code
+from engine.tree._search_kernels import search_histograms, search_rows
+from engine.tree._splitter import (
+    SplitContext,
+    Splits,
+    find_splits,
+    find_splits_in_histograms,
+)
+
+__all__ = [
+    "best_splits",
+    "best_splits_in_histograms",
+    "compiled_find_splits",
+    "compiled_find_splits_in_histograms",
+]
+
+_NO_CLASSES = np.zeros(0, dtype=np.int64)
+_NO_WEIGHTS = np.zeros(0)
+_NO_MONOTONE = np.zeros(0, dtype=np.int8)
+
+
+def _settings(ctx: SplitContext) -> NDArray[np.float64]:
+    code, l1, l2, max_delta_step = criterion_code(ctx.criterion)
+    return np.array(
+        [code, l1, l2, max_delta_step, ctx.min_samples_leaf, ctx.min_weight_leaf], dtype=np.float64
+    )
+
+
+def _monotone_args(
+    ctx: SplitContext, bounds: NDArray[np.float64] | None, n_slots: int
+) -> tuple[NDArray[np.int8], NDArray[np.float64]]:
+    if ctx.monotone is None or bounds is None:
+        return _NO_MONOTONE, np.zeros((n_slots, 2))
+    return np.ascontiguousarray(ctx.monotone, dtype=np.int8), np.ascontiguousarray(bounds)
+
+
+def _empty_splits(n_slots: int, n_codes: int) -> Splits:
+    return Splits(
+        found=np.zeros(n_slots, dtype=bool),
+        gain=np.zeros(n_slots),
+        feature=np.zeros(n_slots, dtype=np.int64),
+        bin=np.zeros(n_slots, dtype=np.int64),
+        missing_left=np.zeros(n_slots, dtype=bool),
+        left_codes=np.zeros((n_slots, n_codes), dtype=bool),
+    )
+
+
+def compiled_find_splits(
+    ctx: SplitContext,
+    rows: NDArray[np.intp],
+    slot_of_row: NDArray[np.intp],
+    features: NDArray[np.int64],
+    parent_channels: NDArray[np.float64],
+    parent_counts: NDArray[np.int64],
+    bounds: NDArray[np.float64] | None = None,
+) -> Splits:
+    """Best split of each node of a batch, from its rows (best-split search only)."""
+    n_slots = features.shape[0]
+    if slot_of_row.size > 1 and bool((slot_of_row[1:] < slot_of_row[:-1]).any()):
+        order = np.argsort(slot_of_row, kind="stable")
+        rows, slot_of_row = rows[order], slot_of_row[order]
+    node_start = np.zeros(n_slots + 1, dtype=np.intp)
+    np.cumsum(np.bincount(slot_of_row, minlength=n_slots), out=node_start[1:])
+    by_class = ctx.classes is not None and ctx.weights is not None
+    monotone, node_bounds = _monotone_args(ctx, bounds, n_slots)
+    splits = _empty_splits(n_slots, ctx.n_codes)
+    search_rows(
+        ctx.binned,
+        rows.astype(np.intp, copy=False),
+        node_start,
+        np.ascontiguousarray(features, dtype=np.int64),
+        ctx.channels,
+        ctx.classes if by_class else _NO_CLASSES,  # type: ignore[arg-type]
+        ctx.weights if by_class else _NO_WEIGHTS,  # type: ignore[arg-type]
+        np.ascontiguousarray(parent_channels, dtype=np.float64),
+        parent_counts.astype(np.float64),
+        _settings(ctx),
+        ctx.is_categorical,
+        monotone,
+        node_bounds,
+        ctx.missing_code,
+        splits.found,
+        splits.gain,
+        splits.feature,
+        splits.bin,
+        splits.missing_left,
+        splits.left_codes,
+    )
+    return splits
+
+
+def compiled_find_splits_in_histograms(
+    ctx: SplitContext,
+    histograms: NDArray[np.float64],
+    features: NDArray[np.int64],
+    parent_channels: NDArray[np.float64],
+    parent_counts: NDArray[np.int64],
+    bounds: NDArray[np.float64] | None = None,
+) -> Splits:
+    """Best split of each node from dense per-node histograms (S, F, 256, 1 + C)."""
+    n_slots = features.shape[0]
+    monotone, node_bounds = _monotone_args(ctx, bounds, n_slots)
+    splits = _empty_splits(n_slots, ctx.n_codes)
+    search_histograms(
+        np.ascontiguousarray(histograms, dtype=np.float64),
+        np.ascontiguousarray(features, dtype=np.int64),
+        np.ascontiguousarray(parent_channels, dtype=np.float64),
+        parent_counts.astype(np.float64),
+        _settings(ctx),
+        ctx.is_categorical,
+        monotone,
+        node_bounds,
+        ctx.missing_code,
+        splits.found,
+        splits.gain,
+        splits.feature,
+        splits.bin,
+        splits.missing_left,
+        splits.left_codes,
+    )
+    return splits
+
+
+def best_splits(
+    ctx: SplitContext,
+    rows: NDArray[np.intp],
+    slot_of_row: NDArray[np.intp],
+    features: NDArray[np.int64],
+    parent_channels: NDArray[np.float64],
+    parent_counts: NDArray[np.int64],
+    rng: np.random.Generator | None = None,
+    bounds: NDArray[np.float64] | None = None,
+) -> Splits:
+    """:func:`~engine.tree._splitter.find_splits` on the kernels the engine runs."""
+    if compiled_kernels() and not ctx.random_splits:
+        return compiled_find_splits(
+            ctx, rows, slot_of_row, features, parent_channels, parent_counts, bounds
+        )
+    return find_splits(
+        ctx, rows, slot_of_row, features, parent_channels, parent_counts, rng, bounds
+    )
+
+
+def best_splits_in_histograms(
+    ctx: SplitContext,
+    histograms: NDArray[np.float64],
+    features: NDArray[np.int64],
+    parent_channels: NDArray[np.float64],
+    parent_counts: NDArray[np.int64],
+    rng: np.random.Generator | None = None,
+    bounds: NDArray[np.float64] | None = None,
+) -> Splits:
+    """:func:`~engine.tree._splitter.find_splits_in_histograms` on the engine's kernels.
+
+    ``histograms`` (S, F, 256, 1 + C) hold each bin's row count, then its channel sums.
+    """
+    if compiled_kernels() and not ctx.random_splits:
+        return compiled_find_splits_in_histograms(
+            ctx, histograms, features, parent_channels, parent_counts, bounds
+        )
+    return find_splits_in_histograms(
+        ctx,
+        histograms[..., 0].astype(np.int64),
+        histograms[..., 1:],
+        features,
+        parent_channels,
+        parent_counts,
+        rng,
+        bounds,
+    )
