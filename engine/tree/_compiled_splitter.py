@@ -8,11 +8,14 @@ Same contracts as :func:`~engine.tree._splitter.find_splits` and
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 from numpy.typing import NDArray
 
 from engine._kernels import compiled_kernels
 from engine.tree._criterion_kernels import criterion_code
+from engine.tree._random_kernels import search_random_rows
 from engine.tree._search_kernels import search_histograms, search_rows
 from engine.tree._splitter import (
     SplitContext,
@@ -24,6 +27,7 @@ from engine.tree._splitter import (
 __all__ = [
     "best_splits",
     "best_splits_in_histograms",
+    "compiled_find_random_splits",
     "compiled_find_splits",
     "compiled_find_splits_in_histograms",
 ]
@@ -59,6 +63,18 @@ def _empty_splits(n_slots: int, n_codes: int) -> Splits:
     )
 
 
+def _grouped_rows(
+    rows: NDArray[np.intp], slot_of_row: NDArray[np.intp], n_slots: int
+) -> tuple[NDArray[np.intp], NDArray[np.intp]]:
+    """The rows grouped by node (as the grower keeps them), and where each node's start."""
+    if slot_of_row.size > 1 and bool((slot_of_row[1:] < slot_of_row[:-1]).any()):
+        order = np.argsort(slot_of_row, kind="stable")
+        rows, slot_of_row = rows[order], slot_of_row[order]
+    node_start = np.zeros(n_slots + 1, dtype=np.intp)
+    np.cumsum(np.bincount(slot_of_row, minlength=n_slots), out=node_start[1:])
+    return rows.astype(np.intp, copy=False), node_start
+
+
 def compiled_find_splits(
     ctx: SplitContext,
     rows: NDArray[np.intp],
@@ -67,20 +83,21 @@ def compiled_find_splits(
     parent_channels: NDArray[np.float64],
     parent_counts: NDArray[np.int64],
     bounds: NDArray[np.float64] | None = None,
+    columns: NDArray[np.unsignedinteger[Any]] | None = None,
 ) -> Splits:
-    """Best split of each node of a batch, from its rows (best-split search only)."""
+    """Best split of each node of a batch, from its rows (best-split search only).
+
+    ``columns`` is ``ctx.binned`` feature-major (contiguous ``binned.T``), if the caller
+    keeps one.
+    """
     n_slots = features.shape[0]
-    if slot_of_row.size > 1 and bool((slot_of_row[1:] < slot_of_row[:-1]).any()):
-        order = np.argsort(slot_of_row, kind="stable")
-        rows, slot_of_row = rows[order], slot_of_row[order]
-    node_start = np.zeros(n_slots + 1, dtype=np.intp)
-    np.cumsum(np.bincount(slot_of_row, minlength=n_slots), out=node_start[1:])
+    rows, node_start = _grouped_rows(rows, slot_of_row, n_slots)
     by_class = ctx.classes is not None and ctx.weights is not None
     monotone, node_bounds = _monotone_args(ctx, bounds, n_slots)
     splits = _empty_splits(n_slots, ctx.n_codes)
     search_rows(
-        ctx.binned,
-        rows.astype(np.intp, copy=False),
+        np.ascontiguousarray(ctx.binned.T) if columns is None else columns,
+        rows,
         node_start,
         np.ascontiguousarray(features, dtype=np.int64),
         ctx.channels,
@@ -92,6 +109,54 @@ def compiled_find_splits(
         ctx.is_categorical,
         monotone,
         node_bounds,
+        ctx.missing_code,
+        splits.found,
+        splits.gain,
+        splits.feature,
+        splits.bin,
+        splits.missing_left,
+        splits.left_codes,
+    )
+    return splits
+
+
+def compiled_find_random_splits(
+    ctx: SplitContext,
+    rows: NDArray[np.intp],
+    slot_of_row: NDArray[np.intp],
+    features: NDArray[np.int64],
+    parent_channels: NDArray[np.float64],
+    parent_counts: NDArray[np.int64],
+    rng: np.random.Generator,
+    columns: NDArray[np.unsignedinteger[Any]] | None = None,
+) -> Splits:
+    """Best random cut of each node (extremely randomised trees, numeric features).
+
+    Draws one uniform per (node, candidate) from ``rng`` exactly as the NumPy twin does.
+    """
+    n_slots, n_per_node = features.shape
+    rows, node_start = _grouped_rows(rows, slot_of_row, n_slots)
+    uniforms = rng.random(n_slots * n_per_node)
+    by_class = ctx.classes is not None and ctx.weights is not None
+    n_bins = (
+        ctx.n_bins
+        if ctx.n_bins is not None
+        else np.count_nonzero(~np.isnan(ctx.bin_values), axis=1).astype(np.int32)
+    )
+    splits = _empty_splits(n_slots, ctx.n_codes)
+    search_random_rows(
+        np.ascontiguousarray(ctx.binned.T) if columns is None else columns,
+        rows,
+        node_start,
+        np.ascontiguousarray(features, dtype=np.int64),
+        ctx.weights.reshape(-1, 1) if by_class else ctx.channels,  # type: ignore[union-attr]
+        ctx.classes if by_class else _NO_CLASSES,  # type: ignore[arg-type]
+        np.ascontiguousarray(parent_channels, dtype=np.float64),
+        parent_counts.astype(np.float64),
+        _settings(ctx),
+        ctx.bin_values,
+        n_bins.astype(np.int32, copy=False),
+        uniforms,
         ctx.missing_code,
         splits.found,
         splits.gain,
@@ -144,11 +209,16 @@ def best_splits(
     parent_counts: NDArray[np.int64],
     rng: np.random.Generator | None = None,
     bounds: NDArray[np.float64] | None = None,
+    columns: NDArray[np.unsignedinteger[Any]] | None = None,
 ) -> Splits:
     """:func:`~engine.tree._splitter.find_splits` on the kernels the engine runs."""
     if compiled_kernels() and not ctx.random_splits:
         return compiled_find_splits(
-            ctx, rows, slot_of_row, features, parent_channels, parent_counts, bounds
+            ctx, rows, slot_of_row, features, parent_channels, parent_counts, bounds, columns
+        )
+    if compiled_kernels() and rng is not None and not ctx.is_categorical.any():
+        return compiled_find_random_splits(
+            ctx, rows, slot_of_row, features, parent_channels, parent_counts, rng, columns
         )
     return find_splits(
         ctx, rows, slot_of_row, features, parent_channels, parent_counts, rng, bounds

@@ -121,7 +121,7 @@ def _grow_level_wise(growth: Growth) -> None:
         rank_of_slot = np.full(n_slots, -1, dtype=np.intp)
         rank_of_slot[slots[chosen]] = np.arange(n_chosen)
         rows, slot_of_row = partition_rows(
-            growth.ctx.binned,
+            growth.columns,
             rows,
             slot_of_row,
             split_of_slot,

@@ -252,7 +252,7 @@ class Growth:
 
     @cached_property
     def columns(self) -> NDArray[np.unsignedinteger[Any]]:
-        """The tree's bin codes feature-major, as the histogram kernels read them."""
+        """The tree's bin codes feature-major, as the compiled kernels read them."""
         return np.ascontiguousarray(self.ctx.binned.T)
 
     def histograms(
@@ -314,6 +314,7 @@ class Growth:
                 counts,
                 self.rng,
                 bounds,
+                columns=self.columns,
             )
         order = self.rng.random((n_slots, n_candidates)).argsort(axis=1)
         drawn = pool[order]
@@ -334,6 +335,7 @@ class Growth:
                 counts[pending],
                 self.rng,
                 None if bounds is None else bounds[pending],
+                columns=self.columns,
             )
             result = splits if result is None else _merge(result, splits, pending)
             pending = pending[~splits.found]

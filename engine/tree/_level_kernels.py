@@ -285,7 +285,7 @@ def squared_deviations(
 
 @kernel
 def _partition_compiled(
-    binned: NDArray[Any],
+    columns: NDArray[Any],
     rows: NDArray[np.intp],
     slot_of_row: NDArray[np.intp],
     split_of_slot: NDArray[np.intp],
@@ -303,7 +303,7 @@ def _partition_compiled(
         if rank < 0:
             continue
         split = split_of_slot[slot_of_row[i]]
-        right = not left_codes[split, binned[rows[i], split_feature[split]]]
+        right = not left_codes[split, columns[split_feature[split], rows[i]]]
         goes_right[i] = right
         child_size[2 * rank + right + 1] += 1
     for child in range(n_children):
@@ -321,7 +321,7 @@ def _partition_compiled(
 
 
 def _partition_numpy(
-    binned: NDArray[Any],
+    columns: NDArray[Any],
     rows: NDArray[np.intp],
     slot_of_row: NDArray[np.intp],
     split_of_slot: NDArray[np.intp],
@@ -335,7 +335,7 @@ def _partition_numpy(
     rank = rank_of_slot[slot_of_row]
     moving = rank >= 0
     rows, split = rows[moving], split_of_slot[slot_of_row[moving]]
-    right = ~left_codes[split, binned[rows, split_feature[split]]]
+    right = ~left_codes[split, columns[split_feature[split], rows]]
     child = 2 * rank[moving] + right
     # A stable sort keeps each child's rows in their old order, as the kernel does.
     order = np.argsort(child, kind="stable")
@@ -348,7 +348,7 @@ _partition = select(_partition_compiled, _partition_numpy)
 
 
 def partition_rows(
-    binned: NDArray[Any],
+    columns: NDArray[Any],
     rows: NDArray[np.intp],
     slot_of_row: NDArray[np.intp],
     split_of_slot: NDArray[np.intp],
@@ -361,6 +361,9 @@ def partition_rows(
 
     Parameters
     ----------
+    columns : ndarray of uint8 or uint16, shape (n_features, n_rows)
+        Bin codes, feature-major: a node's rows, ascending, read one column forwards (row-
+        major codes made every row a cache miss on deep trees).
     rows, slot_of_row : ndarray of intp
         A level's rows, grouped by node slot.
     split_of_slot : ndarray of intp, shape (S,)
@@ -379,7 +382,7 @@ def partition_rows(
     new_rows = np.empty(rows.size, dtype=np.intp)
     new_slot = np.empty(rows.size, dtype=np.intp)
     n_moved = _partition(
-        binned,
+        columns,
         rows.astype(np.intp, copy=False),
         slot_of_row.astype(np.intp, copy=False),
         split_of_slot.astype(np.intp, copy=False),

@@ -135,7 +135,7 @@ def _finish_node(
 
 @kernel
 def search_rows(
-    binned: NDArray[Any],
+    columns: NDArray[Any],
     rows: NDArray[np.intp],
     node_start: NDArray[np.intp],
     features: NDArray[np.int64],
@@ -158,6 +158,9 @@ def search_rows(
 ) -> None:
     """Best split of each node from its rows ``rows[node_start[s]:node_start[s + 1]]``.
 
+    ``columns`` are the bin codes feature-major (``binned.T``): a node's rows are ascending,
+    so reading one feature of them walks one column forwards.
+
     ``settings`` = (criterion code, l1, l2, max_delta_step, min_samples_leaf,
     min_weight_leaf). With ``classes`` non-empty, a row adds its ``class_weights`` entry to
     its class's channel instead of reading its channel vector (one add instead of one per
@@ -176,6 +179,13 @@ def search_rows(
     best = np.empty(7)
     constrained = monotone.size > 0
     criterion, l1, l2, max_delta_step = int(settings[0]), settings[1], settings[2], settings[3]
+    # A node's channels, gathered once and read by every candidate feature in order (LightGBM's
+    # "ordered gradients"): the rows are scattered over the channel array by then.
+    largest = 0
+    for node in range(n_slots):
+        largest = max(largest, node_start[node + 1] - node_start[node])
+    node_channels = np.empty((largest, n_channels))
+    node_classes = np.empty(largest if by_class else 0, dtype=np.int64)
     for node in range(n_slots):
         parent = parents[node]
         lower = bounds[node, 0] if constrained else -np.inf
@@ -185,23 +195,31 @@ def search_rows(
         )
         best[0] = -np.inf
         start, stop = node_start[node], node_start[node + 1]
+        for i in range(stop - start):
+            row = rows[start + i]
+            if by_class:
+                node_classes[i] = classes[row]
+                node_channels[i, 0] = class_weights[row]
+            else:
+                for c in range(n_channels):
+                    node_channels[i, c] = channels[row, c]
         for j in range(n_per_node):
             feature = features[node, j]
             if feature < 0:
                 continue
+            codes = columns[feature]
             n_touched = 0
-            for i in range(start, stop):
-                row = rows[i]
-                code = binned[row, feature]
+            for i in range(stop - start):
+                code = codes[rows[start + i]]
                 if cells[code, 0] == 0:
                     touched[n_touched] = code
                     n_touched += 1
                 cells[code, 0] += 1.0
                 if by_class:
-                    cells[code, 1 + classes[row]] += class_weights[row]
+                    cells[code, 1 + node_classes[i]] += node_channels[i, 0]
                 else:
                     for c in range(n_channels):
-                        cells[code, 1 + c] += channels[row, c]
+                        cells[code, 1 + c] += node_channels[i, c]
             if 8 * n_touched >= n_codes:
                 n_present = present_bins(cells, missing_code, order)
             else:

@@ -9,17 +9,24 @@ must give the same splits and the same grown tree as ``uint8``.
 from __future__ import annotations
 
 from dataclasses import replace
+from typing import Any
 
 import numpy as np
 import pytest
 
 from engine.tree._binning import MISSING_BIN, BinMapper
 from engine.tree._build import BinnedData, TreeSpec, build_newton_tree
+from engine.tree._compiled_splitter import compiled_find_splits
 from engine.tree._criteria import Newton
 from engine.tree._growth import GrowthLimits
 from engine.tree._monotone import MonotoneBounds, children_scores, score_given_weight
 from engine.tree._splitter import find_splits, find_splits_naive
 from tests.engine.tree.test_splitter import Problem, make_problem
+
+# Each search test runs on the NumPy search and on its compiled twin.
+IMPLEMENTATIONS = pytest.mark.parametrize(
+    "search", [find_splits, compiled_find_splits], ids=["numpy", "compiled"]
+)
 
 
 def newton_problem(seed: int, *, constrained: bool = True) -> tuple[Problem, np.ndarray]:
@@ -55,10 +62,11 @@ def newton_problem(seed: int, *, constrained: bool = True) -> tuple[Problem, np.
     return problem, bounds
 
 
+@IMPLEMENTATIONS
 @pytest.mark.parametrize("seed", range(80))
-def test_constrained_search_equals_the_naive_reference(seed: int) -> None:
+def test_constrained_search_equals_the_naive_reference(seed: int, search: Any) -> None:
     problem, bounds = newton_problem(seed)
-    splits = find_splits(
+    splits = search(
         problem.ctx,
         problem.rows,
         problem.slot_of_row,
@@ -118,17 +126,16 @@ def widen(binned: np.ndarray) -> np.ndarray:
     return wide
 
 
+@IMPLEMENTATIONS
 @pytest.mark.parametrize("seed", range(40))
-def test_wide_codes_give_the_same_splits(seed: int) -> None:
+def test_wide_codes_give_the_same_splits(seed: int, search: Any) -> None:
     problem, bounds = newton_problem(seed, constrained=seed % 2 == 0)
     wide = replace(problem.ctx, binned=widen(problem.ctx.binned))
     args = (problem.rows, problem.slot_of_row, problem.features)
-    narrow_splits = find_splits(
+    narrow_splits = search(
         problem.ctx, *args, problem.parent_channels, problem.parent_counts, bounds=bounds
     )
-    wide_splits = find_splits(
-        wide, *args, problem.parent_channels, problem.parent_counts, bounds=bounds
-    )
+    wide_splits = search(wide, *args, problem.parent_channels, problem.parent_counts, bounds=bounds)
     for name in ("found", "gain", "feature", "missing_left"):
         np.testing.assert_array_equal(getattr(wide_splits, name), getattr(narrow_splits, name))
     found = narrow_splits.found

@@ -1,7 +1,8 @@
 """The vectorised split search against its plain-loop reference and against the math.
 
-``find_splits`` searches a whole batch of nodes at once through a group table; every optimised
-kernel keeps a naive reference beside it (``find_splits_naive``), and these tests hold the two
+``find_splits`` searches a whole batch of nodes at once through a group table, and its compiled
+twin (``compiled_find_splits``) node by node; every optimised kernel keeps a naive reference
+beside it (``find_splits_naive``), and these tests, run on both implementations, hold them
 equal on many small random problems: several nodes per batch, ``-1`` padded candidate lists,
 gini / entropy / squared error, weights, ``min_samples_leaf`` and ``min_weight_leaf``, missing
 bins and categorical features. The reported split is then replayed through ``left_codes`` and
@@ -20,12 +21,24 @@ from numpy.typing import NDArray
 
 from engine.tree import _splitter
 from engine.tree._binning import MISSING_BIN
+from engine.tree._compiled_splitter import compiled_find_splits
 from engine.tree._splitter import SplitContext, Splits, find_splits, find_splits_naive
 
 # Gains are differences of criterion scores (sums of O(W) or O(Σwy²) terms), so their rounding
 # error is a few ulps of that scale, not of the gain; 1e-9 of the scale leaves a margin of
 # ~10⁶ ulps while a wrong split differs by far more on problems of a few dozen rows.
 RELATIVE_TOLERANCE = 1e-9
+
+# The implementation Problem.run() calls; the fixture below runs every test on both.
+SEARCH: list[Any] = [find_splits]
+
+
+@pytest.fixture(params=["numpy", "compiled"], autouse=True)
+def implementation(request: pytest.FixtureRequest) -> Any:
+    search = find_splits if request.param == "numpy" else compiled_find_splits
+    SEARCH[0] = search
+    yield search
+    SEARCH[0] = find_splits
 
 
 @dataclass
@@ -39,7 +52,7 @@ class Problem:
     targets: NDArray[np.float64] | None  # regression targets of every row of ctx.binned
 
     def run(self) -> Splits:
-        return find_splits(
+        return SEARCH[0](
             self.ctx,
             self.rows,
             self.slot_of_row,

@@ -1,0 +1,257 @@
+"""The tree-growing kernels against their NumPy twins, and the engine-wide switch between them.
+
+The level kernels (histograms, node totals, squared deviations, row partitioning) add each
+node's rows in the twins' ``bincount`` order, so the two must agree to the last bit, fractional
+weights included. The random-split search draws its uniforms exactly as its twin does and
+sums each side in row order: bit-identical too. The best-split searches are held to the
+naive reference in ``test_splitter.py`` on both implementations; here the histogram search
+is compared with its twin directly.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from dataclasses import fields, replace
+
+import numpy as np
+import pytest
+
+from engine.tree import _level_kernels as level
+from engine.tree._binning import MISSING_BIN
+from engine.tree._compiled_splitter import (
+    compiled_find_random_splits,
+    compiled_find_splits_in_histograms,
+)
+from engine.tree._random_splitter import find_random_splits
+from engine.tree._splitter import Splits, find_splits_in_histograms
+from tests.engine.tree.test_splitter import Problem, make_problem
+
+
+def random_batch(seed: int, n_channels: int = 2) -> dict[str, np.ndarray]:
+    """Rows of a few nodes (grouped by node, some rows in no node), codes and channels."""
+    rng = np.random.default_rng(seed)
+    n_rows, n_features = int(rng.integers(1, 400)), int(rng.integers(1, 7))
+    binned = rng.integers(0, 256, (n_rows, n_features)).astype(np.uint8)
+    binned[rng.random(binned.shape) < 0.1] = MISSING_BIN
+    n_slots = int(rng.integers(1, 6))
+    taken = np.sort(rng.choice(n_rows, int(rng.integers(1, n_rows + 1)), replace=False))
+    rows = rng.permutation(taken).astype(np.intp)
+    slot_of_row = np.sort(rng.integers(0, n_slots, rows.size)).astype(np.intp)
+    return {
+        "binned": binned,
+        "columns": np.ascontiguousarray(binned.T),
+        "rows": rows,
+        "slot_of_row": slot_of_row,
+        "n_slots": np.array(n_slots),
+        "channels": rng.normal(size=(n_rows, n_channels)) * rng.uniform(0.1, 3.0, n_rows)[:, None],
+        "classes": rng.integers(0, n_channels, n_rows),
+        "weights": rng.uniform(0.05, 3.0, n_rows),
+    }
+
+
+def assert_bits_equal(actual: np.ndarray, expected: np.ndarray) -> None:
+    np.testing.assert_array_equal(actual, expected)
+    assert actual.dtype == expected.dtype
+
+
+@pytest.mark.parametrize("seed", range(30))
+@pytest.mark.parametrize("n_channels", [1, 2, 3])
+def test_histograms_equal_the_twin_bit_for_bit(seed: int, n_channels: int) -> None:
+    batch = random_batch(seed, n_channels)
+    n_slots = int(batch["n_slots"])
+    features = np.random.default_rng(seed).permutation(batch["columns"].shape[0])
+    for classes, channels in (
+        (None, batch["channels"]),
+        (batch["classes"], batch["weights"].reshape(-1, 1)),
+    ):
+        results = []
+        for histograms in (level._histograms_compiled, level._histograms_numpy):
+            out = np.full((n_slots, features.size, 256, 1 + n_channels), np.nan)
+            histograms(
+                batch["columns"],
+                batch["rows"],
+                batch["slot_of_row"],
+                features.astype(np.int64),
+                channels,
+                level._NO_CLASSES if classes is None else classes,
+                out,
+            )
+            results.append(out)
+        assert_bits_equal(results[0], results[1])
+        # Counts add up to the rows of each node, so the test is not comparing zeros.
+        per_slot = np.bincount(batch["slot_of_row"], minlength=n_slots)
+        np.testing.assert_array_equal(results[0][:, 0, :, 0].sum(axis=1), per_slot)
+
+
+@pytest.mark.parametrize("seed", range(30))
+def test_node_totals_and_deviations_equal_the_twin_bit_for_bit(seed: int) -> None:
+    batch = random_batch(seed, 3)
+    n_slots = int(batch["n_slots"])
+    args = (batch["rows"], batch["slot_of_row"], batch["channels"])
+    totals = [np.empty((n_slots, 3)) for _ in range(2)]
+    counts = [np.empty(n_slots, dtype=np.int64) for _ in range(2)]
+    level._totals_compiled(*args, totals[0], counts[0])
+    level._totals_numpy(*args, totals[1], counts[1])
+    assert_bits_equal(totals[0], totals[1])
+    assert_bits_equal(counts[0], counts[1])
+    mean = totals[0][:, 0] / np.maximum(counts[0], 1)
+    squared = [np.empty(n_slots) for _ in range(2)]
+    targets, weights = batch["channels"][:, 1], batch["weights"]
+    level._deviations_compiled(
+        batch["rows"], batch["slot_of_row"], targets, weights, mean, squared[0]
+    )
+    level._deviations_numpy(batch["rows"], batch["slot_of_row"], targets, weights, mean, squared[1])
+    assert_bits_equal(squared[0], squared[1])
+
+
+@pytest.mark.parametrize("seed", range(30))
+def test_partition_equals_the_twin_and_keeps_row_order(seed: int) -> None:
+    batch = random_batch(seed)
+    rng = np.random.default_rng(seed + 1)
+    n_slots = int(batch["n_slots"])
+    split = rng.random(n_slots) < 0.7
+    rank_of_slot = np.where(split, np.cumsum(split) - 1, -1).astype(np.intp)
+    split_of_slot = rng.permutation(n_slots).astype(np.intp)
+    split_feature = rng.integers(0, batch["columns"].shape[0], n_slots)
+    left_codes = rng.random((n_slots, 256)) < 0.5
+    n_splits = int(split.sum())
+    results = []
+    for partition in (level._partition_compiled, level._partition_numpy):
+        new_rows = np.full(batch["rows"].size, -1, dtype=np.intp)
+        new_slot = np.full(batch["rows"].size, -1, dtype=np.intp)
+        moved = partition(
+            batch["columns"],
+            batch["rows"],
+            batch["slot_of_row"],
+            split_of_slot,
+            rank_of_slot,
+            split_feature,
+            left_codes,
+            2 * n_splits,
+            new_rows,
+            new_slot,
+        )
+        results.append((int(moved), new_rows[:moved], new_slot[:moved]))
+    assert results[0][0] == results[1][0]
+    assert_bits_equal(results[0][1], results[1][1])
+    assert_bits_equal(results[0][2], results[1][2])
+    # From first principles: each moved row sits in the child its code sends it to.
+    moved_rows, child = results[0][1], results[0][2]
+    slot_of = dict(zip(batch["rows"].tolist(), batch["slot_of_row"].tolist(), strict=True))
+    for row, c in zip(moved_rows.tolist(), child.tolist(), strict=True):
+        slot = slot_of[row]
+        s = split_of_slot[slot]
+        goes_right = not left_codes[s, batch["binned"][row, split_feature[s]]]
+        assert c == 2 * rank_of_slot[slot] + goes_right
+    assert np.all(np.diff(child) >= 0)
+
+
+def assert_same_splits(
+    actual: Splits, expected: Splits, label: str, exact_gains: bool = True
+) -> None:
+    for field in fields(Splits):
+        if field.name == "gain" and not exact_gains:
+            continue
+        np.testing.assert_array_equal(
+            getattr(actual, field.name)[expected.found],
+            getattr(expected, field.name)[expected.found],
+            err_msg=f"{label}: {field.name}",
+        )
+    np.testing.assert_array_equal(actual.found, expected.found, err_msg=label)
+
+
+@pytest.mark.parametrize("seed", range(60))
+def test_random_splits_equal_the_twin_bit_for_bit(seed: int) -> None:
+    criterion, n_classes = [("gini", 2), ("entropy", 3), ("squared_error", 0)][seed % 3]
+    problem = make_problem(seed, criterion, n_classes, categorical=False)
+    ctx = replace(problem.ctx, random_splits=True)
+    args = (problem.rows, problem.slot_of_row, problem.features)
+    twin = find_random_splits(
+        ctx, *args, problem.parent_channels, problem.parent_counts, np.random.default_rng(seed)
+    )
+    compiled = compiled_find_random_splits(
+        ctx, *args, problem.parent_channels, problem.parent_counts, np.random.default_rng(seed)
+    )
+    assert_same_splits(compiled, twin, f"{seed=}")
+
+
+def histograms_of(problem: Problem) -> np.ndarray:
+    ctx = problem.ctx
+    n_slots = problem.features.shape[0]
+    out = np.zeros((n_slots, problem.features.shape[1], 256, 1 + ctx.channels.shape[1]))
+    for slot in range(n_slots):
+        rows = problem.node_rows(slot)
+        for j, feature in enumerate(problem.features[slot]):
+            # A padding candidate (−1) still sees the node's rows, as in the twin's group table.
+            codes = ctx.binned[rows, max(feature, 0)]
+            np.add.at(out[slot, j, :, 0], codes, 1.0)
+            for c in range(ctx.channels.shape[1]):
+                np.add.at(out[slot, j, :, 1 + c], codes, ctx.channels[rows, c])
+    return out
+
+
+@pytest.mark.parametrize("seed", range(60))
+def test_histogram_search_equals_the_twin(seed: int) -> None:
+    criterion, n_classes = [("gini", 2), ("entropy", 4), ("squared_error", 0)][seed % 3]
+    # Unit weights keep every class sum an integer, so both searches see exact, equal gains and
+    # must break ties alike; regression sums of y round differently (prefix sums here, the
+    # twin's global cumulative sum less an offset), by a few ulps. Fractional weights are
+    # held to the naive reference in test_splitter.py.
+    problem = make_problem(seed, criterion, n_classes, weight_kind="ones")
+    histograms = histograms_of(problem)
+    twin = find_splits_in_histograms(
+        problem.ctx,
+        histograms[..., 0].astype(np.int64),
+        histograms[..., 1:],
+        problem.features,
+        problem.parent_channels,
+        problem.parent_counts,
+    )
+    compiled = compiled_find_splits_in_histograms(
+        problem.ctx, histograms, problem.features, problem.parent_channels, problem.parent_counts
+    )
+    assert_same_splits(compiled, twin, f"{seed=}", exact_gains=criterion != "squared_error")
+    np.testing.assert_allclose(compiled.gain, twin.gain, rtol=1e-12)
+
+
+# -- the engine-wide switch --------------------------------------------------------------------
+
+FIT_AND_PRINT = """
+import numpy as np, engine
+rng = np.random.default_rng(0)
+X = rng.normal(size=(600, 6))
+X[rng.random(X.shape) < 0.05] = np.nan
+label = (np.nan_to_num(X[:, 0]) + np.nan_to_num(X[:, 1]) ** 2 > 0.5).astype(int)
+value = np.nan_to_num(X[:, 2]) * 2 + label
+models = [
+    (engine.RandomForestClassifier(n_estimators=5, random_state=0), label),
+    (engine.ExtraTreesRegressor(n_estimators=5, random_state=0), value),
+    (engine.XGBoostClassifier(n_estimators=5, max_depth=4, random_state=0), label),
+    (engine.GradientBoostingRegressor(n_estimators=5, max_depth=3, random_state=0), value),
+]
+for model, target in models:
+    print(repr(model.fit(X, target).predict(X[:50]).tolist()))
+"""
+
+
+def run_engine(kernels: str) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "COPPICE_ENGINE_KERNELS": kernels}
+    return subprocess.run(
+        [sys.executable, "-c", FIT_AND_PRINT], env=env, capture_output=True, text=True, timeout=240
+    )
+
+
+def test_the_numpy_twins_grow_the_same_models_as_the_kernels() -> None:
+    compiled, twins = run_engine("numba"), run_engine("numpy")
+    assert compiled.returncode == 0, compiled.stderr
+    assert twins.returncode == 0, twins.stderr
+    assert compiled.stdout == twins.stdout
+    assert compiled.stdout.count("\n") == 4
+
+
+def test_an_unknown_kernel_choice_is_refused_by_name() -> None:
+    result = run_engine("cuda")
+    assert result.returncode != 0
+    assert "COPPICE_ENGINE_KERNELS='cuda'" in result.stderr
