@@ -22,9 +22,9 @@ from engine import (
     RandomForestClassifier,
     RandomForestRegressor,
 )
+from engine._shap import compiled, vectorised
 from engine.shap import (
     ExplainedTrees,
-    _explain_tree,
     explained_trees,
     tree_contributions,
     tree_expected_value,
@@ -80,12 +80,20 @@ def brute_force_shap(tree: Tree, x: np.ndarray) -> np.ndarray:
     return phi
 
 
+# The NumPy twin forcing its pattern table on or off, with either of its kernels.
 KERNELS = list(itertools.product((True, False), (True, False)))
 
 
 def shap_with(tree: Tree, X: np.ndarray, *, use_table: bool, reference: bool) -> np.ndarray:
-    """TreeSHAP forcing the pattern table on or off, with either kernel."""
-    return _explain_tree(tree, X, use_table=use_table, reference=reference)[0]
+    """The NumPy twin's TreeSHAP forcing the pattern table on or off, with either kernel."""
+    return vectorised.explain_tree(tree, X, use_table=use_table, reference=reference)[0]
+
+
+def every_implementation(tree: Tree, X: np.ndarray) -> list[np.ndarray]:
+    """SHAP values from each path of the twin and of the compiled kernels."""
+    twin = [shap_with(tree, X, use_table=t, reference=r) for t, r in KERNELS]
+    kernels = [compiled.explain_tree(tree, X, share_patterns=s)[0] for s in (True, False)]
+    return twin + kernels
 
 
 # -- data -------------------------------------------------------------------------------
@@ -125,8 +133,7 @@ def test_single_tree_matches_brute_force(model: Any) -> None:
     assert tree.category_bitsets.shape[0] or not model.get_params()["categorical_features"]
     assert np.isnan(X_test).any()
     expected = np.stack([brute_force_shap(tree, x) for x in X_test])
-    for use_table, reference in KERNELS:
-        phi = shap_with(tree, X_test, use_table=use_table, reference=reference)
+    for phi in every_implementation(tree, X_test):
         np.testing.assert_allclose(phi, expected, rtol=0, atol=1e-10)
     np.testing.assert_allclose(tree_shap(tree, X_test), expected, rtol=0, atol=1e-10)
 
@@ -147,7 +154,8 @@ def test_random_trees_match_brute_force(
     ).fit(X, y)
     X_test = model._prepare(mixed_data(8, n_features, seed=seed + 1)[0])
     expected = np.stack([brute_force_shap(model.tree_, x) for x in X_test])
-    np.testing.assert_allclose(tree_shap(model.tree_, X_test), expected, rtol=0, atol=1e-10)
+    for phi in every_implementation(model.tree_, X_test):
+        np.testing.assert_allclose(phi, expected, rtol=0, atol=1e-10)
 
 
 def test_forest_members_match_brute_force() -> None:
@@ -158,7 +166,8 @@ def test_forest_members_match_brute_force() -> None:
     X_test = forest._prepare(mixed_data(10, 6, seed=6)[0])
     for tree in forest.trees_:
         expected = np.stack([brute_force_shap(tree, x) for x in X_test])
-        np.testing.assert_allclose(tree_shap(tree, X_test), expected, rtol=0, atol=1e-10)
+        for phi in every_implementation(tree, X_test):
+            np.testing.assert_allclose(phi, expected, rtol=0, atol=1e-10)
 
 
 def test_zero_cover_leaf_and_repeated_feature() -> None:
@@ -181,8 +190,7 @@ def test_zero_cover_leaf_and_repeated_feature() -> None:
     X = np.random.default_rng(15).normal(size=(40, 3))
     X[::7, 0] = np.nan
     expected = np.stack([brute_force_shap(tree, x) for x in X])
-    for use_table, reference in KERNELS:
-        phi = shap_with(tree, X, use_table=use_table, reference=reference)
+    for phi in every_implementation(tree, X):
         np.testing.assert_allclose(phi, expected, rtol=0, atol=1e-12)
     np.testing.assert_allclose(tree_expected_value(tree), [3.0])
     np.testing.assert_allclose(tree_shap(tree, X).sum(axis=1) + 3.0, tree.predict(X), atol=1e-12)

@@ -1,0 +1,342 @@
+"""Numba kernels of exact path-dependent TreeSHAP over a tree's flat node arrays.
+
+Lundberg et al. (2020, "From local explanations to global understanding with explainable AI
+for trees", Algorithm 2) walk the tree once per row, EXTENDing a path of unique features and
+UNWINDing it at every leaf: O(L·D²) per tree and row for ``L`` leaves and paths of ``D``
+unique features. These kernels compute the same numbers leaf by leaf. On the path to a leaf
+of value ``v``, slot ``j`` (the ``j``-th distinct feature) has zero fraction ``z_j``, the
+product of the cover ratios of its splits, and for a row the one fraction ``o_j`` ∈ {0, 1},
+whether the row follows every split on that feature. The leaf's Shapley value for slot ``i``
+is (see :mod:`engine._shap.vectorised` for the derivation)::
+
+    v · (o_i − z_i) · ∫_0^1 Π_{j≠i} g_j(u) du,      g_j(u) = z_j (1 − u) + o_j u.
+
+With ``G(u) = Z · (1 − u)^{n_off} · Π_{o_j=1} g_j(u)``, where ``Z`` is the product of the zero
+fractions of the slots the row leaves the path at, the integrand is ``G / g_i``: for a slot
+the row follows, ``(1 − z_i) ∫ G / (z_i + (1 − z_i) u)``; for any slot it leaves, the same
+``−∫ G / (1 − u)`` (``z_i`` cancels). The integrands are polynomials of degree ``D − 1`` with
+positive values, so ``⌈D/2⌉``-node Gauss–Legendre quadrature is exact up to rounding and has
+no cancellation: about ``2·D·⌈D/2⌉`` flops per leaf and row, a third of EXTEND + UNWIND.
+A row that leaves the path at a slot with ``z = 0`` cannot reach the leaf with or without any
+feature, and the leaf adds nothing.
+
+When a leaf has fewer one-fraction patterns (``2^D``) than there are rows, the terms of every
+pattern are computed once and each row looks up its own (the idea of Yang 2021, "Fast
+TreeSHAP", v2, applied leaf by leaf).
+
+Layout: :func:`leaf_paths` flattens every root-to-leaf path of a tree into CSR arrays (tree
+only); :func:`add_tree_shap` routes a chunk of rows through the tree once, then adds each
+leaf's terms into ``phi``.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numpy.typing import NDArray
+
+from engine._kernels import kernel
+
+__all__ = ["SHARED_MAX_SLOTS", "add_tree_shap", "leaf_paths", "route_rows"]
+
+# Leaves of at most this many slots evaluate each distinct pattern of the chunk's rows once,
+# found through a direct-address array of 2^16 entries (512 KiB); longer paths evaluate
+# every row (their patterns rarely repeat).
+SHARED_MAX_SLOTS = 16
+
+
+@kernel
+def leaf_paths(
+    left_child: NDArray[np.intp], feature: NDArray[np.intp], cover: NDArray[np.float64]
+) -> tuple[
+    NDArray[np.intp],
+    NDArray[np.intp],
+    NDArray[np.intp],
+    NDArray[np.uint8],
+    NDArray[np.intp],
+    NDArray[np.intp],
+    NDArray[np.intp],
+    NDArray[np.float64],
+]:
+    """Every root-to-leaf path, flattened (leaves in depth-first order, left first).
+
+    Returns ``leaf_node``; the splits of leaf ``i`` at ``split_start[i]:split_start[i+1]``,
+    root first, as ``split_node``, ``split_left`` (whether the path goes left there) and
+    ``split_slot`` (the split's slot, numbered within the leaf); the slots of leaf ``i`` at
+    ``slot_start[i]:slot_start[i+1]`` as ``slot_feature`` and ``slot_zero`` (``z``: the
+    product of the slot's cover ratios, where a node without cover gives 0).
+    """
+    n_nodes = left_child.shape[0]
+    parent = np.full(n_nodes, -1, np.intp)
+    went_left = np.zeros(n_nodes, np.uint8)
+    depth = np.zeros(n_nodes, np.intp)
+    leaves = np.empty(n_nodes, np.intp)
+    stack = np.empty(n_nodes + 1, np.intp)
+    stack[0] = 0
+    top, n_leaves, n_splits = 1, 0, 0
+    while top > 0:
+        top -= 1
+        node = stack[top]
+        left = left_child[node]
+        if left < 0:
+            leaves[n_leaves] = node
+            n_leaves += 1
+            n_splits += depth[node]
+            continue
+        for child in (left + 1, left):  # the left child is popped first
+            parent[child] = node
+            went_left[child] = child == left
+            depth[child] = depth[node] + 1
+            stack[top] = child
+            top += 1
+
+    split_start = np.zeros(n_leaves + 1, np.intp)
+    for i in range(n_leaves):
+        split_start[i + 1] = split_start[i] + depth[leaves[i]]
+    split_node = np.empty(n_splits, np.intp)
+    split_left = np.empty(n_splits, np.uint8)
+    split_slot = np.empty(n_splits, np.intp)
+    slot_start = np.zeros(n_leaves + 1, np.intp)
+    slot_feature = np.empty(n_splits, np.intp)
+    slot_zero = np.empty(n_splits, np.float64)
+    n_slots = 0
+    for i in range(n_leaves):
+        start = split_start[i]
+        node = leaves[i]
+        for k in range(depth[node] - 1, -1, -1):
+            split_node[start + k] = parent[node]
+            split_left[start + k] = went_left[node]
+            node = parent[node]
+        first = n_slots
+        for k in range(start, split_start[i + 1]):
+            node = split_node[k]
+            child = left_child[node] + 1 - split_left[k]
+            ratio = cover[child] / cover[node] if cover[node] > 0 else 0.0
+            slot = first
+            while slot < n_slots and slot_feature[slot] != feature[node]:
+                slot += 1
+            if slot == n_slots:
+                slot_feature[slot] = feature[node]
+                slot_zero[slot] = 1.0
+                n_slots += 1
+            slot_zero[slot] *= ratio
+            split_slot[k] = slot - first
+        slot_start[i + 1] = n_slots
+    return (
+        leaves[:n_leaves].copy(),
+        split_start,
+        split_node,
+        split_left,
+        split_slot,
+        slot_start,
+        slot_feature[:n_slots].copy(),
+        slot_zero[:n_slots].copy(),
+    )
+
+
+@kernel
+def route_rows(
+    left_child: NDArray[np.intp],
+    node_column: NDArray[np.intp],
+    threshold: NDArray[np.float64],
+    missing_left: NDArray[np.uint8],
+    category_split: NDArray[np.intp],
+    category_bitsets: NDArray[np.uint8],
+    columns: NDArray[np.float64],
+    goes_left: NDArray[np.uint8],
+) -> None:
+    """``goes_left[node, r] = 1`` when row ``r`` goes left at internal ``node``.
+
+    ``columns`` (n_used_features, n_rows) holds the rows' values of the features the tree
+    splits on, ``node_column`` each internal node's row of it. Routing is :meth:`Tree.apply`'s:
+    ``x <= threshold`` for numeric splits, the category's bit for categorical ones,
+    ``missing_left`` for NaN. A category code outside the bitsets (never produced by the
+    models' encoders, which map unseen categories to NaN) goes the missing values' way.
+    """
+    n_rows = columns.shape[1]
+    n_codes = category_bitsets.shape[1] * 8
+    for node in range(left_child.shape[0]):
+        if left_child[node] < 0:
+            continue
+        values, target = columns[node_column[node]], goes_left[node]
+        split, missing = category_split[node], missing_left[node]
+        if split < 0:
+            cut = threshold[node]
+            for r in range(n_rows):  # NaN <= cut is False: NaN goes left only if missing_left
+                target[r] = np.uint8(values[r] <= cut) | (np.uint8(np.isnan(values[r])) & missing)
+            continue
+        for r in range(n_rows):
+            value = values[r]
+            if -1.0 < value < n_codes:  # NaN fails both comparisons
+                code = int(value)
+                target[r] = (category_bitsets[split, code >> 3] >> (code & 7)) & 1
+            else:
+                target[r] = missing
+
+
+@kernel
+def _pattern_terms(
+    on: NDArray[np.uint8],
+    zero: NDArray[np.float64],
+    quadrature_nodes: NDArray[np.float64],
+    quadrature_weights: NDArray[np.float64],
+    product: NDArray[np.float64],
+    terms: NDArray[np.float64],
+) -> None:
+    """Slot terms ``(o_i − z_i) ∫ Π_{j≠i} g_j`` of one leaf for each one-fraction pattern.
+
+    ``on`` (n_slots, n_patterns) holds the patterns and ``zero`` the leaf's ``z``; row ``n``
+    of the quadrature tables is the ``n``-node Gauss–Legendre rule on [0, 1]. Fills ``terms``
+    (n_slots, n_patterns), using ``product`` (⌈n_slots/2⌉, n_patterns) as scratch.
+
+    Patterns run in the inner loops and ``o`` only selects between two factors, so the loops
+    vectorise. ``G(u_q)`` takes the factor ``z_s (1 − u_q)`` for a slot the row leaves, which
+    is 0 (so are all terms) when it cannot reach the leaf; the slot's own term then divides it
+    by ``z_s (1 − u_q)`` and multiplies by ``−z_s``: the weight ``−1 / (1 − u_q)``.
+    """
+    n_slots, n_patterns = on.shape
+    n_nodes = (n_slots + 1) // 2
+    for q in range(n_nodes):
+        u, weight = quadrature_nodes[n_nodes, q], quadrature_weights[n_nodes, q]
+        for p in range(n_patterns):
+            product[q, p] = weight
+        for s in range(n_slots):
+            g_off = zero[s] * (1.0 - u)
+            g_on = g_off + u
+            for p in range(n_patterns):
+                product[q, p] *= g_on if on[s, p] else g_off
+    for s in range(n_slots):
+        for p in range(n_patterns):
+            terms[s, p] = 0.0
+        for q in range(n_nodes):
+            u = quadrature_nodes[n_nodes, q]
+            weight_on = (1.0 - zero[s]) / (zero[s] * (1.0 - u) + u)
+            weight_off = -1.0 / (1.0 - u)
+            for p in range(n_patterns):
+                terms[s, p] += product[q, p] * (weight_on if on[s, p] else weight_off)
+
+
+@kernel
+def add_tree_shap(
+    left_child: NDArray[np.intp],
+    node_column: NDArray[np.intp],
+    threshold: NDArray[np.float64],
+    missing_left: NDArray[np.uint8],
+    category_split: NDArray[np.intp],
+    category_bitsets: NDArray[np.uint8],
+    leaf_node: NDArray[np.intp],
+    split_start: NDArray[np.intp],
+    split_node: NDArray[np.intp],
+    split_left: NDArray[np.uint8],
+    split_slot: NDArray[np.intp],
+    slot_start: NDArray[np.intp],
+    slot_column: NDArray[np.intp],
+    slot_zero: NDArray[np.float64],
+    used_features: NDArray[np.intp],
+    values: NDArray[np.float64],
+    quadrature_nodes: NDArray[np.float64],
+    quadrature_weights: NDArray[np.float64],
+    X: NDArray[np.float64],
+    chunk_rows: int,
+    share_patterns: bool,
+    phi: NDArray[np.float64],
+) -> None:
+    """Add the tree's SHAP values of every row of ``X`` into ``phi`` (n_rows, n_features, n_outputs).
+
+    The routing arrays are the tree's node fields (with each node's feature given as its
+    index in ``used_features``, the features the tree splits on), the path arrays come from
+    :func:`leaf_paths` with each slot's feature given the same way, and row ``n`` of the
+    quadrature tables holds the ``n`` Gauss–Legendre nodes and weights on [0, 1]. Rows are
+    routed ``chunk_rows`` at a time and their SHAP values gathered in a (used feature,
+    output, row) buffer, so every leaf adds along contiguous rows. ``share_patterns=False``
+    evaluates every row's pattern even where rows share it (for the tests).
+    """
+    n_rows, n_outputs = X.shape[0], values.shape[1]
+    n_nodes, n_used = left_child.shape[0], used_features.shape[0]
+    max_slots = 0
+    for leaf in range(leaf_node.shape[0]):
+        max_slots = max(max_slots, slot_start[leaf + 1] - slot_start[leaf])
+    chunk_rows = max(1, min(chunk_rows, n_rows))
+    # Flat buffers, reshaped per leaf: C-contiguous views let the inner loops vectorise.
+    goes_left_buffer = np.empty(n_nodes * chunk_rows, np.uint8)
+    columns_buffer = np.empty(n_used * chunk_rows)
+    on_buffer = np.empty(max_slots * chunk_rows, np.uint8)
+    product_buffer = np.empty((max_slots + 1) // 2 * chunk_rows)
+    terms_buffer = np.empty(max_slots * chunk_rows)
+    chunk_phi = np.empty((n_used, n_outputs, chunk_rows))
+    code = np.empty(chunk_rows, np.int64)
+    pattern = np.empty(chunk_rows, np.intp)  # the row's column in on / terms
+    # seen[code] − mark is the column of a pattern met in the current leaf and chunk; marks
+    # only grow, so the array is never cleared.
+    seen = np.full(1 << min(max_slots, SHARED_MAX_SLOTS), -1, np.int64)
+    mark = 0
+    for start in range(0, n_rows, chunk_rows):
+        n_chunk = min(chunk_rows, n_rows - start)
+        goes_left = goes_left_buffer[: n_nodes * n_chunk].reshape((n_nodes, n_chunk))
+        columns = columns_buffer[: n_used * n_chunk].reshape((n_used, n_chunk))
+        for r in range(n_chunk):
+            for column in range(n_used):
+                columns[column, r] = X[start + r, used_features[column]]
+        route_rows(
+            left_child,
+            node_column,
+            threshold,
+            missing_left,
+            category_split,
+            category_bitsets,
+            columns,
+            goes_left,
+        )
+        chunk_phi[:] = 0.0
+        for leaf in range(leaf_node.shape[0]):
+            first, n_slots = slot_start[leaf], slot_start[leaf + 1] - slot_start[leaf]
+            if share_patterns and n_slots <= SHARED_MAX_SLOTS:
+                # Bit s of a row's code: the row follows every split on slot s.
+                code[:n_chunk] = (1 << n_slots) - 1
+                for k in range(split_start[leaf], split_start[leaf + 1]):
+                    node, left, bit = split_node[k], split_left[k], 1 << split_slot[k]
+                    for r in range(n_chunk):
+                        code[r] &= ~(bit * (goes_left[node, r] != left))
+                n_patterns = 0
+                for r in range(n_chunk):
+                    if seen[code[r]] < mark:
+                        seen[code[r]] = mark + n_patterns
+                        code[n_patterns] = code[r]  # r >= n_patterns: already read
+                        n_patterns += 1
+                    pattern[r] = seen[code[r]] - mark
+                mark += n_patterns
+                on = on_buffer[: n_slots * n_patterns].reshape((n_slots, n_patterns))
+                for s in range(n_slots):
+                    for p in range(n_patterns):
+                        on[s, p] = (code[p] >> s) & 1
+            else:
+                n_patterns = n_chunk
+                on = on_buffer[: n_slots * n_chunk].reshape((n_slots, n_chunk))
+                on[:] = 1
+                for k in range(split_start[leaf], split_start[leaf + 1]):
+                    node, left, slot = split_node[k], split_left[k], split_slot[k]
+                    for r in range(n_chunk):
+                        on[slot, r] &= goes_left[node, r] == left
+                for r in range(n_chunk):
+                    pattern[r] = r
+            terms = terms_buffer[: n_slots * n_patterns].reshape((n_slots, n_patterns))
+            n_nodes_q = (n_slots + 1) // 2
+            _pattern_terms(
+                on,
+                slot_zero[first : first + n_slots],
+                quadrature_nodes,
+                quadrature_weights,
+                product_buffer[: n_nodes_q * n_patterns].reshape((n_nodes_q, n_patterns)),
+                terms,
+            )
+            value = values[leaf_node[leaf]]
+            for s in range(n_slots):
+                slot_terms = terms[s]
+                for o in range(n_outputs):
+                    target, v = chunk_phi[slot_column[first + s], o], value[o]
+                    for r in range(n_chunk):
+                        target[r] += slot_terms[pattern[r]] * v
+        for column in range(n_used):
+            f = used_features[column]
+            for o in range(n_outputs):
+                for r in range(n_chunk):
+                    phi[start + r, f, o] += chunk_phi[column, o, r]
