@@ -49,6 +49,9 @@ _SHARED_DOC = """
         Integer-coded categorical columns (trees split them by category partitions).
     max_bins : int
         Bins per numeric feature (≤ 255); NaN values are learned as missing.
+    n_jobs : int or None
+        Threads that share each tree's histogram building (stages stay sequential); ``-1``
+        uses every CPU. The model is the same for any value.
     random_state : int, Generator or None
 """
 
@@ -93,6 +96,7 @@ class GradientBoostingRegressor(RegressorMixin, BaseGradientBoosting):
         tol: float = 1e-4,
         categorical_features: Any = None,
         max_bins: int = MAX_BINS,
+        n_jobs: int | None = None,
         random_state: Any = None,
     ) -> None:
         self.loss = loss
@@ -112,6 +116,7 @@ class GradientBoostingRegressor(RegressorMixin, BaseGradientBoosting):
         self.tol = tol
         self.categorical_features = categorical_features
         self.max_bins = max_bins
+        self.n_jobs = n_jobs
         self.random_state = random_state
 
     def fit(
@@ -184,6 +189,7 @@ class GradientBoostingClassifier(ClassifierMixin, BaseGradientBoosting):
         tol: float = 1e-4,
         categorical_features: Any = None,
         max_bins: int = MAX_BINS,
+        n_jobs: int | None = None,
         random_state: Any = None,
     ) -> None:
         self.loss = loss
@@ -203,6 +209,7 @@ class GradientBoostingClassifier(ClassifierMixin, BaseGradientBoosting):
         self.tol = tol
         self.categorical_features = categorical_features
         self.max_bins = max_bins
+        self.n_jobs = n_jobs
         self.random_state = random_state
 
     def fit(

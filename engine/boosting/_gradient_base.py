@@ -9,6 +9,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from engine._params import Constraint, Interval, NoneValue
+from engine._threads import kernel_threads
 from engine._validation import check_sample_weight, check_target, check_X, resolve_seed_sequence
 from engine.base import BaseEstimator, check_is_fitted
 from engine.boosting._losses import Loss, get_loss
@@ -36,6 +37,7 @@ BOOSTING_CONSTRAINTS: dict[str, list[Constraint]] = {
     "validation_fraction": [Interval("real", 0.0, 1.0, closed="neither")],
     "n_iter_no_change": [Interval("int", 1, None), NoneValue()],
     "tol": [Interval("real", 0.0, None)],
+    "n_jobs": [Interval("int", None, None), NoneValue()],
 }
 
 
@@ -60,6 +62,7 @@ class BaseGradientBoosting(PackedStagesMixin, BaseEstimator):
     categorical_features: Any
     max_bins: int
     random_state: Any
+    n_jobs: int | None = None  # models saved before it existed load with this default
 
     estimators_: list[list[Tree]]
     init_: float | FloatArray
@@ -108,18 +111,20 @@ class BaseGradientBoosting(PackedStagesMixin, BaseEstimator):
         limits = resolve_limits(self, X_train.shape[0], float(w_train.sum()), X.shape[1])
         spec = TreeSpec(criterion="squared_error", random_splits=False, limits=limits, n_classes=0)
         init_raw = loss.init_raw(y_train, w_train)
-        result = fit_stages(
-            train,
-            validation,
-            loss,
-            spec,
-            self,
-            init_raw,
-            np.random.default_rng(subsample_seed),
-            np.random.default_rng(tree_seed),
-            callbacks,
-            type(self).__name__,
-        )
+        with kernel_threads(self.n_jobs) as threads:
+            result = fit_stages(
+                train,
+                validation,
+                loss,
+                spec,
+                self,
+                init_raw,
+                np.random.default_rng(subsample_seed),
+                np.random.default_rng(tree_seed),
+                callbacks,
+                type(self).__name__,
+                threads,
+            )
 
         if classes is not None:
             self.classes_ = classes

@@ -14,6 +14,7 @@ target (the negative gradient) and row weights (sample weight × the stage's sub
 from __future__ import annotations
 
 import math
+from concurrent.futures import Executor
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -69,8 +70,12 @@ def fit_stages(
     tree_rng: np.random.Generator,
     callbacks: list[Callback] | None,
     name: str,
+    threads: Executor | None = None,
 ) -> StageResult:
-    """Run up to ``params.n_estimators`` stages; stop early on the validation loss."""
+    """Run up to ``params.n_estimators`` stages; stop early on the validation loss.
+
+    ``threads`` share each tree's kernel work (``n_jobs``; see :mod:`engine._threads`).
+    """
     n_samples = train.weights.size
     n_stages = int(params.n_estimators)
     nu = float(params.learning_rate)
@@ -92,7 +97,7 @@ def fit_stages(
         else:
             stage_weights = train.weights
             rows = None
-        trees = _fit_one_stage(train, loss, spec, raw, stage_weights, rows, nu, tree_rng)
+        trees = _fit_one_stage(train, loss, spec, raw, stage_weights, rows, nu, tree_rng, threads)
         result.estimators.append(trees)
         if val_raw is not None and validation is not None:
             for k, tree in enumerate(trees):
@@ -135,6 +140,7 @@ def _fit_one_stage(
     rows: NDArray[np.intp] | None,
     nu: float,
     rng: np.random.Generator,
+    threads: Executor | None = None,
 ) -> list[Tree]:
     """Grow the K trees of one stage, set their leaf values γ and update ``raw`` in place."""
     y, weights = train.y, train.weights
@@ -154,7 +160,7 @@ def _fit_one_stage(
             data.is_categorical,
             data.n_bins,
         )
-        tree = build_tree(stage_data, stage_weights, spec, rng)
+        tree = build_tree(stage_data, stage_weights, spec, rng, threads=threads)
         leaves = tree.apply(train.encoded)
         leaves_in = leaves if rows is None else leaves[rows]
         gamma = loss.leaf_values(y_in, raw_in, w_in, leaves_in, tree.node_count, k)

@@ -72,6 +72,7 @@ XGBOOST_CONSTRAINTS: dict[str, list[Constraint]] = {
     "early_stopping_rounds": [Interval("int", 1, None), NoneValue()],
     "eval_metric": [Options(EVAL_METRICS), NoneValue()],
     "categorical_features": [SequenceValue(), NoneValue()],
+    "n_jobs": [Interval("int", None, None), NoneValue()],
     "random_state": [RandomStateValue()],
 }
 
@@ -98,6 +99,7 @@ class BaseXGBoost(PackedStagesMixin, BaseEstimator):
     # Parameters newer than the first saved models: those load with these values.
     colsample_bylevel: float = 1.0
     tree_method: str = "hist"
+    n_jobs: int | None = None
     monotone_constraints: Any = None
     objective: Any
     quantile_alpha: float
@@ -329,6 +331,9 @@ class XGBoostRegressor(RegressorMixin, BaseXGBoost):
     early_stopping_rounds, eval_metric :
         Stop when the metric on the last ``eval_set`` passed to ``fit`` has not improved
         for this many rounds; the model keeps the rounds up to ``best_iteration_``.
+    n_jobs : int or None
+        Threads that share each tree's histogram building (rounds stay sequential); ``-1``
+        uses every CPU. The model is the same for any value.
     """
 
     _parameter_constraints: ClassVar[dict[str, list[Constraint]]] = {
@@ -362,6 +367,7 @@ class XGBoostRegressor(RegressorMixin, BaseXGBoost):
         early_stopping_rounds: int | None = None,
         eval_metric: str | None = None,
         categorical_features: Any = None,
+        n_jobs: int | None = None,
         random_state: Any = None,
     ) -> None:
         self.n_estimators = n_estimators
@@ -387,6 +393,7 @@ class XGBoostRegressor(RegressorMixin, BaseXGBoost):
         self.early_stopping_rounds = early_stopping_rounds
         self.eval_metric = eval_metric
         self.categorical_features = categorical_features
+        self.n_jobs = n_jobs
         self.random_state = random_state
 
     def fit(
@@ -451,6 +458,7 @@ class XGBoostClassifier(ClassifierMixin, BaseXGBoost):
         early_stopping_rounds: int | None = None,
         eval_metric: str | None = None,
         categorical_features: Any = None,
+        n_jobs: int | None = None,
         random_state: Any = None,
     ) -> None:
         self.n_estimators = n_estimators
@@ -477,6 +485,7 @@ class XGBoostClassifier(ClassifierMixin, BaseXGBoost):
         self.early_stopping_rounds = early_stopping_rounds
         self.eval_metric = eval_metric
         self.categorical_features = categorical_features
+        self.n_jobs = n_jobs
         self.random_state = random_state
 
     def _objective(self) -> Objective:

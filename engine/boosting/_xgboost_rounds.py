@@ -8,11 +8,13 @@ the training rows and of every ``eval_set``.
 
 from __future__ import annotations
 
+from concurrent.futures import Executor
 from typing import TYPE_CHECKING
 
 import numpy as np
 from numpy.typing import NDArray
 
+from engine._threads import kernel_threads
 from engine.boosting._losses import grouped_weighted_quantile
 from engine.boosting._objectives import Objective, softmax
 from engine.callbacks import Callback, ProgressEvent, notify
@@ -64,6 +66,15 @@ class Rounds:
         self.best_score: float | None = None
 
     def run(self, rng: np.random.Generator, callbacks: list[Callback] | None) -> None:
+        with kernel_threads(self.model.n_jobs) as threads:
+            self._run(rng, callbacks, threads)
+
+    def _run(
+        self,
+        rng: np.random.Generator,
+        callbacks: list[Callback] | None,
+        threads: Executor | None,
+    ) -> None:
         model = self.model
         n_rows, n_features = self.X_encoded.shape
         n_outputs = self.raw.shape[1]
@@ -83,7 +94,7 @@ class Rounds:
             stage = []
             for k in range(n_outputs):
                 tree = build_newton_tree(
-                    self.data, gradient[:, k], hessian[:, k], weights, spec, rng, subset
+                    self.data, gradient[:, k], hessian[:, k], weights, spec, rng, subset, threads
                 )
                 self._refresh_leaves(tree, weights)
                 tree.values *= model.learning_rate

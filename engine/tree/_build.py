@@ -8,6 +8,7 @@ forest worker never receives the data itself, only a seed and a spec.
 from __future__ import annotations
 
 import math
+from concurrent.futures import Executor
 from dataclasses import dataclass
 from typing import Any
 
@@ -96,6 +97,7 @@ def build_tree(
     spec: TreeSpec,
     rng: np.random.Generator,
     feature_subset: NDArray[np.int64] | None = None,
+    threads: Executor | None = None,
 ) -> Tree:
     """Grow one tree on the rows of ``data`` with positive weight.
 
@@ -103,6 +105,8 @@ def build_tree(
     ----------
     weights : ndarray of float64, shape (n_samples,)
         Per-row weight: sample weight × class weight × bootstrap count (0 = row unused).
+    threads : Executor, optional
+        Threads the tree's kernels may share work among (see :mod:`engine._threads`).
     """
     rows = np.flatnonzero(weights > 0)
     binned = _rows_of(data.binned, rows)
@@ -129,6 +133,7 @@ def build_tree(
         classes=classes if spec.n_classes else None,
         weights=row_weights if spec.n_classes else None,
         has_missing=has_missing_codes(binned),
+        threads=threads,
     )
     return grow_tree(ctx, targets, data.thresholds, spec.limits, rng, feature_subset)
 
@@ -141,6 +146,7 @@ def build_newton_tree(
     spec: TreeSpec,
     rng: np.random.Generator,
     feature_subset: NDArray[np.int64] | None = None,
+    threads: Executor | None = None,
 ) -> Tree:
     """Grow one second-order tree (``spec.criterion`` a :class:`Newton`) on ``(g, h)``.
 
@@ -167,6 +173,7 @@ def build_newton_tree(
         n_bins=data.n_bins,
         has_missing=has_missing_codes(binned),
         monotone=spec.monotone,
+        threads=threads,
     )
     return grow_tree(ctx, None, data.thresholds, spec.limits, rng, feature_subset)
 

@@ -271,6 +271,7 @@ class Growth:
                 ctx.weights.reshape(-1, 1),
                 ctx.channels.shape[1],
                 classes=ctx.classes,
+                threads=ctx.threads,
             )
         return build_histograms(
             self.columns,
@@ -280,6 +281,7 @@ class Growth:
             self.candidates,
             ctx.channels,
             ctx.channels.shape[1],
+            threads=ctx.threads,
         )
 
     # -- split search -------------------------------------------------------------------

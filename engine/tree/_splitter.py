@@ -21,6 +21,7 @@ On the group table every split candidate is a prefix of a segment's groups:
 
 from __future__ import annotations
 
+from concurrent.futures import Executor
 from dataclasses import dataclass
 from typing import Any
 
@@ -66,6 +67,8 @@ class SplitContext:
     # Monotone constraint per feature (−1, 0, +1; Newton criterion only), None when all are 0.
     # Searches then also take each node's [lower, upper] weight bounds (engine.tree._monotone).
     monotone: NDArray[np.int8] | None = None
+    # Threads the kernels may share a tree's work among (boosting's n_jobs); None = serial.
+    threads: Executor | None = None
 
     @property
     def code_bits(self) -> int:

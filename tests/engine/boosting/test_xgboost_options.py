@@ -121,10 +121,11 @@ def record_candidates(monkeypatch: pytest.MonkeyPatch) -> list[tuple[Any, ...]]:
         current.update(growth=self, depth=depth, pool=pool)
         return pool
 
-    def recorder(module: Any, name: str) -> Any:
+    def recorder(module: Any, name: str, position: int) -> Any:
         original = getattr(module, name)
 
-        def record(ctx: Any, first: Any, second: Any, features: np.ndarray, *rest: Any) -> Any:
+        def record(ctx: Any, *args: Any, **keywords: Any) -> Any:
+            features = args[position]  # after the rows (two arrays) or the histograms (one)
             growth = current["growth"]
             calls.append(
                 (
@@ -135,14 +136,17 @@ def record_candidates(monkeypatch: pytest.MonkeyPatch) -> list[tuple[Any, ...]]:
                     features.copy(),
                 )
             )
-            return original(ctx, first, second, features, *rest)
+            return original(ctx, *args, **keywords)
 
         return record
 
     monkeypatch.setattr(_growth.Growth, "level_pool", level_pool)
     # Rows are searched by the tree's state, histograms by the level-wise grower.
-    for module, name in ((_growth, "find_splits"), (_grower, "find_splits_in_histograms")):
-        monkeypatch.setattr(module, name, recorder(module, name))
+    for module, name, position in (
+        (_growth, "best_splits", 2),
+        (_grower, "best_splits_in_histograms", 1),
+    ):
+        monkeypatch.setattr(module, name, recorder(module, name, position))
     return calls
 
 

@@ -77,6 +77,8 @@ def test_histograms_equal_the_twin_bit_for_bit(seed: int, n_channels: int) -> No
                 channels,
                 level._NO_CLASSES if classes is None else classes,
                 out,
+                0,
+                features.size,
             )
             results.append(out)
         assert_bits_equal(results[0], results[1])
