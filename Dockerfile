@@ -5,7 +5,8 @@ ENV PYTHONDONTWRITEBYTECODE=1 \
     PYTHONUNBUFFERED=1 \
     PIP_NO_CACHE_DIR=1 \
     PIP_DISABLE_PIP_VERSION_CHECK=1 \
-    COPPICE_DATA_DIR=/data
+    COPPICE_DATA_DIR=/data \
+    NUMBA_CACHE_DIR=/app/numba-cache
 
 RUN useradd --system --uid 10001 --home-dir /app --no-create-home coppice \
     && mkdir /data \
@@ -17,6 +18,10 @@ COPY engine ./engine
 COPY service ./service
 COPY migrations ./migrations
 RUN pip install '.[service]'
+# Compile the engine's kernels now, into NUMBA_CACHE_DIR (the installed package is read-only
+# at run time): the first fit in a container then loads machine code instead of compiling it
+# for a minute. The cache stays writable for any signature the warm-up did not meet.
+RUN python -m engine.warmup && chown -R coppice:coppice /app/numba-cache
 
 USER coppice
 # Only the default SQLite database lives here; with PostgreSQL nothing durable does.

@@ -20,6 +20,7 @@ from numpy.typing import NDArray
 from engine.parallel._executor import R, SharedData, T, WorkerCrashedError
 from engine.parallel._shared import _reserve, _SegmentSpec, _shareable
 from engine.parallel._worker import _Reply, _unwrap, _worker_main
+from engine.warmup import warm_kernels
 
 _JOIN_TIMEOUT = 5.0  # seconds a terminated worker gets before it is killed outright
 
@@ -83,10 +84,12 @@ class ProcessExecutor:
         arrays = {name: _shareable(name, array) for name, array in shared.items()}
         context = get_context(start_method or default_start_method())
         if context.get_start_method() == "forkserver":
-            # Workers then fork with NumPy and this module already imported (~0.3 s each
-            # otherwise). Only takes effect when this starts the fork server; "__main__" is
-            # multiprocessing's own default.
-            context.set_forkserver_preload(["__main__", __name__])
+            # Workers then fork with NumPy, this module and the loaded kernels (~0.3 s and
+            # 1–3 s each otherwise). Only takes effect when this starts the fork server;
+            # "__main__" is multiprocessing's own default.
+            context.set_forkserver_preload(["__main__", __name__, "engine._preload"])
+        elif context.get_start_method() == "fork":
+            warm_kernels()  # once per process; forked workers inherit the loaded kernels
         self._segments: list[shared_memory.SharedMemory] = []
         self._workers: list[_Worker] = []
         self._mapping = False

@@ -77,11 +77,12 @@ def fit_process_context() -> multiprocessing.context.BaseContext:
     """How fit processes start: never by a plain fork, since the worker runs threads.
 
     A fork server forks each fit from a clean single-threaded process with the training stack
-    already imported; ``spawn`` is the fallback where there is none.
+    already imported and the engine's compiled kernels loaded; ``spawn`` is the fallback
+    where there is none.
     """
     if "forkserver" in multiprocessing.get_all_start_methods():
         context = multiprocessing.get_context("forkserver")
-        context.set_forkserver_preload(["service.worker.execution"])
+        context.set_forkserver_preload(["service.worker.execution", "engine._preload"])
         return context
     return multiprocessing.get_context("spawn")
 

@@ -1,0 +1,76 @@
+"""Load (or compile) the engine's kernels before a process forks workers.
+
+Numba compiles a kernel at its first call and caches the machine code on disk, so a new
+process only loads it — but loading still costs: Numba's own start-up (1–3 s the first time
+a process calls any kernel) and each kernel's deserialisation. A process that forks workers
+(the service's fork server, a forest's parent process) pays that once here, and every child
+inherits the loaded kernels instead of paying it again.
+
+``python -m engine.warmup`` compiles every kernel into the cache; the Docker image runs it at
+build time (with ``NUMBA_CACHE_DIR`` set, as the installed package is read-only there).
+"""
+
+from __future__ import annotations
+
+import functools
+import time
+from typing import Any
+
+import numpy as np
+
+from engine._kernels import compiled_kernels
+
+__all__ = ["warm_kernels"]
+
+
+def _fit_small_models() -> None:
+    # Every kernel signature the estimators use: classification (class channels, two and
+    # more classes), regression, Newton channels, random cuts, categorical features,
+    # missing values, wide (uint16) codes, threads, and prediction through packed trees.
+    from engine import (
+        DecisionTreeClassifier,
+        ExtraTreesClassifier,
+        ExtraTreesRegressor,
+        GradientBoostingRegressor,
+        RandomForestClassifier,
+        RandomForestRegressor,
+        XGBoostClassifier,
+        XGBoostRegressor,
+    )
+
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(300, 4))
+    X[:, 3] = rng.integers(0, 4, 300)
+    X[rng.random(X.shape) < 0.05] = np.nan
+    two = (np.nan_to_num(X[:, 0]) > 0).astype(int)
+    three = np.digitize(np.nan_to_num(X[:, 1]), [-0.5, 0.5])
+    value = np.nan_to_num(X[:, 0]) + np.nan_to_num(X[:, 1])
+    categorical = [3]
+    models: list[tuple[Any, np.ndarray]] = [
+        (RandomForestClassifier(n_estimators=2, categorical_features=categorical), two),
+        (RandomForestClassifier(n_estimators=2), three),
+        (RandomForestRegressor(n_estimators=2), value),
+        (ExtraTreesClassifier(n_estimators=2), three),
+        (ExtraTreesRegressor(n_estimators=2), value),
+        (DecisionTreeClassifier(max_leaf_nodes=4), two),
+        (XGBoostClassifier(n_estimators=2, n_jobs=2, categorical_features=categorical), two),
+        (XGBoostClassifier(n_estimators=2), three),
+        (XGBoostRegressor(n_estimators=2, tree_method="exact"), value),
+        (GradientBoostingRegressor(n_estimators=2, n_jobs=2), value),
+    ]
+    for model, target in models:
+        model.set_params(random_state=0).fit(X, target).predict(X[:3])
+
+
+@functools.cache
+def warm_kernels() -> float:
+    """Load every kernel into this process (once); return the seconds it took."""
+    if not compiled_kernels():
+        return 0.0
+    start = time.perf_counter()
+    _fit_small_models()
+    return time.perf_counter() - start
+
+
+if __name__ == "__main__":
+    print(f"engine kernels ready in {warm_kernels():.1f} s")
