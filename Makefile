@@ -11,7 +11,7 @@ PYTEST_ARGS ?=
 # Examples per operation and per fuzz test in `make fuzz`; `make test` runs a few dozen.
 FUZZ_EXAMPLES ?= 500
 
-.PHONY: serve test compose-checker lint format fuzz faults bench bench-service soak clean
+.PHONY: serve test kernels compose-checker lint format fuzz faults bench bench-service soak clean
 
 # The stamp is rebuilt whenever pyproject.toml changes, so new dependencies
 # arrive with the next `make` instead of a hand-run pip command.
@@ -25,7 +25,12 @@ $(VENV)/.bench-installed: $(VENV)/.installed
 	$(BIN)/python -m pip install --quiet -e '.[bench]'
 	touch $@
 
-serve: $(VENV)/.installed
+# Compiles the engine's kernels into Numba's on-disk cache once (about a minute on a fresh
+# clone, seconds after), so no test or first fit pays for compilation under a time limit.
+kernels: $(VENV)/.installed
+	$(BIN)/python -m engine.warmup
+
+serve: $(VENV)/.installed kernels
 	$(BIN)/coppice migrate
 	$(BIN)/coppice serve --host $(HOST) --port $(PORT)
 
@@ -44,7 +49,7 @@ compose-checker:
 		|| echo "could not install docker-compose; the compose file check will skip"; \
 	fi
 
-test: $(VENV)/.installed compose-checker
+test: $(VENV)/.installed compose-checker kernels
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 	$(BIN)/mypy

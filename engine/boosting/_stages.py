@@ -160,8 +160,10 @@ def _fit_one_stage(
             data.is_categorical,
             data.n_bins,
         )
-        tree = build_tree(stage_data, stage_weights, spec, rng, threads=threads)
-        leaves = tree.apply(train.encoded)
+        leaves = np.empty(y.size, dtype=np.intp)
+        tree = build_tree(stage_data, stage_weights, spec, rng, threads=threads, leaves=leaves)
+        if leaves.min() < 0:  # rows out of the subsample, or a best-first tree
+            leaves = tree.apply(train.encoded)
         leaves_in = leaves if rows is None else leaves[rows]
         gamma = loss.leaf_values(y_in, raw_in, w_in, leaves_in, tree.node_count, k)
         is_leaf = tree.nodes["left_child"] < 0

@@ -92,13 +92,26 @@ class Rounds:
                 subset = np.sort(rng.choice(n_features, n_candidates, replace=False))
             spec = model._tree_spec(n_candidates, self.monotone)
             stage = []
+            leaves = np.empty(n_rows, dtype=np.intp)
             for k in range(n_outputs):
                 tree = build_newton_tree(
-                    self.data, gradient[:, k], hessian[:, k], weights, spec, rng, subset, threads
+                    self.data,
+                    gradient[:, k],
+                    hessian[:, k],
+                    weights,
+                    spec,
+                    rng,
+                    subset,
+                    threads,
+                    leaves,
                 )
                 self._refresh_leaves(tree, weights)
                 tree.values *= model.learning_rate
-                self.raw[:, k] += tree.predict(self.X_encoded)[:, 0]
+                # Rows the tree grew on are routed by their bins exactly as predict routes
+                # their values, so the grower's leaves spare descending the tree again.
+                if leaves.min() < 0:
+                    leaves = tree.apply(self.X_encoded)
+                self.raw[:, k] += tree.values[leaves, 0]
                 for _, X_eval, _, raw_eval in self.evaluations:
                     raw_eval[:, k] += tree.predict(X_eval)[:, 0]
                 stage.append(tree)

@@ -98,6 +98,7 @@ def build_tree(
     rng: np.random.Generator,
     feature_subset: NDArray[np.int64] | None = None,
     threads: Executor | None = None,
+    leaves: NDArray[np.intp] | None = None,
 ) -> Tree:
     """Grow one tree on the rows of ``data`` with positive weight.
 
@@ -107,6 +108,9 @@ def build_tree(
         Per-row weight: sample weight × class weight × bootstrap count (0 = row unused).
     threads : Executor, optional
         Threads the tree's kernels may share work among (see :mod:`engine._threads`).
+    leaves : ndarray of intp, shape (n_samples,), optional
+        Filled with each row's leaf where growth learnt it, −1 elsewhere (rows of weight 0,
+        best-first trees).
     """
     rows = np.flatnonzero(weights > 0)
     binned = _rows_of(data.binned, rows)
@@ -135,7 +139,7 @@ def build_tree(
         has_missing=has_missing_codes(binned),
         threads=threads,
     )
-    return grow_tree(ctx, targets, data.thresholds, spec.limits, rng, feature_subset)
+    return _grow(ctx, targets, data, spec, rng, feature_subset, rows, leaves)
 
 
 def build_newton_tree(
@@ -147,6 +151,7 @@ def build_newton_tree(
     rng: np.random.Generator,
     feature_subset: NDArray[np.int64] | None = None,
     threads: Executor | None = None,
+    leaves: NDArray[np.intp] | None = None,
 ) -> Tree:
     """Grow one second-order tree (``spec.criterion`` a :class:`Newton`) on ``(g, h)``.
 
@@ -156,6 +161,9 @@ def build_newton_tree(
         First and second derivatives of the loss at the current raw scores.
     weights : ndarray of float64, shape (n_samples,)
         Row weights (sample weight × subsample mask); rows of weight 0 are left out.
+    leaves : ndarray of intp, shape (n_samples,), optional
+        Filled with each row's leaf where growth learnt it, −1 elsewhere (rows of weight 0,
+        best-first trees).
     """
     rows = np.flatnonzero(weights > 0)
     row_weights = weights[rows]
@@ -175,7 +183,27 @@ def build_newton_tree(
         monotone=spec.monotone,
         threads=threads,
     )
-    return grow_tree(ctx, None, data.thresholds, spec.limits, rng, feature_subset)
+    return _grow(ctx, None, data, spec, rng, feature_subset, rows, leaves)
+
+
+def _grow(
+    ctx: SplitContext,
+    targets: NDArray[np.float64] | None,
+    data: BinnedData,
+    spec: TreeSpec,
+    rng: np.random.Generator,
+    feature_subset: NDArray[np.int64] | None,
+    rows: NDArray[np.intp],
+    leaves: NDArray[np.intp] | None,
+) -> Tree:
+    """:func:`grow_tree` on the tree's ``rows``, their leaves written back by row of data."""
+    if leaves is None:
+        return grow_tree(ctx, targets, data.thresholds, spec.limits, rng, feature_subset)
+    grown = np.empty(rows.size, dtype=np.intp)
+    tree = grow_tree(ctx, targets, data.thresholds, spec.limits, rng, feature_subset, grown)
+    leaves[:] = -1
+    leaves[rows] = grown
+    return tree
 
 
 def _rows_of(

@@ -40,6 +40,7 @@ def grow_tree(
     limits: GrowthLimits,
     rng: np.random.Generator,
     feature_subset: NDArray[np.int64] | None = None,
+    leaves: NDArray[np.intp] | None = None,
 ) -> Tree:
     """Grow one tree on all rows of ``ctx.binned`` (rows of zero weight must be dropped first).
 
@@ -56,16 +57,22 @@ def grow_tree(
         The tree's own random stream (feature draws, random thresholds).
     feature_subset : ndarray of int64, optional
         Features the tree may split on (a random subspace); default all.
+    leaves : ndarray of intp, shape (n_rows,), optional
+        Filled with the leaf each row ends in, as the level-wise grower learns it for free
+        (boosting then updates its training scores without descending the tree); best-first
+        growth leaves it at −1.
     """
     growth = Growth(ctx, targets, thresholds, limits, rng, feature_subset)
+    if leaves is not None:
+        leaves[:] = -1
     if limits.max_leaf_nodes is None:
-        _grow_level_wise(growth)
+        _grow_level_wise(growth, leaves)
     else:
         _grow_best_first(growth, limits.max_leaf_nodes)
     return growth.finish()
 
 
-def _grow_level_wise(growth: Growth) -> None:
+def _grow_level_wise(growth: Growth, leaves: NDArray[np.intp] | None = None) -> None:
     n_rows = growth.ctx.binned.shape[0]
     rows = np.arange(n_rows, dtype=np.intp)
     slot_of_row = np.zeros(n_rows, dtype=np.intp)
@@ -79,6 +86,8 @@ def _grow_level_wise(growth: Growth) -> None:
             bounds = growth.child_bounds(bounds, parent_feature, totals)
         values, impurities = growth.bounded(totals, values, impurities, bounds)
         node_ids = growth.record(totals, counts, values, impurities, depth)
+        if leaves is not None:
+            leaves[rows] = node_ids[slot_of_row]  # the deepest node a row reaches is its leaf
         if depth == 0:
             growth.root_weight = float(growth.table.columns["weighted_n_samples"][0][0])
         open_nodes = growth.splittable(totals, counts, impurities, depth)
