@@ -175,13 +175,21 @@ def compiled_find_splits_in_histograms(
     parent_channels: NDArray[np.float64],
     parent_counts: NDArray[np.int64],
     bounds: NDArray[np.float64] | None = None,
+    nodes: NDArray[np.intp] | None = None,
+    columns: NDArray[np.intp] | None = None,
 ) -> Splits:
-    """Best split of each node from dense per-node histograms (S, F, 256, 1 + C)."""
-    n_slots = features.shape[0]
+    """Best split of each node from dense per-node histograms (H, F', 256, 1 + C).
+
+    Node ``s`` reads ``histograms[nodes[s]]`` (default: the s-th), its candidates the
+    histogram columns ``columns`` (default: the first ``features.shape[1]``).
+    """
+    n_slots, n_per_node = features.shape
     monotone, node_bounds = _monotone_args(ctx, bounds, n_slots)
     splits = _empty_splits(n_slots, ctx.n_codes)
     search_histograms(
         np.ascontiguousarray(histograms, dtype=np.float64),
+        np.arange(n_slots) if nodes is None else nodes.astype(np.intp, copy=False),
+        np.arange(n_per_node) if columns is None else columns.astype(np.intp, copy=False),
         np.ascontiguousarray(features, dtype=np.int64),
         np.ascontiguousarray(parent_channels, dtype=np.float64),
         parent_counts.astype(np.float64),
@@ -233,15 +241,22 @@ def best_splits_in_histograms(
     parent_counts: NDArray[np.int64],
     rng: np.random.Generator | None = None,
     bounds: NDArray[np.float64] | None = None,
+    nodes: NDArray[np.intp] | None = None,
+    columns: NDArray[np.intp] | None = None,
 ) -> Splits:
     """:func:`~engine.tree._splitter.find_splits_in_histograms` on the engine's kernels.
 
-    ``histograms`` (S, F, 256, 1 + C) hold each bin's row count, then its channel sums.
+    ``histograms`` (H, F', 256, 1 + C) hold each bin's row count, then its channel sums;
+    node ``s`` reads ``histograms[nodes[s]]`` and the candidate columns ``columns``.
     """
     if compiled_kernels() and not ctx.random_splits:
         return compiled_find_splits_in_histograms(
-            ctx, histograms, features, parent_channels, parent_counts, bounds
+            ctx, histograms, features, parent_channels, parent_counts, bounds, nodes, columns
         )
+    if nodes is not None:
+        histograms = histograms[nodes]
+    if columns is not None:
+        histograms = histograms[:, columns]
     return find_splits_in_histograms(
         ctx,
         histograms[..., 0].astype(np.int64),

@@ -25,7 +25,7 @@ from engine.tree._growth import (
     GrowthLimits,
     select_slots,
 )
-from engine.tree._level_kernels import partition_rows
+from engine.tree._level_kernels import partition_rows, sibling_histograms
 from engine.tree._monotone import UNBOUNDED
 from engine.tree._splitter import SplitContext, Splits
 from engine.tree._tree import Tree
@@ -103,19 +103,21 @@ def _grow_level_wise(growth: Growth, leaves: NDArray[np.intp] | None = None) -> 
         else:
             pool = growth.level_pool(depth)
             columns = (
-                slice(None)
+                np.arange(pool.size)
                 if pool.size == growth.candidates.size
                 else np.flatnonzero(np.isin(growth.candidates, pool))
             )
             features = np.broadcast_to(growth.candidates[columns], (slots.size, pool.size))
             splits = best_splits_in_histograms(
                 growth.ctx,
-                histograms[slots][:, columns],
+                histograms,
                 np.ascontiguousarray(features),
                 totals[slots],
                 counts[slots],
                 growth.rng,
                 slot_bounds,
+                nodes=slots,
+                columns=columns,
             )
         chosen = growth.accepted(splits)
         if not chosen.any():
@@ -174,11 +176,7 @@ def _child_histograms(
     smaller_side = (child_counts[:, 1] < child_counts[:, 0]).astype(np.intp)
     is_smaller = (slot_of_row % 2) == smaller_side[slot_of_row // 2]
     small = growth.histograms(rows[is_smaller], slot_of_row[is_smaller] // 2, n_pairs)
-    children = np.empty((n_pairs, 2, *small.shape[1:]))
-    pairs = np.arange(n_pairs)
-    children[pairs, smaller_side] = small
-    children[pairs, 1 - smaller_side] = histograms[parents] - small
-    return children.reshape(2 * n_pairs, *small.shape[1:])
+    return sibling_histograms(histograms, parents, small, smaller_side)
 
 
 def _grow_best_first(growth: Growth, max_leaf_nodes: int) -> None:

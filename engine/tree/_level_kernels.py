@@ -24,6 +24,7 @@ __all__ = [
     "build_histograms",
     "node_totals",
     "partition_rows",
+    "sibling_histograms",
     "squared_deviations",
 ]
 
@@ -192,6 +193,67 @@ def build_histograms(
     for part in parts:
         part.result()
     return histograms
+
+
+# -- sibling subtraction ---------------------------------------------------------------------
+
+
+@kernel
+def _siblings_compiled(
+    histograms: NDArray[np.float64],
+    parents: NDArray[np.intp],
+    smaller: NDArray[np.float64],
+    smaller_side: NDArray[np.intp],
+    children: NDArray[np.float64],
+) -> None:
+    for pair in range(parents.size):
+        side = smaller_side[pair]
+        parent = histograms[parents[pair]].ravel()
+        small = smaller[pair].ravel()
+        built = children[2 * pair + side].ravel()
+        derived = children[2 * pair + 1 - side].ravel()
+        for cell in range(small.size):
+            built[cell] = small[cell]
+            derived[cell] = parent[cell] - small[cell]
+
+
+def _siblings_numpy(
+    histograms: NDArray[np.float64],
+    parents: NDArray[np.intp],
+    smaller: NDArray[np.float64],
+    smaller_side: NDArray[np.intp],
+    children: NDArray[np.float64],
+) -> None:
+    pairs = np.arange(parents.size)
+    by_pair = children.reshape(parents.size, 2, *smaller.shape[1:])
+    by_pair[pairs, smaller_side] = smaller
+    by_pair[pairs, 1 - smaller_side] = histograms[parents] - smaller
+
+
+_siblings = select(_siblings_compiled, _siblings_numpy)
+
+
+def sibling_histograms(
+    histograms: NDArray[np.float64],
+    parents: NDArray[np.intp],
+    smaller: NDArray[np.float64],
+    smaller_side: NDArray[np.intp],
+) -> NDArray[np.float64]:
+    """Children's histograms (2P, F, 256, 1 + C), the left child of pair p at row 2p.
+
+    ``smaller`` holds the histograms built from the rows of each pair's smaller child (on
+    side ``smaller_side``: 0 left, 1 right); its sibling's are the parent's minus them
+    (LightGBM's histogram subtraction, Ke et al. 2017), in one pass without temporaries.
+    """
+    children = np.empty((2 * parents.size, *smaller.shape[1:]))
+    _siblings(
+        np.ascontiguousarray(histograms),
+        parents.astype(np.intp, copy=False),
+        np.ascontiguousarray(smaller),
+        smaller_side.astype(np.intp, copy=False),
+        children,
+    )
+    return children
 
 
 # -- node totals ----------------------------------------------------------------------------

@@ -272,6 +272,8 @@ def search_rows(
 @kernel
 def search_histograms(
     histograms: NDArray[np.float64],
+    histogram_of_node: NDArray[np.intp],
+    histogram_column: NDArray[np.intp],
     features: NDArray[np.int64],
     parents: NDArray[np.float64],
     parent_counts: NDArray[np.float64],
@@ -287,8 +289,13 @@ def search_histograms(
     missing_left: NDArray[np.bool_],
     left_codes: NDArray[np.bool_],
 ) -> None:
-    """Best split of each node from dense histograms (S, F, codes, 1 + C): per bin the row
-    count, then the channel sums (see :func:`engine.tree._level_kernels.build_histograms`)."""
+    """Best split of each node from dense histograms (H, F', codes, 1 + C): per bin the row
+    count, then the channel sums (see :func:`engine.tree._level_kernels.build_histograms`).
+
+    Node ``s`` reads histogram ``histogram_of_node[s]``, its ``j``-th candidate column
+    ``histogram_column[j]``: the grower's histograms of a whole level are searched in place,
+    without copying out the open nodes' rows or the level's features.
+    """
     n_slots, n_per_node = features.shape
     n_codes = histograms.shape[2]
     n_channels = histograms.shape[3] - 1
@@ -311,7 +318,7 @@ def search_histograms(
             feature = features[node, j]
             if feature < 0:
                 continue
-            cells = histograms[node, j]
+            cells = histograms[histogram_of_node[node], histogram_column[j]]
             n_present = present_bins(cells, missing_code, order)
             _search_node(
                 node,

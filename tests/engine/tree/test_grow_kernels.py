@@ -257,3 +257,25 @@ def test_an_unknown_kernel_choice_is_refused_by_name() -> None:
     result = run_engine("cuda")
     assert result.returncode != 0
     assert "COPPICE_ENGINE_KERNELS='cuda'" in result.stderr
+
+
+@pytest.mark.parametrize("seed", range(10))
+def test_sibling_subtraction_equals_the_twin_bit_for_bit(seed: int) -> None:
+    rng = np.random.default_rng(seed)
+    n_parents, n_pairs = int(rng.integers(1, 6)), int(rng.integers(1, 4))
+    shape = (int(rng.integers(1, 4)), 256, int(rng.integers(2, 5)))
+    histograms = rng.normal(size=(n_parents, *shape))
+    parents = rng.choice(n_parents, n_pairs).astype(np.intp)
+    smaller = rng.normal(size=(n_pairs, *shape))
+    side = rng.integers(0, 2, n_pairs).astype(np.intp)
+    results = []
+    for siblings in (level._siblings_compiled, level._siblings_numpy):
+        children = np.full((2 * n_pairs, *shape), np.nan)
+        siblings(histograms, parents, smaller, side, children)
+        results.append(children)
+    assert_bits_equal(results[0], results[1])
+    pair = 0
+    np.testing.assert_array_equal(results[0][2 * pair + side[pair]], smaller[pair])
+    np.testing.assert_array_equal(
+        results[0][2 * pair + 1 - side[pair]], histograms[parents[pair]] - smaller[pair]
+    )
