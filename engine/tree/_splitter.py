@@ -16,7 +16,9 @@ On the group table every split candidate is a prefix of a segment's groups:
 * missing values (the last code: 255, or 65535 for exact binning's ``uint16`` codes) are
   tried on both sides and the better side is learned.
 
-:func:`find_splits_naive` is the plain-loop reference the tests hold this module equal to.
+:func:`find_splits_naive` (in :mod:`engine.tree._naive_splitter`) is the plain-loop reference
+the tests hold this module equal to; the candidates' gains are computed in
+:mod:`engine.tree._split_gains`.
 """
 
 from __future__ import annotations
@@ -28,8 +30,16 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from engine.tree._criteria import Criterion, Newton, node_weight, score
-from engine.tree._monotone import bounded_weight, children_scores, score_given_weight
+from engine.tree._criteria import Criterion, Newton, score
+from engine.tree._monotone import bounded_weight, score_given_weight
+from engine.tree._naive_splitter import find_splits_naive as find_splits_naive
+from engine.tree._split_gains import (
+    _checked_gains,
+    _mid_gap,
+    _plain_gains,
+    _segment_prefix,
+)
+from engine.tree._split_gains import weight_of as weight_of
 
 __all__ = ["SplitContext", "Splits", "find_splits", "find_splits_naive"]
 
@@ -401,119 +411,6 @@ def splits_from_groups(
     )
 
 
-def _mid_gap(
-    split_bin: NDArray[np.int64],
-    best: NDArray[np.int64],
-    segment: NDArray[np.int64],
-    bins: NDArray[np.int64],
-    is_missing: NDArray[np.bool_],
-) -> NDArray[np.int64]:
-    """Put numeric cuts midway across the empty bins between two present ones.
-
-    Every cut in the gap partitions the node's rows identically, so the gain is the same;
-    the middle generalises best, as scikit-learn's midpoint thresholds do. Categorical
-    groups are in statistic order, where a gap in codes means nothing: their codes go
-    straight into the left-code table, so the adjusted bin is simply not used for them.
-    """
-    following = np.minimum(best + 1, bins.size - 1)
-    has_next = (
-        (best + 1 < bins.size) & (segment[following] == segment[best]) & ~is_missing[following]
-    )
-    middle = (split_bin + bins[following] - 1) // 2
-    return np.where(has_next, np.maximum(middle, split_bin), split_bin)
-
-
-def _segment_prefix(
-    values: NDArray[np.int64], segment: NDArray[np.int64], segment_first: NDArray[np.intp]
-) -> NDArray[np.int64]:
-    """Inclusive running sum of ``values`` within each segment."""
-    cumulative = np.cumsum(values)
-    return cumulative - (cumulative[segment_first] - values[segment_first])[segment]
-
-
-def _plain_gains(
-    ctx: SplitContext,
-    left: NDArray[np.float64],
-    parent_channels: NDArray[np.float64],
-    parent_score: NDArray[np.float64],
-    candidate_node: NDArray[np.int64],
-) -> tuple[NDArray[np.float64], NDArray[np.int64]]:
-    """Gains when no missing values are present and no leaf-size limit applies."""
-    right = parent_channels[candidate_node] - left
-    gain = score(left, ctx.criterion) + score(right, ctx.criterion) - parent_score[candidate_node]
-    valid = (weight_of(left, ctx.criterion) > 0) & (weight_of(right, ctx.criterion) > 0)
-    return np.where(valid, gain, -np.inf), np.zeros(gain.size, dtype=np.int64)
-
-
-def _checked_gains(
-    ctx: SplitContext,
-    index: NDArray[np.intp],
-    node: NDArray[np.int64],
-    segment: NDArray[np.int64],
-    prefix: NDArray[np.float64],
-    prefix_counts: NDArray[np.int64],
-    missing_sums: NDArray[np.float64],
-    missing_counts: NDArray[np.int64],
-    has_missing: NDArray[np.bool_],
-    parent_channels: NDArray[np.float64],
-    parent_score: NDArray[np.float64],
-    parent_counts: NDArray[np.int64],
-    monotone: tuple[NDArray[np.float64], NDArray[np.int8]] | None = None,
-) -> tuple[NDArray[np.float64], NDArray[np.int64]]:
-    """Gains with missing values tried on both sides and leaf limits enforced.
-
-    ``monotone`` holds the nodes' weight bounds (S, 2) and each candidate's constraint: the
-    children are then scored at their clipped weights and must respect the constraint.
-    Returns the better gain of each candidate and its option: 0 sends missing rows right,
-    1 sends them left.
-    """
-    candidate_node = node[index]
-    left = prefix[index][:, None, :]
-    left_counts = prefix_counts[index][:, None]
-    any_missing = bool(has_missing.any())
-    if any_missing:
-        left = np.concatenate([left, left + missing_sums[segment[index]][:, None, :]], axis=1)
-        left_counts = np.concatenate(
-            [left_counts, left_counts + missing_counts[segment[index]][:, None]], axis=1
-        )
-    right = parent_channels[candidate_node][:, None, :] - left
-    right_counts = parent_counts[candidate_node][:, None] - left_counts
-    respects: NDArray[np.bool_] | bool = True
-    if monotone is None:
-        gain = (
-            score(left, ctx.criterion)
-            + score(right, ctx.criterion)
-            - parent_score[candidate_node][:, None]
-        )
-    else:
-        assert isinstance(ctx.criterion, Newton)
-        bounds, constraint = monotone
-        children, respects = children_scores(
-            ctx.criterion, left, right, bounds[candidate_node][:, None, :], constraint[:, None]
-        )
-        gain = children - parent_score[candidate_node][:, None]
-    left_weight = weight_of(left, ctx.criterion)
-    right_weight = weight_of(right, ctx.criterion)
-    valid = (
-        (left_counts >= ctx.min_samples_leaf)
-        & (right_counts >= ctx.min_samples_leaf)
-        & (left_weight > 0)
-        & (right_weight > 0)
-        & (left_weight >= ctx.min_weight_leaf)
-        & (right_weight >= ctx.min_weight_leaf)
-        & respects
-    )
-    if any_missing:
-        valid[:, 1] &= has_missing[index]  # without missing rows both options coincide
-    gain = np.where(valid, gain, -np.inf)
-    option = gain.argmax(axis=1)
-    return gain[np.arange(index.size), option], option
-
-
-def weight_of(channels: NDArray[np.float64], criterion: Criterion) -> NDArray[np.float64]:
-    return node_weight(channels, criterion)
-
-
 def _random_threshold_mask(
     ctx: SplitContext,
     segment: NDArray[np.int64],
@@ -548,113 +445,3 @@ def _random_threshold_mask(
     next_value = np.append(value[1:], np.inf)
     next_value[np.append(segment[1:] != segment[:-1], True)] = np.inf
     return (value <= threshold[segment]) & (next_value > threshold[segment])
-
-
-def find_splits_naive(
-    ctx: SplitContext,
-    rows: NDArray[np.intp],
-    slot_of_row: NDArray[np.intp],
-    features: NDArray[np.int64],
-    bounds: NDArray[np.float64] | None = None,
-) -> tuple[NDArray[np.float64], NDArray[np.int64]]:
-    """Plain-loop reference: the best gain and feature of each node (no random splits).
-
-    Evaluates every numeric threshold and every prefix of the categories in statistic order,
-    with missing values sent either way, exactly as :func:`find_splits` should; with
-    ``ctx.monotone`` and ``bounds``, at clipped weights and under the constraints.
-    """
-    n_slots = features.shape[0]
-    best_gain = np.full(n_slots, -np.inf)
-    best_feature = np.full(n_slots, -1, dtype=np.int64)
-    for slot in range(n_slots):
-        node_rows = rows[slot_of_row == slot]
-        channels = ctx.channels[node_rows]
-        parent = channels.sum(axis=0)
-        node_bounds = None if ctx.monotone is None or bounds is None else bounds[slot]
-        parent_score = _naive_score(ctx, parent, node_bounds)
-        for feature in features[slot]:
-            if feature < 0:
-                continue
-            codes = ctx.binned[node_rows, feature].astype(np.int64)
-            present = sorted(set(codes.tolist()) - {ctx.missing_code})
-            if ctx.is_categorical[feature]:
-                present.sort(key=lambda c: _naive_statistic(ctx, channels, codes, c, parent))
-            missing = codes == ctx.missing_code
-            for cut in range(len(present)):
-                left_set = set(present[: cut + 1])
-                base_left = np.isin(codes, list(left_set))
-                for missing_left in (False, True):
-                    if missing_left and not missing.any():
-                        continue
-                    left = base_left | (missing & missing_left)
-                    if left.all() or not left.any():
-                        continue
-                    n_left, n_right = int(left.sum()), int((~left).sum())
-                    if min(n_left, n_right) < ctx.min_samples_leaf:
-                        continue
-                    left_sum, right_sum = channels[left].sum(0), channels[~left].sum(0)
-                    weights = (
-                        weight_of(left_sum, ctx.criterion),
-                        weight_of(right_sum, ctx.criterion),
-                    )
-                    if min(weights) <= 0 or min(weights) < ctx.min_weight_leaf:
-                        continue
-                    if node_bounds is not None and not _naive_respects(
-                        ctx, left_sum, right_sum, node_bounds, int(feature)
-                    ):
-                        continue
-                    gain = (
-                        _naive_score(ctx, left_sum, node_bounds)
-                        + _naive_score(ctx, right_sum, node_bounds)
-                        - parent_score
-                    )
-                    if gain > best_gain[slot]:
-                        best_gain[slot], best_feature[slot] = gain, feature
-    return best_gain, best_feature
-
-
-def _naive_weight(ctx: SplitContext, total: NDArray[np.float64], bounds: Any) -> float:
-    assert isinstance(ctx.criterion, Newton)
-    lower, upper = bounds
-    return min(max(float(ctx.criterion.leaf_weight(total)), lower), upper)
-
-
-def _naive_score(ctx: SplitContext, total: NDArray[np.float64], bounds: Any) -> float:
-    """The node's score; with bounds, −(G·w + ½(H+λ)w² + α|w|) at the clipped weight w."""
-    if bounds is None:
-        return float(score(total, ctx.criterion))
-    assert isinstance(ctx.criterion, Newton)
-    gradient, hessian = float(total[0]), float(total[1])
-    if hessian + ctx.criterion.l2 <= 0:
-        return 0.0
-    w = _naive_weight(ctx, total, bounds)
-    return -(gradient * w + 0.5 * (hessian + ctx.criterion.l2) * w * w + ctx.criterion.l1 * abs(w))
-
-
-def _naive_respects(
-    ctx: SplitContext,
-    left: NDArray[np.float64],
-    right: NDArray[np.float64],
-    bounds: Any,
-    feature: int,
-) -> bool:
-    assert ctx.monotone is not None
-    w_left, w_right = _naive_weight(ctx, left, bounds), _naive_weight(ctx, right, bounds)
-    constraint = int(ctx.monotone[feature])
-    return (constraint >= 0 or w_left >= w_right) and (constraint <= 0 or w_left <= w_right)
-
-
-def _naive_statistic(
-    ctx: SplitContext,
-    channels: NDArray[np.float64],
-    codes: NDArray[np.int64],
-    code: int,
-    parent: NDArray[np.float64],
-) -> float:
-    total = channels[codes == code].sum(axis=0)
-    if isinstance(ctx.criterion, Newton):
-        return float(-total[0] / (total[1] + ctx.criterion.l2))
-    if ctx.criterion == "squared_error":
-        return float(total[1] / total[0])
-    target = 1 if total.size == 2 else int(parent.argmax())
-    return float(total[target] / total.sum())
