@@ -8,7 +8,7 @@ from typing import NamedTuple
 import numpy as np
 from numpy.typing import NDArray
 
-from engine._shap.kernels import add_tree_shap, leaf_paths
+from engine._shap.kernels import add_tree_shap, feature_columns, leaf_paths
 from engine.tree._tree import Tree
 
 __all__ = ["expected_value", "explain_tree"]
@@ -80,13 +80,19 @@ def explain_tree(
     if nodes["left_child"][0] < 0:
         return phi, tree.values[0].astype(np.float64)
     paths = _LeafPaths.of(tree)
-    used_features, slot_column = np.unique(paths.slot_feature, return_inverse=True)
+    left_child = np.ascontiguousarray(nodes["left_child"], dtype=np.intp)
+    used_features, node_column, slot_column = feature_columns(
+        left_child,
+        np.ascontiguousarray(nodes["feature"], dtype=np.intp),
+        paths.slot_feature,
+        tree.n_features,
+    )
     max_nodes = (int(np.diff(paths.slot_start).max()) + 1) // 2
     quadrature_nodes, quadrature_weights = _quadrature(-(-max_nodes // 8) * 8)
     chunk_rows = min(MAX_CHUNK_ROWS, max(MIN_CHUNK_ROWS, ROUTING_BYTES // tree.node_count))
     add_tree_shap(
-        np.ascontiguousarray(nodes["left_child"], dtype=np.intp),
-        np.searchsorted(used_features, nodes["feature"]).astype(np.intp),
+        left_child,
+        node_column,
         np.ascontiguousarray(nodes["threshold"], dtype=np.float64),
         np.ascontiguousarray(nodes["missing_left"], dtype=np.uint8),
         np.ascontiguousarray(nodes["category_split"], dtype=np.intp),
@@ -97,7 +103,7 @@ def explain_tree(
         paths.split_left,
         paths.split_slot,
         paths.slot_start,
-        slot_column.astype(np.intp),
+        slot_column,
         paths.slot_zero,
         used_features,
         np.ascontiguousarray(tree.values, dtype=np.float64),

@@ -36,7 +36,7 @@ from numpy.typing import NDArray
 
 from engine._kernels import kernel
 
-__all__ = ["SHARED_MAX_SLOTS", "add_tree_shap", "leaf_paths", "route_rows"]
+__all__ = ["SHARED_MAX_SLOTS", "add_tree_shap", "feature_columns", "leaf_paths", "route_rows"]
 
 # Leaves of at most this many slots evaluate each distinct pattern of the chunk's rows once,
 # found through a direct-address array of 2^16 entries (512 KiB); longer paths evaluate
@@ -131,6 +131,38 @@ def leaf_paths(
         slot_feature[:n_slots].copy(),
         slot_zero[:n_slots].copy(),
     )
+
+
+@kernel
+def feature_columns(
+    left_child: NDArray[np.intp],
+    feature: NDArray[np.intp],
+    slot_feature: NDArray[np.intp],
+    n_features: int,
+) -> tuple[NDArray[np.intp], NDArray[np.intp], NDArray[np.intp]]:
+    """The features the tree splits on, ascending, and each internal node's and each slot's
+    index among them (leaves get 0): the kernels keep per-feature buffers for those only."""
+    column_of = np.full(n_features, -1, np.intp)
+    for node in range(left_child.shape[0]):
+        if left_child[node] >= 0:
+            column_of[feature[node]] = 0
+    n_used = 0
+    for f in range(n_features):
+        if column_of[f] == 0:
+            column_of[f] = n_used
+            n_used += 1
+    used_features = np.empty(n_used, np.intp)
+    for f in range(n_features):
+        if column_of[f] >= 0:
+            used_features[column_of[f]] = f
+    node_column = np.zeros(left_child.shape[0], np.intp)
+    for node in range(left_child.shape[0]):
+        if left_child[node] >= 0:
+            node_column[node] = column_of[feature[node]]
+    slot_column = np.empty(slot_feature.shape[0], np.intp)
+    for slot in range(slot_feature.shape[0]):
+        slot_column[slot] = column_of[slot_feature[slot]]
+    return used_features, node_column, slot_column
 
 
 @kernel
