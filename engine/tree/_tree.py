@@ -10,6 +10,8 @@ from __future__ import annotations
 import numpy as np
 from numpy.typing import NDArray
 
+from engine.tree._traversal import leaf_indices, node_arrays
+
 __all__ = ["NODE_DTYPE", "Tree"]
 
 NODE_DTYPE = np.dtype(
@@ -74,48 +76,10 @@ class Tree:
             Raw numeric values with categorical columns already encoded as category codes
             (NaN for missing or unseen categories).
         """
-        nodes = self.nodes
-        left = nodes["left_child"].astype(np.intp)
-        feature = nodes["feature"].astype(np.intp)
-        threshold = nodes["threshold"]
-        missing_left = nodes["missing_left"].astype(bool)
-        has_categorical = bool(self.category_bitsets.shape[0])
-        has_missing = bool(np.isnan(X).any())
-
-        leaf = np.zeros(X.shape[0], dtype=np.intp)
-        active = np.arange(X.shape[0]) if left[0] >= 0 else np.empty(0, dtype=np.intp)
-        current = np.zeros(active.size, dtype=np.intp)
-        while active.size:
-            values = X[active, feature[current]]
-            goes_right = ~(values <= threshold[current])
-            if has_missing:
-                missing = np.isnan(values)
-                goes_right[missing] = ~missing_left[current[missing]]
-            if has_categorical:
-                self._route_categorical(current, values, goes_right)
-            current = left[current] + goes_right
-            leaf[active] = current
-            internal = left[current] >= 0
-            active, current = active[internal], current[internal]
-        return leaf
-
-    def _route_categorical(
-        self,
-        current: NDArray[np.intp],
-        values: NDArray[np.float64],
-        goes_right: NDArray[np.bool_],
-    ) -> None:
-        split = self.nodes["category_split"][current]
-        is_categorical = split >= 0
-        if not is_categorical.any():
-            return
-        codes = values[is_categorical]
-        known = ~np.isnan(codes)
-        code = np.where(known, codes, 0).astype(np.intp)
-        bits = self.category_bitsets[split[is_categorical], code >> 3]
-        goes_left = ((bits >> (code & 7)) & 1).astype(bool)
-        missing_left = self.nodes["missing_left"][current[is_categorical]].astype(bool)
-        goes_right[is_categorical] = ~np.where(known, goes_left, missing_left)
+        # Laid out per call rather than kept: a tree is persisted as its node array alone,
+        # and laying out is a few array operations, cheap next to descending.
+        arrays = node_arrays([self.nodes], [self.category_bitsets])
+        return leaf_indices(X, arrays)[:, 0]
 
     def predict(self, X: NDArray[np.float64]) -> NDArray[np.float64]:
         """Node values at the leaves, shape (n_samples, n_outputs)."""

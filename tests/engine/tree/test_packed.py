@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from engine import ExtraTreesRegressor, RandomForestClassifier
-from engine.tree import _packed
+from engine.tree import _traversal
 from engine.tree._packed import PackedTrees
 
 
@@ -34,7 +34,7 @@ def test_packed_leaves_match_per_tree_apply(n_rows: int) -> None:
     X_new[0, 5] = 99.0  # an unseen category follows the missing direction
     encoded = forest._prepare(X_new)
     expected = np.stack([tree.apply(encoded) for tree in forest.trees_], axis=1)
-    assert (n_rows * 15 >= _packed.COMPACT_MIN_PAIRS) == (n_rows == 3000)
+    assert (n_rows * 15 >= _traversal.COMPACT_MIN_PAIRS) == (n_rows == 3000)
     np.testing.assert_array_equal(PackedTrees(forest.trees_).local_leaves(encoded), expected)
     np.testing.assert_array_equal(forest.apply(X_new), expected)
 

@@ -1,0 +1,365 @@
+"""Descending trees: the leaf each row reaches in each tree, and leaf values summed over trees.
+
+Trees are read in one flat layout (:class:`NodeArrays`) shared by a single ``Tree`` and by many
+trees packed together: node indices are global, each tree starts at its root, and leaves loop
+onto themselves (left child = the leaf itself, threshold +inf, missing going left, no category
+split). The self-loop lets the NumPy twin move every (row, tree) pair one level at a time with
+no record of which pairs have finished; the compiled kernels stop a row at the first node whose
+left child is itself.
+
+Routing, identical in kernel and twin (traversal is exact, so the two agree bit for bit):
+
+- numeric split: ``x <= threshold`` goes left, ``x > threshold`` right, NaN by ``missing_left``;
+- categorical split: bit ``c`` of the node's row of ``category_bitsets`` set sends category
+  code ``c`` left; NaN (missing or unseen), and any code outside the 256 a bitset covers
+  (encoding never produces one, but the kernel must not read past the bitset), go by
+  ``missing_left``.
+
+Why the kernels walk the way they do: a forest of fully grown trees is tens of megabytes, far
+more than a core's cache, so descending one row through every tree in turn waits on main
+memory at every level (measured ~10× slower than the loop below on the 100-tree benchmark
+forest). Instead the kernels take a block of rows through one tree at a time, so the tree stays
+in cache for the whole block, and move a handful of rows down that tree in lockstep, so the
+processor overlaps their independent memory loads instead of waiting on each chain of loads in
+turn. The kernels are serial and release the GIL: callers spread large batches over threads.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import NamedTuple
+
+import numpy as np
+from numpy.typing import NDArray
+
+from engine._kernels import kernel, select
+
+__all__ = ["NodeArrays", "leaf_indices", "leaf_value_sums", "node_arrays"]
+
+# A categorical split's bitset covers codes 0..255 (32 bytes).
+N_CATEGORY_CODES = 256
+# Kernels: rows taken through one tree before moving on to the next tree. Large enough that
+# loading a tree into cache is paid over many rows, small enough that the block's rows stay in
+# cache too (4096 rows × 40 features is 1.3 MB); 2048 and 8192 measured no better.
+ROWS_PER_BLOCK = 4096
+# Kernels: rows moved down a tree together; 8 to 32 measured alike, 1 (plain serial descent)
+# about 1.5× slower on deep trees.
+ROWS_IN_STEP = 16
+# NumPy twin: levels descended between checks for finished pairs; large batches also drop
+# the finished pairs then (compaction), small ones only stop once every pair has finished.
+COMPACT_EVERY = 4
+# NumPy twin: batches with fewer pairs than this never compact: for a single row the
+# bookkeeping would cost more than the wasted work on finished pairs.
+COMPACT_MIN_PAIRS = 4096
+
+
+class NodeArrays(NamedTuple):
+    """The nodes of one or more trees as traversal reads them (see the module docstring).
+
+    ``roots`` holds each tree's root node; the other arrays one entry per node, except
+    ``category_bitsets`` (one 32-byte row per categorical split). Indices are intp: NumPy
+    converts any other index type on every gather, and the kernels read them either way.
+    """
+
+    roots: NDArray[np.intp]
+    left: NDArray[np.intp]
+    feature: NDArray[np.intp]
+    threshold: NDArray[np.float64]
+    missing_left: NDArray[np.bool_]
+    category_split: NDArray[np.intp]
+    category_bitsets: NDArray[np.uint8]
+    # Columns a matrix needs for these trees (one more than the highest feature split on);
+    # checked before a kernel runs, since kernels do not check bounds.
+    n_columns: int
+
+
+def node_arrays(
+    nodes: Sequence[NDArray[np.void]], category_bitsets: Sequence[NDArray[np.uint8]]
+) -> NodeArrays:
+    """Trees given by their ``NODE_DTYPE`` nodes and category bitsets, in one layout."""
+    sizes = np.array([tree_nodes.shape[0] for tree_nodes in nodes], dtype=np.intp)
+    roots = np.concatenate(([0], np.cumsum(sizes)[:-1])).astype(np.intp)
+    packed = nodes[0] if len(nodes) == 1 else np.concatenate(nodes)
+    is_leaf = packed["left_child"] < 0
+    left = np.where(is_leaf, np.arange(packed.size), packed["left_child"] + np.repeat(roots, sizes))
+    bitset_counts = np.array([bitsets.shape[0] for bitsets in category_bitsets], dtype=np.intp)
+    bitset_base = np.repeat(np.concatenate(([0], np.cumsum(bitset_counts)[:-1])), sizes)
+    split = packed["category_split"].astype(np.intp)
+    split_features = packed["feature"][~is_leaf]
+    return NodeArrays(
+        roots=roots,
+        left=left.astype(np.intp),
+        feature=np.where(is_leaf, 0, packed["feature"]).astype(np.intp),
+        threshold=np.where(is_leaf, np.inf, packed["threshold"]).astype(np.float64),
+        missing_left=is_leaf | packed["missing_left"].astype(bool),
+        category_split=np.where(is_leaf | (split < 0), -1, split + bitset_base).astype(np.intp),
+        category_bitsets=(
+            np.concatenate(category_bitsets).astype(np.uint8, copy=False)
+            if bitset_counts.sum()
+            else np.zeros((0, N_CATEGORY_CODES // 8), dtype=np.uint8)
+        ),
+        n_columns=int(split_features.max()) + 1 if split_features.size else 0,
+    )
+
+
+# -- compiled kernels ------------------------------------------------------------------------
+
+
+@kernel
+def _descend_block(
+    X: NDArray[np.float64],
+    start: int,
+    stop: int,
+    roots: NDArray[np.intp],
+    left: NDArray[np.intp],
+    feature: NDArray[np.intp],
+    threshold: NDArray[np.float64],
+    missing_left: NDArray[np.bool_],
+    category_split: NDArray[np.intp],
+    category_bitsets: NDArray[np.uint8],
+    leaves: NDArray[np.intp],
+    first_column: int,
+) -> None:
+    """Leaf of rows ``start:stop`` in every tree, into ``leaves[tree, row - first_column]``.
+
+    Tree by tree; within a tree, ``ROWS_IN_STEP`` rows move down one level per pass, so
+    their independent loads overlap. Node routing is written out here rather than in a helper:
+    a call per node, passing arrays, costs more than the descent itself (~6× measured).
+    """
+    has_categorical = category_bitsets.shape[0] > 0
+    nodes = np.empty(ROWS_IN_STEP, dtype=np.intp)
+    for t in range(roots.shape[0]):
+        for first in range(start, stop, ROWS_IN_STEP):
+            n_rows = min(ROWS_IN_STEP, stop - first)
+            nodes[:n_rows] = roots[t]
+            moving = True
+            while moving:
+                moving = False
+                for j in range(n_rows):
+                    node = nodes[j]
+                    child = left[node]
+                    if child == node:  # a leaf: this row has arrived
+                        continue
+                    moving = True
+                    value = X[first + j, feature[node]]
+                    split = category_split[node] if has_categorical else -1
+                    if split >= 0:
+                        if 0.0 <= value < N_CATEGORY_CODES:  # False for NaN too
+                            code = int(value)
+                            bit = (category_bitsets[split, code >> 3] >> (code & 7)) & 1
+                            goes_right = bit == 0
+                        else:
+                            goes_right = not missing_left[node]
+                    elif value != value:  # NaN, which the comparison below sends right
+                        goes_right = not missing_left[node]
+                    else:
+                        goes_right = value > threshold[node]
+                    nodes[j] = child + goes_right
+            for j in range(n_rows):
+                leaves[t, first + j - first_column] = nodes[j]
+
+
+@kernel
+def _leaf_indices_kernel(
+    X: NDArray[np.float64],
+    roots: NDArray[np.intp],
+    left: NDArray[np.intp],
+    feature: NDArray[np.intp],
+    threshold: NDArray[np.float64],
+    missing_left: NDArray[np.bool_],
+    category_split: NDArray[np.intp],
+    category_bitsets: NDArray[np.uint8],
+) -> NDArray[np.intp]:
+    n_samples = X.shape[0]
+    leaves = np.empty((roots.shape[0], n_samples), dtype=np.intp)
+    for start in range(0, n_samples, ROWS_PER_BLOCK):
+        stop = min(n_samples, start + ROWS_PER_BLOCK)
+        _descend_block(
+            X, start, stop, roots, left, feature, threshold, missing_left, category_split,
+            category_bitsets, leaves, 0,
+        )  # fmt: skip
+    # (n_samples, n_trees), tree-major in memory as the twin returns it.
+    return leaves.T
+
+
+@kernel
+def _leaf_value_sums_kernel(
+    X: NDArray[np.float64],
+    roots: NDArray[np.intp],
+    left: NDArray[np.intp],
+    feature: NDArray[np.intp],
+    threshold: NDArray[np.float64],
+    missing_left: NDArray[np.bool_],
+    category_split: NDArray[np.intp],
+    category_bitsets: NDArray[np.uint8],
+    value_rows: NDArray[np.float64],
+) -> NDArray[np.float64]:
+    n_samples, n_trees, n_outputs = X.shape[0], roots.shape[0], value_rows.shape[0]
+    # Each row adds its trees' values in tree order, starting from 0.0 (as the twin does).
+    sums = np.zeros((n_samples, n_outputs))
+    leaves = np.empty((n_trees, min(n_samples, ROWS_PER_BLOCK)), dtype=np.intp)
+    for start in range(0, n_samples, ROWS_PER_BLOCK):
+        stop = min(n_samples, start + ROWS_PER_BLOCK)
+        _descend_block(
+            X, start, stop, roots, left, feature, threshold, missing_left, category_split,
+            category_bitsets, leaves, start,
+        )  # fmt: skip
+        # Tree by tree, so each tree's values stay in cache over the block.
+        for t in range(n_trees):
+            for i in range(start, stop):
+                leaf = leaves[t, i - start]
+                for k in range(n_outputs):
+                    sums[i, k] += value_rows[k, leaf]
+    return sums
+
+
+# -- NumPy twins -----------------------------------------------------------------------------
+
+
+def _leaf_indices_numpy(
+    X: NDArray[np.float64],
+    roots: NDArray[np.intp],
+    left: NDArray[np.intp],
+    feature: NDArray[np.intp],
+    threshold: NDArray[np.float64],
+    missing_left: NDArray[np.bool_],
+    category_split: NDArray[np.intp],
+    category_bitsets: NDArray[np.uint8],
+) -> NDArray[np.intp]:
+    """Every (row, tree) pair descends together: one level of all trees is a few array ops.
+
+    The cost of NumPy traversal is the number of array operations, not their size, so
+    descending tree by tree would pay Python overhead ``n_trees × depth`` times.
+    """
+    n_samples, n_features = X.shape
+    n_trees = roots.shape[0]
+    n_pairs = n_samples * n_trees
+    flat = X.ravel()
+    # Pairs are tree-major: pair k is row k % n_samples of tree k // n_samples.
+    row_base = np.tile(np.arange(n_samples, dtype=np.intp) * n_features, n_trees)
+    current = np.repeat(roots, n_samples)
+    pair = np.arange(n_pairs)
+    leaf = np.empty(n_pairs, dtype=np.intp)
+    has_missing = bool(np.isnan(flat).any())
+    has_categorical = bool(category_bitsets.shape[0])
+    compact = n_pairs >= COMPACT_MIN_PAIRS
+    level = 0
+    # ``take``/``put`` and integer positions rather than ``[]`` and boolean masks: for these
+    # 1-D gathers they skip NumPy's general indexing machinery (~30% of the time).
+    while current.size:
+        position = feature.take(current)
+        position += row_base
+        values = flat.take(position)
+        # "x <= threshold goes left"; NaN compares False and is routed just below.
+        goes_right = values > threshold.take(current)
+        if has_missing:
+            missing = np.isnan(values)
+            goes_right[missing] = ~missing_left[current[missing]]
+        if has_categorical:
+            _route_categorical(
+                current, values, goes_right, missing_left, category_split, category_bitsets
+            )
+        current = left.take(current)
+        current += goes_right
+        level += 1
+        if level % COMPACT_EVERY:
+            continue
+        done = left.take(current) == current
+        if compact:
+            finished = np.flatnonzero(done)
+            leaf.put(pair.take(finished), current.take(finished))
+            kept = np.flatnonzero(~done)
+            pair, current, row_base = pair.take(kept), current.take(kept), row_base.take(kept)
+        elif done.all():
+            break
+    leaf[pair] = current
+    return leaf.reshape(n_trees, n_samples).T
+
+
+def _route_categorical(
+    current: NDArray[np.intp],
+    values: NDArray[np.float64],
+    goes_right: NDArray[np.bool_],
+    missing_left: NDArray[np.bool_],
+    category_split: NDArray[np.intp],
+    category_bitsets: NDArray[np.uint8],
+) -> None:
+    """Overwrite ``goes_right`` for the pairs sitting at a categorical split."""
+    split = category_split.take(current)
+    is_categorical = split >= 0
+    if not is_categorical.any():
+        return
+    codes = values[is_categorical]
+    with np.errstate(invalid="ignore"):  # NaN compares False: it goes the missing way
+        known = (codes >= 0) & (codes < N_CATEGORY_CODES)
+    code = np.where(known, codes, 0).astype(np.intp)
+    bits = category_bitsets[split[is_categorical], code >> 3]
+    goes_left = ((bits >> (code & 7)) & 1).astype(bool)
+    goes_right[is_categorical] = ~np.where(known, goes_left, missing_left[current[is_categorical]])
+
+
+def _leaf_value_sums_numpy(
+    X: NDArray[np.float64],
+    roots: NDArray[np.intp],
+    left: NDArray[np.intp],
+    feature: NDArray[np.intp],
+    threshold: NDArray[np.float64],
+    missing_left: NDArray[np.bool_],
+    category_split: NDArray[np.intp],
+    category_bitsets: NDArray[np.uint8],
+    value_rows: NDArray[np.float64],
+) -> NDArray[np.float64]:
+    leaves = _leaf_indices_numpy(
+        X, roots, left, feature, threshold, missing_left, category_split, category_bitsets
+    ).T
+    sums = np.zeros((value_rows.shape[0], X.shape[0]))
+    for output_sums, values in zip(sums, value_rows, strict=True):
+        # Tree by tree from 0.0, as the kernel adds. Not ``sum(axis=0)``: on a single row
+        # NumPy sums pairwise, which can differ in the last bit from the same row in a batch.
+        for tree_leaves in leaves:
+            output_sums += values.take(tree_leaves)
+    return sums.T
+
+
+# -- what the engine calls -------------------------------------------------------------------
+
+_leaf_indices = select(_leaf_indices_kernel, _leaf_indices_numpy)
+_leaf_value_sums = select(_leaf_value_sums_kernel, _leaf_value_sums_numpy)
+
+
+def _kernel_rows(X: NDArray[np.float64], arrays: NodeArrays) -> NDArray[np.float64]:
+    """``X`` as the kernels read it: C-contiguous float64 with every column the trees use.
+
+    A kernel does not check bounds, so a matrix too narrow for the trees is refused here
+    rather than read past.
+    """
+    X = np.ascontiguousarray(X, dtype=np.float64)
+    if X.ndim != 2 or X.shape[1] < arrays.n_columns:
+        raise ValueError(
+            f"Expected a 2-D matrix with at least {arrays.n_columns} columns; got shape {X.shape}."
+        )
+    return X
+
+
+def leaf_indices(X: NDArray[np.float64], arrays: NodeArrays) -> NDArray[np.intp]:
+    """Global index of the leaf each row reaches in each tree, shape (n_samples, n_trees)."""
+    a = arrays
+    return _leaf_indices(
+        _kernel_rows(X, a), a.roots, a.left, a.feature, a.threshold, a.missing_left,
+        a.category_split, a.category_bitsets,
+    )  # fmt: skip
+
+
+def leaf_value_sums(
+    X: NDArray[np.float64], arrays: NodeArrays, value_rows: NDArray[np.float64]
+) -> NDArray[np.float64]:
+    """Sum over the trees of each row's leaf values, shape (n_samples, n_outputs).
+
+    ``value_rows`` holds one C-contiguous row of node values per output, shape
+    (n_outputs, n_nodes).
+    """
+    a = arrays
+    return _leaf_value_sums(
+        _kernel_rows(X, a), a.roots, a.left, a.feature, a.threshold, a.missing_left,
+        a.category_split, a.category_bitsets, value_rows,
+    )  # fmt: skip
