@@ -350,6 +350,7 @@ def coppice_gradient_boosting(ctx: BuildContext) -> Any:
         n_estimators=ctx.n_estimators,
         learning_rate=BOOSTING_LEARNING_RATE,
         max_depth=GRADIENT_BOOSTING_DEPTH,
+        n_jobs=ctx.n_jobs,
         random_state=ctx.random_state,
     )
 
@@ -401,6 +402,7 @@ def coppice_xgboost(ctx: BuildContext) -> Any:
         min_child_weight=1.0,
         max_bins=XGBOOST_MAX_BINS,
         tree_method="hist",
+        n_jobs=ctx.n_jobs,
         random_state=ctx.random_state,
     )
 

@@ -71,6 +71,8 @@ class BaseGradientBoosting(PackedStagesMixin, BaseEstimator):
     n_trees_per_iteration_: int
 
     _classification: ClassVar[bool] = False
+    # n_jobs are threads inside each tree (engine._threads), not worker processes.
+    n_jobs_kind: ClassVar[str] = "threads"
 
     # --- fitting ---------------------------------------------------------------------------
 

@@ -73,6 +73,8 @@ class BaseXGBoost(PackedStagesMixin, BaseEstimator):
     """Second-order boosting shared by the classifier and the regressor."""
 
     _classification: ClassVar[bool] = False
+    # n_jobs are threads inside each tree (engine._threads), not worker processes.
+    n_jobs_kind: ClassVar[str] = "threads"
 
     n_estimators: int
     learning_rate: float

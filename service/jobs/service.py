@@ -55,8 +55,12 @@ def create_job(session: Session, request: JobCreate, settings: Settings) -> JobR
         )
     _check_runtime(request.max_runtime_seconds, settings)
     n_classes = target.n_unique if task == Task.CLASSIFICATION else 1
-    # Only a method with n_jobs gets COPPICE_PROCESSES_PER_JOB processes; boosting, say, fits in one.
-    parallel = "n_jobs" in method.estimator_class(task).parameter_defaults()
+    # Only a method whose n_jobs are processes is charged for COPPICE_PROCESSES_PER_JOB of
+    # them; boosting's n_jobs are threads of the one fit process, sharing its memory.
+    estimator_class = method.estimator_class(task)
+    parallel = "n_jobs" in estimator_class.parameter_defaults() and (
+        getattr(estimator_class, "n_jobs_kind", "processes") == "processes"
+    )
     processes = settings.processes_per_job if parallel else 1
     _check_memory(
         method.name, resolved, dataset.n_rows, len(features), n_classes, processes, settings

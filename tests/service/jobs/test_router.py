@@ -319,7 +319,7 @@ async def test_only_methods_with_n_jobs_are_charged_for_several_processes(
     backend_settings: Settings,
 ) -> None:
     # Four processes per job: a forest's estimate pays three more PROCESS charges, gradient
-    # boosting (sequential, no n_jobs) fits in one process and pays none.
+    # boosting (whose n_jobs are threads of its one fit process) pays none.
     budget = estimate.BASE + 2 * estimate.PROCESS
     settings = backend_settings.model_copy(
         update={"max_job_memory_bytes": budget, "processes_per_job": 4}
