@@ -20,7 +20,6 @@ from numpy.typing import NDArray
 from engine.parallel._executor import R, SharedData, T, WorkerCrashedError
 from engine.parallel._shared import _reserve, _SegmentSpec, _shareable
 from engine.parallel._worker import _Reply, _unwrap, _worker_main
-from engine.warmup import warm_kernels
 
 _JOIN_TIMEOUT = 5.0  # seconds a terminated worker gets before it is killed outright
 
@@ -89,7 +88,11 @@ class ProcessExecutor:
             # "__main__" is multiprocessing's own default.
             context.set_forkserver_preload(["__main__", __name__, "engine._preload"])
         elif context.get_start_method() == "fork":
-            warm_kernels()  # once per process; forked workers inherit the loaded kernels
+            # Once per process; forked workers inherit the loaded kernels. (Imported here:
+            # `python -m engine.warmup` must find the module not yet imported.)
+            from engine.warmup import warm_kernels
+
+            warm_kernels()
         self._segments: list[shared_memory.SharedMemory] = []
         self._workers: list[_Worker] = []
         self._mapping = False
