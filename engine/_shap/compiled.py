@@ -33,14 +33,8 @@ class _LeafPaths(NamedTuple):
 
     @classmethod
     def of(cls, tree: Tree) -> _LeafPaths:
-        nodes = tree.nodes
-        return cls(
-            *leaf_paths(
-                np.ascontiguousarray(nodes["left_child"], dtype=np.intp),
-                np.ascontiguousarray(nodes["feature"], dtype=np.intp),
-                np.ascontiguousarray(nodes["weighted_n_samples"], dtype=np.float64),
-            )
-        )
+        nodes = tree.nodes  # the kernels read the node fields in place, strided
+        return cls(*leaf_paths(nodes["left_child"], nodes["feature"], nodes["weighted_n_samples"]))
 
     def expected_value(self, tree: Tree) -> NDArray[np.float64]:
         """Σ over leaves of (product of the path's zero fractions) · leaf value."""
@@ -80,22 +74,18 @@ def explain_tree(
     if nodes["left_child"][0] < 0:
         return phi, tree.values[0].astype(np.float64)
     paths = _LeafPaths.of(tree)
-    left_child = np.ascontiguousarray(nodes["left_child"], dtype=np.intp)
     used_features, node_column, slot_column = feature_columns(
-        left_child,
-        np.ascontiguousarray(nodes["feature"], dtype=np.intp),
-        paths.slot_feature,
-        tree.n_features,
+        nodes["left_child"], nodes["feature"], paths.slot_feature, tree.n_features
     )
     max_nodes = (int(np.diff(paths.slot_start).max()) + 1) // 2
     quadrature_nodes, quadrature_weights = _quadrature(-(-max_nodes // 8) * 8)
     chunk_rows = min(MAX_CHUNK_ROWS, max(MIN_CHUNK_ROWS, ROUTING_BYTES // tree.node_count))
     add_tree_shap(
-        left_child,
+        nodes["left_child"],
         node_column,
-        np.ascontiguousarray(nodes["threshold"], dtype=np.float64),
-        np.ascontiguousarray(nodes["missing_left"], dtype=np.uint8),
-        np.ascontiguousarray(nodes["category_split"], dtype=np.intp),
+        nodes["threshold"],
+        nodes["missing_left"],
+        nodes["category_split"],
         np.ascontiguousarray(tree.category_bitsets, dtype=np.uint8),
         paths.leaf_node,
         paths.split_start,

@@ -31,6 +31,8 @@ leaf's terms into ``phi``.
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 from numpy.typing import NDArray
 
@@ -46,7 +48,9 @@ SHARED_MAX_SLOTS = 16
 
 @kernel
 def leaf_paths(
-    left_child: NDArray[np.intp], feature: NDArray[np.intp], cover: NDArray[np.float64]
+    left_child: NDArray[np.integer[Any]],
+    feature: NDArray[np.integer[Any]],
+    cover: NDArray[np.float64],
 ) -> tuple[
     NDArray[np.intp],
     NDArray[np.intp],
@@ -76,7 +80,7 @@ def leaf_paths(
     while top > 0:
         top -= 1
         node = stack[top]
-        left = left_child[node]
+        left = np.intp(left_child[node])
         if left < 0:
             leaves[n_leaves] = node
             n_leaves += 1
@@ -135,8 +139,8 @@ def leaf_paths(
 
 @kernel
 def feature_columns(
-    left_child: NDArray[np.intp],
-    feature: NDArray[np.intp],
+    left_child: NDArray[np.integer[Any]],
+    feature: NDArray[np.integer[Any]],
     slot_feature: NDArray[np.intp],
     n_features: int,
 ) -> tuple[NDArray[np.intp], NDArray[np.intp], NDArray[np.intp]]:
@@ -167,11 +171,11 @@ def feature_columns(
 
 @kernel
 def route_rows(
-    left_child: NDArray[np.intp],
+    left_child: NDArray[np.integer[Any]],
     node_column: NDArray[np.intp],
     threshold: NDArray[np.float64],
     missing_left: NDArray[np.uint8],
-    category_split: NDArray[np.intp],
+    category_split: NDArray[np.integer[Any]],
     category_bitsets: NDArray[np.uint8],
     columns: NDArray[np.float64],
     goes_left: NDArray[np.uint8],
@@ -208,7 +212,10 @@ def route_rows(
 @kernel
 def _pattern_terms(
     on: NDArray[np.uint8],
-    zero: NDArray[np.float64],
+    n_slots: int,
+    n_patterns: int,
+    slot_zero: NDArray[np.float64],
+    first: int,
     quadrature_nodes: NDArray[np.float64],
     quadrature_weights: NDArray[np.float64],
     product: NDArray[np.float64],
@@ -216,44 +223,48 @@ def _pattern_terms(
 ) -> None:
     """Slot terms ``(o_i − z_i) ∫ Π_{j≠i} g_j`` of one leaf for each one-fraction pattern.
 
-    ``on`` (n_slots, n_patterns) holds the patterns and ``zero`` the leaf's ``z``; row ``n``
-    of the quadrature tables is the ``n``-node Gauss–Legendre rule on [0, 1]. Fills ``terms``
-    (n_slots, n_patterns), using ``product`` (⌈n_slots/2⌉, n_patterns) as scratch.
+    ``on[s * n_patterns + p]`` is ``o_s`` of pattern ``p``, and the leaf's ``z`` are
+    ``slot_zero[first : first + n_slots]``; row ``n`` of the quadrature tables is the
+    ``n``-node Gauss–Legendre rule on [0, 1]. Fills ``terms[s * n_patterns + p]``, using
+    ``product`` (⌈n_slots/2⌉ · n_patterns) as scratch. (Flat buffers with offsets rather
+    than 2-D views: a view costs reference counting, which showed per leaf on small chunks.)
 
     Patterns run in the inner loops and ``o`` only selects between two factors, so the loops
     vectorise. ``G(u_q)`` takes the factor ``z_s (1 − u_q)`` for a slot the row leaves, which
     is 0 (so are all terms) when it cannot reach the leaf; the slot's own term then divides it
     by ``z_s (1 − u_q)`` and multiplies by ``−z_s``: the weight ``−1 / (1 − u_q)``.
     """
-    n_slots, n_patterns = on.shape
     n_nodes = (n_slots + 1) // 2
     for q in range(n_nodes):
         u, weight = quadrature_nodes[n_nodes, q], quadrature_weights[n_nodes, q]
+        row = q * n_patterns
         for p in range(n_patterns):
-            product[q, p] = weight
+            product[row + p] = weight
         for s in range(n_slots):
-            g_off = zero[s] * (1.0 - u)
+            g_off = slot_zero[first + s] * (1.0 - u)
             g_on = g_off + u
+            bits = s * n_patterns
             for p in range(n_patterns):
-                product[q, p] *= g_on if on[s, p] else g_off
+                product[row + p] *= g_on if on[bits + p] else g_off
     for s in range(n_slots):
+        zero, out = slot_zero[first + s], s * n_patterns
         for p in range(n_patterns):
-            terms[s, p] = 0.0
+            terms[out + p] = 0.0
         for q in range(n_nodes):
-            u = quadrature_nodes[n_nodes, q]
-            weight_on = (1.0 - zero[s]) / (zero[s] * (1.0 - u) + u)
+            u, row = quadrature_nodes[n_nodes, q], q * n_patterns
+            weight_on = (1.0 - zero) / (zero * (1.0 - u) + u)
             weight_off = -1.0 / (1.0 - u)
             for p in range(n_patterns):
-                terms[s, p] += product[q, p] * (weight_on if on[s, p] else weight_off)
+                terms[out + p] += product[row + p] * (weight_on if on[out + p] else weight_off)
 
 
 @kernel
 def add_tree_shap(
-    left_child: NDArray[np.intp],
+    left_child: NDArray[np.integer[Any]],
     node_column: NDArray[np.intp],
     threshold: NDArray[np.float64],
     missing_left: NDArray[np.uint8],
-    category_split: NDArray[np.intp],
+    category_split: NDArray[np.integer[Any]],
     category_bitsets: NDArray[np.uint8],
     leaf_node: NDArray[np.intp],
     split_start: NDArray[np.intp],
@@ -274,7 +285,8 @@ def add_tree_shap(
 ) -> None:
     """Add the tree's SHAP values of every row of ``X`` into ``phi`` (n_rows, n_features, n_outputs).
 
-    The routing arrays are the tree's node fields (with each node's feature given as its
+    The routing arrays are the tree's node fields, read in place from the structured node
+    array (with each node's feature given as its
     index in ``used_features``, the features the tree splits on), the path arrays come from
     :func:`leaf_paths` with each slot's feature given the same way, and row ``n`` of the
     quadrature tables holds the ``n`` Gauss–Legendre nodes and weights on [0, 1]. Rows are
@@ -288,12 +300,13 @@ def add_tree_shap(
     for leaf in range(leaf_node.shape[0]):
         max_slots = max(max_slots, slot_start[leaf + 1] - slot_start[leaf])
     chunk_rows = max(1, min(chunk_rows, n_rows))
-    # Flat buffers, reshaped per leaf: C-contiguous views let the inner loops vectorise.
+    # Flat buffers: a chunk's routing and columns are reshaped once per chunk; the per-leaf
+    # patterns (slot-major: s * n_patterns + p) are indexed with offsets.
     goes_left_buffer = np.empty(n_nodes * chunk_rows, np.uint8)
     columns_buffer = np.empty(n_used * chunk_rows)
-    on_buffer = np.empty(max_slots * chunk_rows, np.uint8)
-    product_buffer = np.empty((max_slots + 1) // 2 * chunk_rows)
-    terms_buffer = np.empty(max_slots * chunk_rows)
+    on = np.empty(max_slots * chunk_rows, np.uint8)
+    product = np.empty((max_slots + 1) // 2 * chunk_rows)
+    terms = np.empty(max_slots * chunk_rows)
     chunk_phi = np.empty((n_used, n_outputs, chunk_rows))
     code = np.empty(chunk_rows, np.int64)
     pattern = np.empty(chunk_rows, np.intp)  # the row's column in on / terms
@@ -318,12 +331,13 @@ def add_tree_shap(
             columns,
             goes_left,
         )
-        chunk_phi[:] = 0.0
+        chunk_phi[:, :, :n_chunk] = 0.0
         for leaf in range(leaf_node.shape[0]):
             first, n_slots = slot_start[leaf], slot_start[leaf + 1] - slot_start[leaf]
             if share_patterns and n_slots <= SHARED_MAX_SLOTS:
                 # Bit s of a row's code: the row follows every split on slot s.
-                code[:n_chunk] = (1 << n_slots) - 1
+                for r in range(n_chunk):
+                    code[r] = (1 << n_slots) - 1
                 for k in range(split_start[leaf], split_start[leaf + 1]):
                     node, left, bit = split_node[k], split_left[k], 1 << split_slot[k]
                     for r in range(n_chunk):
@@ -336,37 +350,30 @@ def add_tree_shap(
                         n_patterns += 1
                     pattern[r] = seen[code[r]] - mark
                 mark += n_patterns
-                on = on_buffer[: n_slots * n_patterns].reshape((n_slots, n_patterns))
                 for s in range(n_slots):
                     for p in range(n_patterns):
-                        on[s, p] = (code[p] >> s) & 1
+                        on[s * n_patterns + p] = (code[p] >> s) & 1
             else:
                 n_patterns = n_chunk
-                on = on_buffer[: n_slots * n_chunk].reshape((n_slots, n_chunk))
-                on[:] = 1
+                for i in range(n_slots * n_chunk):
+                    on[i] = 1
                 for k in range(split_start[leaf], split_start[leaf + 1]):
-                    node, left, slot = split_node[k], split_left[k], split_slot[k]
+                    node, left, bits = split_node[k], split_left[k], split_slot[k] * n_chunk
                     for r in range(n_chunk):
-                        on[slot, r] &= goes_left[node, r] == left
+                        on[bits + r] &= goes_left[node, r] == left
                 for r in range(n_chunk):
                     pattern[r] = r
-            terms = terms_buffer[: n_slots * n_patterns].reshape((n_slots, n_patterns))
-            n_nodes_q = (n_slots + 1) // 2
             _pattern_terms(
-                on,
-                slot_zero[first : first + n_slots],
-                quadrature_nodes,
-                quadrature_weights,
-                product_buffer[: n_nodes_q * n_patterns].reshape((n_nodes_q, n_patterns)),
-                terms,
-            )
-            value = values[leaf_node[leaf]]
+                on, n_slots, n_patterns, slot_zero, first, quadrature_nodes,
+                quadrature_weights, product, terms,
+            )  # fmt: skip
+            node = leaf_node[leaf]
             for s in range(n_slots):
-                slot_terms = terms[s]
+                column, out = slot_column[first + s], s * n_patterns
                 for o in range(n_outputs):
-                    target, v = chunk_phi[slot_column[first + s], o], value[o]
+                    v = values[node, o]
                     for r in range(n_chunk):
-                        target[r] += slot_terms[pattern[r]] * v
+                        chunk_phi[column, o, r] += terms[out + pattern[r]] * v
         for column in range(n_used):
             f = used_features[column]
             for o in range(n_outputs):

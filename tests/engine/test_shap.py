@@ -185,6 +185,7 @@ def test_zero_cover_leaf_and_repeated_feature() -> None:
     for i, (left, feature, threshold, missing_left, cover) in enumerate(rows):
         nodes[i] = (left, left + 1 if left >= 0 else -1, feature, threshold, missing_left, -1,
                     0.0, int(cover), cover, 0)  # fmt: skip
+    nodes["depth"] = [0, 1, 1, 2, 2, 3, 3]  # Tree.apply's kernels descend at most max depth
     values = np.array([[3.0], [5.0], [3.0], [34 / 6], [-1.0], [3.0], [7.0]])
     tree = Tree(nodes, values, np.zeros((0, 32), dtype=np.uint8), n_features=3)
     X = np.random.default_rng(15).normal(size=(40, 3))

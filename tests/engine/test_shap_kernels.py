@@ -61,6 +61,8 @@ def random_tree(
         cover[node] = cover[left[node]] + cover[left[node] + 1]
     nodes["weighted_n_samples"] = cover
     nodes["n_samples"] = cover.astype(np.int64)
+    for node in np.flatnonzero(internal):  # Tree.apply's kernels descend at most max depth
+        nodes["depth"][[left[node], left[node] + 1]] = nodes["depth"][node] + 1
     values = rng.normal(size=(n_nodes, n_outputs))
     return Tree(nodes, values, bitsets, n_features)
 
