@@ -16,17 +16,21 @@ fractions of the slots the row leaves the path at, the integrand is ``G / g_i``:
 the row follows, ``(1 − z_i) ∫ G / (z_i + (1 − z_i) u)``; for any slot it leaves, the same
 ``−∫ G / (1 − u)`` (``z_i`` cancels). The integrands are polynomials of degree ``D − 1`` with
 positive values, so ``⌈D/2⌉``-node Gauss–Legendre quadrature is exact up to rounding and has
-no cancellation: about ``2·D·⌈D/2⌉`` flops per leaf and row, a third of EXTEND + UNWIND.
-A row that leaves the path at a slot with ``z = 0`` cannot reach the leaf with or without any
-feature, and the leaf adds nothing.
+no cancellation: about ``D²`` multiplications and additions per leaf and pattern, without
+the divisions of UNWIND, laid out so that they vectorise across patterns. A row that leaves
+the path at a slot with ``z = 0`` cannot reach the leaf with or without any feature, and
+the leaf adds nothing.
 
-When a leaf has fewer one-fraction patterns (``2^D``) than there are rows, the terms of every
-pattern are computed once and each row looks up its own (the idea of Yang 2021, "Fast
-TreeSHAP", v2, applied leaf by leaf).
+A leaf's terms depend on the row only through its pattern ``o``, and rows share patterns:
+a 100-tree depth-10 forest's leaves see about 80 distinct patterns among 1,000 rows. Each
+leaf therefore evaluates each distinct pattern of a chunk of rows once, and every row adds
+its pattern's terms — Yang (2021, "Fast TreeSHAP") tabulates all ``2^D`` patterns of a leaf
+in advance; this evaluates only those that occur.
 
-Layout: :func:`leaf_paths` flattens every root-to-leaf path of a tree into CSR arrays (tree
-only); :func:`add_tree_shap` routes a chunk of rows through the tree once, then adds each
-leaf's terms into ``phi``.
+Layout: :func:`leaf_paths` flattens every root-to-leaf path of a tree into CSR arrays and
+:func:`feature_columns` numbers the features it splits on (tree only); :func:`add_tree_shap`
+routes a chunk of rows through the tree once (:func:`route_rows`), then adds each leaf's
+terms into ``phi``.
 """
 
 from __future__ import annotations
@@ -286,10 +290,10 @@ def add_tree_shap(
     """Add the tree's SHAP values of every row of ``X`` into ``phi`` (n_rows, n_features, n_outputs).
 
     The routing arrays are the tree's node fields, read in place from the structured node
-    array (with each node's feature given as its
-    index in ``used_features``, the features the tree splits on), the path arrays come from
-    :func:`leaf_paths` with each slot's feature given the same way, and row ``n`` of the
-    quadrature tables holds the ``n`` Gauss–Legendre nodes and weights on [0, 1]. Rows are
+    array, except that each node's feature is given as its index in ``used_features`` (the
+    features the tree splits on); the path arrays come from :func:`leaf_paths`, each slot's
+    feature given the same way; row ``n`` of the quadrature tables holds the ``n``
+    Gauss–Legendre nodes and weights on [0, 1]. Rows are
     routed ``chunk_rows`` at a time and their SHAP values gathered in a (used feature,
     output, row) buffer, so every leaf adds along contiguous rows. ``share_patterns=False``
     evaluates every row's pattern even where rows share it (for the tests).

@@ -19,6 +19,7 @@ import numpy as np
 import pytest
 
 from engine import RandomForestClassifier, RandomForestRegressor
+from engine._kernels import KERNELS_ENV, compiled_kernels
 from engine._shap import compiled, explain_tree, kernels, vectorised
 from engine.tree._tree import NODE_DTYPE, Tree
 
@@ -166,10 +167,15 @@ def test_category_codes_outside_the_bitsets_go_the_missing_way() -> None:
 
 
 def test_the_environment_selects_the_implementation() -> None:
-    assert explain_tree is compiled.explain_tree  # the default, COPPICE_ENGINE_KERNELS unset
+    chosen = compiled if compiled_kernels() else vectorised
+    assert explain_tree is chosen.explain_tree
     code = "import engine._shap as s; print(s.explain_tree.__module__)"
-    env = {**os.environ, "COPPICE_ENGINE_KERNELS": "numpy"}
-    result = subprocess.run(
-        [sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True
-    )
-    assert result.stdout.strip() == "engine._shap.vectorised"
+    for choice, module in (
+        ("numpy", "engine._shap.vectorised"),
+        ("numba", "engine._shap.compiled"),
+    ):
+        env = {**os.environ, KERNELS_ENV: choice}
+        result = subprocess.run(
+            [sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True
+        )
+        assert result.stdout.strip() == module
