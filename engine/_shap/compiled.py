@@ -8,7 +8,8 @@ from typing import NamedTuple
 import numpy as np
 from numpy.typing import NDArray
 
-from engine._shap.kernels import add_tree_shap, feature_columns, leaf_paths
+from engine._shap.kernels import add_tree_shap
+from engine._shap.layout import feature_columns, leaf_paths
 from engine.tree._tree import Tree
 
 __all__ = ["expected_value", "explain_tree"]
@@ -20,7 +21,7 @@ MIN_CHUNK_ROWS, MAX_CHUNK_ROWS = 64, 2048
 
 
 class _LeafPaths(NamedTuple):
-    """:func:`kernels.leaf_paths`'s flattened root-to-leaf paths (see there)."""
+    """:func:`layout.leaf_paths`'s flattened root-to-leaf paths (see there)."""
 
     leaf_node: NDArray[np.intp]
     split_start: NDArray[np.intp]

@@ -27,10 +27,10 @@ leaf therefore evaluates each distinct pattern of a chunk of rows once, and ever
 its pattern's terms — Yang (2021, "Fast TreeSHAP") tabulates all ``2^D`` patterns of a leaf
 in advance; this evaluates only those that occur.
 
-Layout: :func:`leaf_paths` flattens every root-to-leaf path of a tree into CSR arrays and
-:func:`feature_columns` numbers the features it splits on (tree only); :func:`add_tree_shap`
-routes a chunk of rows through the tree once (:func:`route_rows`), then adds each leaf's
-terms into ``phi``.
+:func:`add_tree_shap` routes a chunk of rows through the tree once (:func:`route_rows`), then
+adds each leaf's terms into ``phi``; the tree's paths come flattened from
+:mod:`engine._shap.layout`. (Kernels that call one another live in this one module: Numba's
+on-disk cache of a kernel does not notice an edit to a callee in another file.)
 """
 
 from __future__ import annotations
@@ -42,135 +42,15 @@ from numpy.typing import NDArray
 
 from engine._kernels import kernel
 
-__all__ = ["SHARED_MAX_SLOTS", "add_tree_shap", "feature_columns", "leaf_paths", "route_rows"]
+__all__ = ["FEW_PATTERNS", "SHARED_MAX_SLOTS", "add_tree_shap", "route_rows"]
 
 # Leaves of at most this many slots evaluate each distinct pattern of the chunk's rows once,
 # found through a direct-address array of 2^16 entries (512 KiB); longer paths evaluate
 # every row (their patterns rarely repeat).
 SHARED_MAX_SLOTS = 16
-
-
-@kernel
-def leaf_paths(
-    left_child: NDArray[np.integer[Any]],
-    feature: NDArray[np.integer[Any]],
-    cover: NDArray[np.float64],
-) -> tuple[
-    NDArray[np.intp],
-    NDArray[np.intp],
-    NDArray[np.intp],
-    NDArray[np.uint8],
-    NDArray[np.intp],
-    NDArray[np.intp],
-    NDArray[np.intp],
-    NDArray[np.float64],
-]:
-    """Every root-to-leaf path, flattened (leaves in depth-first order, left first).
-
-    Returns ``leaf_node``; the splits of leaf ``i`` at ``split_start[i]:split_start[i+1]``,
-    root first, as ``split_node``, ``split_left`` (whether the path goes left there) and
-    ``split_slot`` (the split's slot, numbered within the leaf); the slots of leaf ``i`` at
-    ``slot_start[i]:slot_start[i+1]`` as ``slot_feature`` and ``slot_zero`` (``z``: the
-    product of the slot's cover ratios, where a node without cover gives 0).
-    """
-    n_nodes = left_child.shape[0]
-    parent = np.full(n_nodes, -1, np.intp)
-    went_left = np.zeros(n_nodes, np.uint8)
-    depth = np.zeros(n_nodes, np.intp)
-    leaves = np.empty(n_nodes, np.intp)
-    stack = np.empty(n_nodes + 1, np.intp)
-    stack[0] = 0
-    top, n_leaves, n_splits = 1, 0, 0
-    while top > 0:
-        top -= 1
-        node = stack[top]
-        left = np.intp(left_child[node])
-        if left < 0:
-            leaves[n_leaves] = node
-            n_leaves += 1
-            n_splits += depth[node]
-            continue
-        for child in (left + 1, left):  # the left child is popped first
-            parent[child] = node
-            went_left[child] = child == left
-            depth[child] = depth[node] + 1
-            stack[top] = child
-            top += 1
-
-    split_start = np.zeros(n_leaves + 1, np.intp)
-    for i in range(n_leaves):
-        split_start[i + 1] = split_start[i] + depth[leaves[i]]
-    split_node = np.empty(n_splits, np.intp)
-    split_left = np.empty(n_splits, np.uint8)
-    split_slot = np.empty(n_splits, np.intp)
-    slot_start = np.zeros(n_leaves + 1, np.intp)
-    slot_feature = np.empty(n_splits, np.intp)
-    slot_zero = np.empty(n_splits, np.float64)
-    n_slots = 0
-    for i in range(n_leaves):
-        start = split_start[i]
-        node = leaves[i]
-        for k in range(depth[node] - 1, -1, -1):
-            split_node[start + k] = parent[node]
-            split_left[start + k] = went_left[node]
-            node = parent[node]
-        first = n_slots
-        for k in range(start, split_start[i + 1]):
-            node = split_node[k]
-            child = left_child[node] + 1 - split_left[k]
-            ratio = cover[child] / cover[node] if cover[node] > 0 else 0.0
-            slot = first
-            while slot < n_slots and slot_feature[slot] != feature[node]:
-                slot += 1
-            if slot == n_slots:
-                slot_feature[slot] = feature[node]
-                slot_zero[slot] = 1.0
-                n_slots += 1
-            slot_zero[slot] *= ratio
-            split_slot[k] = slot - first
-        slot_start[i + 1] = n_slots
-    return (
-        leaves[:n_leaves].copy(),
-        split_start,
-        split_node,
-        split_left,
-        split_slot,
-        slot_start,
-        slot_feature[:n_slots].copy(),
-        slot_zero[:n_slots].copy(),
-    )
-
-
-@kernel
-def feature_columns(
-    left_child: NDArray[np.integer[Any]],
-    feature: NDArray[np.integer[Any]],
-    slot_feature: NDArray[np.intp],
-    n_features: int,
-) -> tuple[NDArray[np.intp], NDArray[np.intp], NDArray[np.intp]]:
-    """The features the tree splits on, ascending, and each internal node's and each slot's
-    index among them (leaves get 0): the kernels keep per-feature buffers for those only."""
-    column_of = np.full(n_features, -1, np.intp)
-    for node in range(left_child.shape[0]):
-        if left_child[node] >= 0:
-            column_of[feature[node]] = 0
-    n_used = 0
-    for f in range(n_features):
-        if column_of[f] == 0:
-            column_of[f] = n_used
-            n_used += 1
-    used_features = np.empty(n_used, np.intp)
-    for f in range(n_features):
-        if column_of[f] >= 0:
-            used_features[column_of[f]] = f
-    node_column = np.zeros(left_child.shape[0], np.intp)
-    for node in range(left_child.shape[0]):
-        if left_child[node] >= 0:
-            node_column[node] = column_of[feature[node]]
-    slot_column = np.empty(slot_feature.shape[0], np.intp)
-    for slot in range(slot_feature.shape[0]):
-        slot_column[slot] = column_of[slot_feature[slot]]
-    return used_features, node_column, slot_column
+# Leaves with fewer distinct patterns than this evaluate them one by one (see
+# _few_pattern_terms): vectorising across so few patterns costs more than it saves.
+FEW_PATTERNS = 3
 
 
 @kernel
@@ -260,6 +140,42 @@ def _pattern_terms(
             weight_off = -1.0 / (1.0 - u)
             for p in range(n_patterns):
                 terms[out + p] += product[row + p] * (weight_on if on[out + p] else weight_off)
+
+
+@kernel
+def _few_pattern_terms(
+    on: NDArray[np.uint8],
+    n_slots: int,
+    n_patterns: int,
+    slot_zero: NDArray[np.float64],
+    first: int,
+    quadrature_nodes: NDArray[np.float64],
+    quadrature_weights: NDArray[np.float64],
+    terms: NDArray[np.float64],
+) -> None:
+    """:func:`_pattern_terms` pattern by pattern, for a handful of patterns.
+
+    With patterns in the inner loops, each of the ~D² inner loops of a lone pattern costs
+    its set-up more than its one iteration; here the slots and nodes are the inner loops.
+    The arithmetic, and so every bit of the result, is the same.
+    """
+    n_nodes = (n_slots + 1) // 2
+    for p in range(n_patterns):
+        for s in range(n_slots):
+            terms[s * n_patterns + p] = 0.0
+        for q in range(n_nodes):
+            u = quadrature_nodes[n_nodes, q]
+            product = quadrature_weights[n_nodes, q]
+            for s in range(n_slots):
+                g_off = slot_zero[first + s] * (1.0 - u)
+                product *= g_off + u if on[s * n_patterns + p] else g_off
+            for s in range(n_slots):
+                zero = slot_zero[first + s]
+                weight_on = (1.0 - zero) / (zero * (1.0 - u) + u)
+                weight_off = -1.0 / (1.0 - u)
+                terms[s * n_patterns + p] += product * (
+                    weight_on if on[s * n_patterns + p] else weight_off
+                )
 
 
 @kernel
@@ -367,10 +283,16 @@ def add_tree_shap(
                         on[bits + r] &= goes_left[node, r] == left
                 for r in range(n_chunk):
                     pattern[r] = r
-            _pattern_terms(
-                on, n_slots, n_patterns, slot_zero, first, quadrature_nodes,
-                quadrature_weights, product, terms,
-            )  # fmt: skip
+            if n_patterns < FEW_PATTERNS:
+                _few_pattern_terms(
+                    on, n_slots, n_patterns, slot_zero, first, quadrature_nodes,
+                    quadrature_weights, terms,
+                )  # fmt: skip
+            else:
+                _pattern_terms(
+                    on, n_slots, n_patterns, slot_zero, first, quadrature_nodes,
+                    quadrature_weights, product, terms,
+                )  # fmt: skip
             node = leaf_node[leaf]
             for s in range(n_slots):
                 column, out = slot_column[first + s], s * n_patterns

@@ -145,6 +145,20 @@ def test_single_leaf_one_row_and_no_rows() -> None:
     assert_kernels_match_twin(tree, np.zeros((0, 3)))
 
 
+def test_a_rows_values_do_not_depend_on_the_other_rows() -> None:
+    # Alone, a row is its leaves' only pattern (evaluated pattern by pattern); among 800
+    # rows its patterns are shared and evaluated across patterns. Same arithmetic, same bits.
+    rng = np.random.default_rng(12)
+    tree = random_tree(rng, 40, 5, n_outputs=2, categorical=(2,))
+    X = random_rows(rng, 800, 5, categorical=(2,))
+    batch = compiled.explain_tree(tree, X)[0]
+    for r in (0, 1, 399, 799):
+        np.testing.assert_array_equal(compiled.explain_tree(tree, X[r : r + 1])[0][0], batch[r])
+    for r in (5, 6):
+        alone = compiled.explain_tree(tree, X[r : r + 1], share_patterns=False)[0][0]
+        np.testing.assert_array_equal(alone, batch[r])
+
+
 def test_expected_value_is_the_cover_weighted_leaf_mean() -> None:
     rng = np.random.default_rng(6)
     tree = random_tree(rng, 30, 4, n_outputs=2)
