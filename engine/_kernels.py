@@ -6,18 +6,31 @@ result with array operations; tests hold the pair equal on random inputs, and se
 ``COPPICE_ENGINE_KERNELS=numpy`` runs the whole engine on the twins (to debug a kernel, or on a
 platform Numba does not support). The choice is read once, when this module is imported.
 
-Kernels are compiled with ``cache=True`` so the machine code is written beside the module (or
-under ``NUMBA_CACHE_DIR`` where the package is read-only) and a new process loads it instead of
-compiling again, and with ``nogil=True`` so threads can run kernels side by side.
+Kernels are compiled with ``cache=True`` so the machine code is written to disk and a new
+process loads it instead of compiling again, and with ``nogil=True`` so threads can run kernels
+side by side. Numba keys a cached kernel on its own source file only: a kernel whose helper in
+another module changed would load stale machine code. So the cache lives in a directory named
+after a digest of every kernel module's source (:func:`kernel_cache_dir`): any change to any
+kernel starts a fresh cache.
 """
 
 from __future__ import annotations
 
+import functools
+import hashlib
 import os
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any, TypeVar, cast
 
-__all__ = ["KERNELS_ENV", "compiled_kernels", "inline_kernel", "kernel", "select"]
+__all__ = [
+    "KERNELS_ENV",
+    "compiled_kernels",
+    "inline_kernel",
+    "kernel",
+    "kernel_cache_dir",
+    "select",
+]
 
 KERNELS_ENV = "COPPICE_ENGINE_KERNELS"
 _CHOICES = ("numba", "numpy")
@@ -40,6 +53,31 @@ def compiled_kernels() -> bool:
     return _CHOICE == "numba"
 
 
+_ENGINE = Path(__file__).resolve().parent
+_KERNEL_MARKERS = ("@kernel", "@inline_kernel")
+
+
+@functools.cache
+def kernel_cache_dir() -> Path:
+    """Where compiled kernels are cached: ``NUMBA_CACHE_DIR`` (default: the engine's
+    ``__pycache__/kernels``), in a subdirectory named after the kernel modules' sources."""
+    digest = hashlib.sha256()
+    for path in sorted(_ENGINE.rglob("*.py")):
+        source = path.read_bytes()
+        if any(marker.encode() in source for marker in _KERNEL_MARKERS):
+            digest.update(path.relative_to(_ENGINE).as_posix().encode())
+            digest.update(source)
+    base = os.environ.get("NUMBA_CACHE_DIR") or str(_ENGINE / "__pycache__" / "kernels")
+    return Path(base) / f"coppice-{digest.hexdigest()[:16]}"
+
+
+def _use_kernel_cache() -> None:
+    import numba
+
+    # Read when a kernel is decorated; Numba declares its settings dynamically.
+    numba.config.CACHE_DIR = str(kernel_cache_dir())  # type: ignore[attr-defined]
+
+
 def kernel(function: F) -> F:
     """Compile ``function`` with Numba (cached on disk, releasing the GIL).
 
@@ -50,6 +88,7 @@ def kernel(function: F) -> F:
     """
     import numba
 
+    _use_kernel_cache()
     return cast(F, numba.njit(cache=True, nogil=True, error_model="numpy")(function))
 
 
@@ -62,6 +101,7 @@ def inline_kernel(function: F) -> F:
     """
     import numba
 
+    _use_kernel_cache()
     compiled = numba.njit(cache=True, nogil=True, error_model="numpy", inline="always")(function)
     return cast(F, compiled)
 
