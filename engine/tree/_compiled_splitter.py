@@ -63,6 +63,18 @@ def _empty_splits(n_slots: int, n_codes: int) -> Splits:
     )
 
 
+def _outputs(splits: Splits) -> tuple[NDArray[Any], ...]:
+    """The arrays a search kernel writes each node's best split into, in its argument order."""
+    return (
+        splits.found,
+        splits.gain,
+        splits.feature,
+        splits.bin,
+        splits.missing_left,
+        splits.left_codes,
+    )
+
+
 def _grouped_rows(
     rows: NDArray[np.intp], slot_of_row: NDArray[np.intp], n_slots: int
 ) -> tuple[NDArray[np.intp], NDArray[np.intp]]:
@@ -110,12 +122,7 @@ def compiled_find_splits(
         monotone,
         node_bounds,
         ctx.missing_code,
-        splits.found,
-        splits.gain,
-        splits.feature,
-        splits.bin,
-        splits.missing_left,
-        splits.left_codes,
+        *_outputs(splits),
     )
     return splits
 
@@ -158,12 +165,7 @@ def compiled_find_random_splits(
         n_bins.astype(np.int32, copy=False),
         uniforms,
         ctx.missing_code,
-        splits.found,
-        splits.gain,
-        splits.feature,
-        splits.bin,
-        splits.missing_left,
-        splits.left_codes,
+        *_outputs(splits),
     )
     return splits
 
@@ -198,12 +200,7 @@ def compiled_find_splits_in_histograms(
         monotone,
         node_bounds,
         ctx.missing_code,
-        splits.found,
-        splits.gain,
-        splits.feature,
-        splits.bin,
-        splits.missing_left,
-        splits.left_codes,
+        *_outputs(splits),
     )
     return splits
 
