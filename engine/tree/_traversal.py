@@ -38,13 +38,25 @@ __all__ = ["NodeArrays", "leaf_indices", "leaf_value_sums", "node_arrays"]
 
 # A categorical split's bitset covers codes 0..255 (32 bytes).
 N_CATEGORY_CODES = 256
-# Kernels: rows taken through one tree before moving on to the next tree. Large enough that
-# loading a tree into cache is paid over many rows, small enough that the block's rows stay in
-# cache too (4096 rows × 40 features is 1.3 MB); 2048 and 8192 measured no better.
-ROWS_PER_BLOCK = 4096
-# Kernels: rows moved down a tree together; 8 to 32 measured alike, 1 (plain serial descent)
-# about 1.5× slower on deep trees.
-ROWS_IN_STEP = 16
+# What a kernel reads at every node it passes, in one 16-byte record: one cache line fetch per
+# node rather than one per array (a row's path through a deep tree is mostly cache misses).
+HOT_NODE_DTYPE = np.dtype([("threshold", "<f8"), ("left", "<i4"), ("feature", "<i4")])
+# Kernels: rows taken through every tree before the next rows start, about as many as a tree
+# has nodes. A large tree is loaded into cache once per block, so its rows must be many to pay
+# for it (on the 100-tree benchmark forest, ~12,000 nodes a tree, 1024-row blocks are ~1.5×
+# slower than 8192); small trees stay in cache anyway, and small blocks keep the block's rows
+# in cache too (on 100 depth-6 trees 256-row blocks are ~20% faster than 8192).
+MIN_ROWS_PER_BLOCK = 256
+MAX_ROWS_PER_BLOCK = 8192
+# Kernels: (row, tree) pairs moved down together, one level per pass, so that their memory
+# loads overlap instead of each waiting on the one before: 16 rows of one tree in a large
+# batch, 16 trees of the row for a single row (~3× faster than one pair at a time there).
+PAIRS_IN_STEP = 16
+# Kernels: a step whose trees are all at most this deep makes exactly as many passes as the
+# deepest is deep, without asking after each pair whether it has reached its leaf (leaves loop
+# onto themselves, so extra passes leave a pair in place). Deeper trees stop each pair at its
+# leaf: the deepest leaf of a fully grown tree is far below the typical one.
+FIXED_PASS_MAX_DEPTH = 12
 # NumPy twin: levels descended between checks for finished pairs; large batches also drop
 # the finished pairs then (compaction), small ones only stop once every pair has finished.
 COMPACT_EVERY = 4
@@ -56,17 +68,16 @@ COMPACT_MIN_PAIRS = 4096
 class NodeArrays(NamedTuple):
     """The nodes of one or more trees as traversal reads them (see the module docstring).
 
-    ``roots`` holds each tree's root node; the other arrays one entry per node, except
-    ``category_bitsets`` (one 32-byte row per categorical split). Indices are intp: NumPy
-    converts any other index type on every gather, and the kernels read them either way.
+    ``roots`` and ``depths`` hold each tree's root node and depth; ``nodes`` (threshold, left
+    child, feature: ``HOT_NODE_DTYPE``), ``missing_left`` and ``category_split`` one entry
+    per node; ``category_bitsets`` one 32-byte row per categorical split.
     """
 
     roots: NDArray[np.intp]
-    left: NDArray[np.intp]
-    feature: NDArray[np.intp]
-    threshold: NDArray[np.float64]
+    depths: NDArray[np.intp]
+    nodes: NDArray[np.void]
     missing_left: NDArray[np.bool_]
-    category_split: NDArray[np.intp]
+    category_split: NDArray[np.int32]
     category_bitsets: NDArray[np.uint8]
     # Columns a matrix needs for these trees (one more than the highest feature split on);
     # checked before a kernel runs, since kernels do not check bounds.
@@ -80,19 +91,25 @@ def node_arrays(
     sizes = np.array([tree_nodes.shape[0] for tree_nodes in nodes], dtype=np.intp)
     roots = np.concatenate(([0], np.cumsum(sizes)[:-1])).astype(np.intp)
     packed = nodes[0] if len(nodes) == 1 else np.concatenate(nodes)
+    if packed.size > np.iinfo(np.int32).max:
+        raise ValueError(f"{packed.size} nodes: traversal indexes at most 2**31 - 1.")
     is_leaf = packed["left_child"] < 0
-    left = np.where(is_leaf, np.arange(packed.size), packed["left_child"] + np.repeat(roots, sizes))
+    hot = np.empty(packed.size, dtype=HOT_NODE_DTYPE)
+    hot["left"] = np.where(
+        is_leaf, np.arange(packed.size), packed["left_child"] + np.repeat(roots, sizes)
+    )
+    hot["feature"] = np.where(is_leaf, 0, packed["feature"])
+    hot["threshold"] = np.where(is_leaf, np.inf, packed["threshold"])
     bitset_counts = np.array([bitsets.shape[0] for bitsets in category_bitsets], dtype=np.intp)
     bitset_base = np.repeat(np.concatenate(([0], np.cumsum(bitset_counts)[:-1])), sizes)
-    split = packed["category_split"].astype(np.intp)
+    split = packed["category_split"]
     split_features = packed["feature"][~is_leaf]
     return NodeArrays(
         roots=roots,
-        left=left.astype(np.intp),
-        feature=np.where(is_leaf, 0, packed["feature"]).astype(np.intp),
-        threshold=np.where(is_leaf, np.inf, packed["threshold"]).astype(np.float64),
+        depths=np.maximum.reduceat(packed["depth"], roots).astype(np.intp),
+        nodes=hot,
         missing_left=is_leaf | packed["missing_left"].astype(bool),
-        category_split=np.where(is_leaf | (split < 0), -1, split + bitset_base).astype(np.intp),
+        category_split=np.where(is_leaf | (split < 0), -1, split + bitset_base).astype(np.int32),
         category_bitsets=(
             np.concatenate(category_bitsets).astype(np.uint8, copy=False)
             if bitset_counts.sum()
@@ -106,76 +123,99 @@ def node_arrays(
 
 
 @kernel
+def _rows_per_block(n_nodes: int, n_trees: int) -> int:
+    """Rows a kernel takes through every tree at a time (see ``MIN_ROWS_PER_BLOCK``)."""
+    return min(MAX_ROWS_PER_BLOCK, max(MIN_ROWS_PER_BLOCK, n_nodes // max(1, n_trees)))
+
+
+@kernel
 def _descend_block(
     X: NDArray[np.float64],
     start: int,
     stop: int,
     roots: NDArray[np.intp],
-    left: NDArray[np.intp],
-    feature: NDArray[np.intp],
-    threshold: NDArray[np.float64],
+    depths: NDArray[np.intp],
+    nodes: NDArray[np.void],
     missing_left: NDArray[np.bool_],
-    category_split: NDArray[np.intp],
+    category_split: NDArray[np.int32],
     category_bitsets: NDArray[np.uint8],
     leaves: NDArray[np.intp],
     first_column: int,
 ) -> None:
     """Leaf of rows ``start:stop`` in every tree, into ``leaves[tree, row - first_column]``.
 
-    Tree by tree; within a tree, ``ROWS_IN_STEP`` rows move down one level per pass, so
-    their independent loads overlap. Node routing is written out here rather than in a helper:
-    a call per node, passing arrays, costs more than the descent itself (~6× measured).
+    The block's (row, tree) pairs are taken tree by tree, ``PAIRS_IN_STEP`` at a time. Node
+    routing is written out here rather than in a helper: a call per node, passing arrays,
+    cost more than the descent itself (~6× measured). Indices Numba cannot tell are
+    non-negative are cast to ``np.uintp``, which spares its negative-index wraparound: a third
+    of a node visit's instructions (20 to 30% of the time measured).
     """
     has_categorical = category_bitsets.shape[0] > 0
-    nodes = np.empty(ROWS_IN_STEP, dtype=np.intp)
-    for t in range(roots.shape[0]):
-        for first in range(start, stop, ROWS_IN_STEP):
-            n_rows = min(ROWS_IN_STEP, stop - first)
-            nodes[:n_rows] = roots[t]
-            moving = True
-            while moving:
-                moving = False
-                for j in range(n_rows):
-                    node = nodes[j]
-                    child = left[node]
-                    if child == node:  # a leaf: this row has arrived
+    n_block_rows = stop - start
+    n_pairs = roots.shape[0] * n_block_rows
+    pair_node = np.empty(PAIRS_IN_STEP, dtype=np.intp)
+    pair_row = np.empty(PAIRS_IN_STEP, dtype=np.intp)
+    pair_tree = np.empty(PAIRS_IN_STEP, dtype=np.intp)
+    for first_pair in range(0, n_pairs, PAIRS_IN_STEP):
+        n_step = min(PAIRS_IN_STEP, n_pairs - first_pair)
+        deepest = 0
+        for j in range(n_step):
+            tree = (first_pair + j) // n_block_rows
+            pair_tree[j] = tree
+            pair_row[j] = start + first_pair + j - tree * n_block_rows
+            pair_node[j] = roots[tree]
+            deepest = max(deepest, depths[tree])
+        fixed_passes = deepest <= FIXED_PASS_MAX_DEPTH
+        # No pair needs more passes than its tree is deep (which also bounds the walk should
+        # a malformed tree loop).
+        for _ in range(deepest):
+            moving = False
+            for j in range(n_step):
+                node = pair_node[j]
+                at = np.uintp(node)
+                hot = nodes[at]
+                child = hot.left
+                if not fixed_passes:
+                    if child == node:  # at its leaf
                         continue
                     moving = True
-                    value = X[first + j, feature[node]]
-                    split = category_split[node] if has_categorical else -1
-                    if split >= 0:
-                        if 0.0 <= value < N_CATEGORY_CODES:  # False for NaN too
-                            code = int(value)
-                            bit = (category_bitsets[split, code >> 3] >> (code & 7)) & 1
-                            goes_right = bit == 0
-                        else:
-                            goes_right = not missing_left[node]
-                    elif value != value:  # NaN, which the comparison below sends right
-                        goes_right = not missing_left[node]
+                value = X[np.uintp(pair_row[j]), np.uintp(hot.feature)]
+                split = category_split[at] if has_categorical else -1
+                if split >= 0:
+                    if 0.0 <= value < N_CATEGORY_CODES:  # False for NaN too
+                        code = np.uintp(value)
+                        bit = (category_bitsets[np.uintp(split), code >> 3] >> (code & 7)) & 1
+                        goes_right = bit == 0
                     else:
-                        goes_right = value > threshold[node]
-                    nodes[j] = child + goes_right
-            for j in range(n_rows):
-                leaves[t, first + j - first_column] = nodes[j]
+                        goes_right = not missing_left[at]
+                elif value != value:  # NaN, which the comparison below sends right
+                    goes_right = not missing_left[at]
+                else:
+                    goes_right = value > hot.threshold
+                pair_node[j] = child + goes_right
+            if not (fixed_passes or moving):
+                break
+        for j in range(n_step):
+            leaves[pair_tree[j], pair_row[j] - first_column] = pair_node[j]
 
 
 @kernel
 def _leaf_indices_kernel(
     X: NDArray[np.float64],
     roots: NDArray[np.intp],
-    left: NDArray[np.intp],
-    feature: NDArray[np.intp],
-    threshold: NDArray[np.float64],
+    depths: NDArray[np.intp],
+    nodes: NDArray[np.void],
     missing_left: NDArray[np.bool_],
-    category_split: NDArray[np.intp],
+    category_split: NDArray[np.int32],
     category_bitsets: NDArray[np.uint8],
 ) -> NDArray[np.intp]:
     n_samples = X.shape[0]
     leaves = np.empty((roots.shape[0], n_samples), dtype=np.intp)
-    for start in range(0, n_samples, ROWS_PER_BLOCK):
-        stop = min(n_samples, start + ROWS_PER_BLOCK)
+    rows_per_block = _rows_per_block(nodes.shape[0], roots.shape[0])
+    for start in range(0, n_samples, rows_per_block):
+        stop = min(n_samples, start + rows_per_block)
         _descend_block(
-            X, start, stop, roots, left, feature, threshold, missing_left, category_split,
+            X, start, stop, roots, depths, nodes, missing_left, category_split,
             category_bitsets, leaves, 0,
         )  # fmt: skip
     # (n_samples, n_trees), tree-major in memory as the twin returns it.
@@ -186,28 +226,28 @@ def _leaf_indices_kernel(
 def _leaf_value_sums_kernel(
     X: NDArray[np.float64],
     roots: NDArray[np.intp],
-    left: NDArray[np.intp],
-    feature: NDArray[np.intp],
-    threshold: NDArray[np.float64],
+    depths: NDArray[np.intp],
+    nodes: NDArray[np.void],
     missing_left: NDArray[np.bool_],
-    category_split: NDArray[np.intp],
+    category_split: NDArray[np.int32],
     category_bitsets: NDArray[np.uint8],
     value_rows: NDArray[np.float64],
 ) -> NDArray[np.float64]:
     n_samples, n_trees, n_outputs = X.shape[0], roots.shape[0], value_rows.shape[0]
     # Each row adds its trees' values in tree order, starting from 0.0 (as the twin does).
     sums = np.zeros((n_samples, n_outputs))
-    leaves = np.empty((n_trees, min(n_samples, ROWS_PER_BLOCK)), dtype=np.intp)
-    for start in range(0, n_samples, ROWS_PER_BLOCK):
-        stop = min(n_samples, start + ROWS_PER_BLOCK)
+    rows_per_block = _rows_per_block(nodes.shape[0], n_trees)
+    leaves = np.empty((n_trees, min(n_samples, rows_per_block)), dtype=np.intp)
+    for start in range(0, n_samples, rows_per_block):
+        stop = min(n_samples, start + rows_per_block)
         _descend_block(
-            X, start, stop, roots, left, feature, threshold, missing_left, category_split,
+            X, start, stop, roots, depths, nodes, missing_left, category_split,
             category_bitsets, leaves, start,
         )  # fmt: skip
         # Tree by tree, so each tree's values stay in cache over the block.
         for t in range(n_trees):
             for i in range(start, stop):
-                leaf = leaves[t, i - start]
+                leaf = np.uintp(leaves[t, i - start])
                 for k in range(n_outputs):
                     sums[i, k] += value_rows[k, leaf]
     return sums
@@ -219,11 +259,10 @@ def _leaf_value_sums_kernel(
 def _leaf_indices_numpy(
     X: NDArray[np.float64],
     roots: NDArray[np.intp],
-    left: NDArray[np.intp],
-    feature: NDArray[np.intp],
-    threshold: NDArray[np.float64],
+    depths: NDArray[np.intp],
+    nodes: NDArray[np.void],
     missing_left: NDArray[np.bool_],
-    category_split: NDArray[np.intp],
+    category_split: NDArray[np.int32],
     category_bitsets: NDArray[np.uint8],
 ) -> NDArray[np.intp]:
     """Every (row, tree) pair descends together: one level of all trees is a few array ops.
@@ -235,6 +274,7 @@ def _leaf_indices_numpy(
     n_trees = roots.shape[0]
     n_pairs = n_samples * n_trees
     flat = X.ravel()
+    left, feature, threshold = nodes["left"], nodes["feature"], nodes["threshold"]
     # Pairs are tree-major: pair k is row k % n_samples of tree k // n_samples.
     row_base = np.tile(np.arange(n_samples, dtype=np.intp) * n_features, n_trees)
     current = np.repeat(roots, n_samples)
@@ -243,12 +283,12 @@ def _leaf_indices_numpy(
     has_missing = bool(np.isnan(flat).any())
     has_categorical = bool(category_bitsets.shape[0])
     compact = n_pairs >= COMPACT_MIN_PAIRS
-    level = 0
-    # ``take``/``put`` and integer positions rather than ``[]`` and boolean masks: for these
-    # 1-D gathers they skip NumPy's general indexing machinery (~30% of the time).
-    while current.size:
-        position = feature.take(current)
-        position += row_base
+    # Every pair has reached its leaf after the deepest tree's depth in levels.
+    for level in range(1, int(depths.max(initial=0)) + 1):
+        # ``take``/``put`` and intp positions rather than ``[]``, boolean masks and the
+        # nodes' int32: for these 1-D gathers they skip NumPy's general indexing machinery
+        # and its conversion of other index types (~30% of the time).
+        position = row_base + feature.take(current)
         values = flat.take(position)
         # "x <= threshold goes left"; NaN compares False and is routed just below.
         goes_right = values > threshold.take(current)
@@ -259,9 +299,8 @@ def _leaf_indices_numpy(
             _route_categorical(
                 current, values, goes_right, missing_left, category_split, category_bitsets
             )
-        current = left.take(current)
+        current = left.take(current).astype(np.intp)
         current += goes_right
-        level += 1
         if level % COMPACT_EVERY:
             continue
         done = left.take(current) == current
@@ -281,7 +320,7 @@ def _route_categorical(
     values: NDArray[np.float64],
     goes_right: NDArray[np.bool_],
     missing_left: NDArray[np.bool_],
-    category_split: NDArray[np.intp],
+    category_split: NDArray[np.int32],
     category_bitsets: NDArray[np.uint8],
 ) -> None:
     """Overwrite ``goes_right`` for the pairs sitting at a categorical split."""
@@ -301,16 +340,15 @@ def _route_categorical(
 def _leaf_value_sums_numpy(
     X: NDArray[np.float64],
     roots: NDArray[np.intp],
-    left: NDArray[np.intp],
-    feature: NDArray[np.intp],
-    threshold: NDArray[np.float64],
+    depths: NDArray[np.intp],
+    nodes: NDArray[np.void],
     missing_left: NDArray[np.bool_],
-    category_split: NDArray[np.intp],
+    category_split: NDArray[np.int32],
     category_bitsets: NDArray[np.uint8],
     value_rows: NDArray[np.float64],
 ) -> NDArray[np.float64]:
     leaves = _leaf_indices_numpy(
-        X, roots, left, feature, threshold, missing_left, category_split, category_bitsets
+        X, roots, depths, nodes, missing_left, category_split, category_bitsets
     ).T
     sums = np.zeros((value_rows.shape[0], X.shape[0]))
     for output_sums, values in zip(sums, value_rows, strict=True):
@@ -345,8 +383,8 @@ def leaf_indices(X: NDArray[np.float64], arrays: NodeArrays) -> NDArray[np.intp]
     """Global index of the leaf each row reaches in each tree, shape (n_samples, n_trees)."""
     a = arrays
     return _leaf_indices(
-        _kernel_rows(X, a), a.roots, a.left, a.feature, a.threshold, a.missing_left,
-        a.category_split, a.category_bitsets,
+        _kernel_rows(X, a), a.roots, a.depths, a.nodes, a.missing_left, a.category_split,
+        a.category_bitsets,
     )  # fmt: skip
 
 
@@ -360,6 +398,6 @@ def leaf_value_sums(
     """
     a = arrays
     return _leaf_value_sums(
-        _kernel_rows(X, a), a.roots, a.left, a.feature, a.threshold, a.missing_left,
-        a.category_split, a.category_bitsets, value_rows,
+        _kernel_rows(X, a), a.roots, a.depths, a.nodes, a.missing_left, a.category_split,
+        a.category_bitsets, value_rows,
     )  # fmt: skip

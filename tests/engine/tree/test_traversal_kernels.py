@@ -32,12 +32,12 @@ def _random_tree(
     """A valid tree with children in pairs, grown breadth first with random splits."""
     records: list[dict[str, float]] = [{"depth": 0}]
     bitsets: list[NDArray[np.uint8]] = []
-    for index in range(10_000):
-        if index == len(records):
-            break
+    index = -1
+    while index + 1 < len(records):
+        index += 1
         node = records[index]
         depth = int(node["depth"])
-        if leaf_only or depth == max_depth or (depth > 0 and rng.random() < 0.25):
+        if leaf_only or depth == max_depth or (depth > 0 and rng.random() < 0.3):
             node.update(left_child=-1, right_child=-1, feature=-1, category_split=-1)
             node.update(threshold=-2.0)  # leaves' thresholds must never be read
             continue
@@ -60,10 +60,10 @@ def _random_tree(
     return Tree(nodes, values, category_bitsets, N_FEATURES)
 
 
-def _random_trees(seed: int, n_trees: int, n_outputs: int = 2) -> list[Tree]:
+def _random_trees(seed: int, n_trees: int, n_outputs: int = 2, max_depth: int = 8) -> list[Tree]:
     rng = np.random.default_rng(seed)
     trees = [
-        _random_tree(rng, max_depth=int(rng.integers(1, 9)), n_outputs=n_outputs)
+        _random_tree(rng, max_depth=int(rng.integers(1, max_depth + 1)), n_outputs=n_outputs)
         for _ in range(n_trees)
     ]
     # Leaf-only trees among the others (a forest member on pure data is one).
@@ -117,8 +117,7 @@ def _reference_leaf(tree: Tree, row: NDArray[np.float64], routes: set[str]) -> i
 
 def _arguments(arrays: NodeArrays) -> tuple[NDArray[np.generic], ...]:
     a = arrays
-    return (a.roots, a.left, a.feature, a.threshold, a.missing_left, a.category_split,
-            a.category_bitsets)  # fmt: skip
+    return a.roots, a.depths, a.nodes, a.missing_left, a.category_split, a.category_bitsets
 
 
 def _value_rows(trees: list[Tree]) -> NDArray[np.float64]:
@@ -130,14 +129,17 @@ def _assert_bits_equal(actual: NDArray[np.float64], expected: NDArray[np.float64
     np.testing.assert_array_equal(actual.view(np.uint64), expected.view(np.uint64))
 
 
+# Trees at most 8 deep take the kernels' fixed passes, deeper ones their stop-at-the-leaf
+# descent (``FIXED_PASS_MAX_DEPTH``); one row spreads a step over trees, many rows over rows.
+@pytest.mark.parametrize("max_depth", [8, 20])
 @pytest.mark.parametrize(
     ("seed", "n_trees", "n_rows"),
     [(0, 1, 0), (1, 1, 1), (2, 7, 1), (3, 7, 15), (4, 40, 17), (5, 3, 300)],
 )
 def test_kernel_twin_and_reference_reach_the_same_leaves(
-    seed: int, n_trees: int, n_rows: int
+    seed: int, n_trees: int, n_rows: int, max_depth: int
 ) -> None:
-    trees = _random_trees(seed, n_trees)
+    trees = _random_trees(seed, n_trees, max_depth=max_depth)
     X = _random_rows(seed + 100, n_rows)
     arrays = node_arrays([tree.nodes for tree in trees], [tree.category_bitsets for tree in trees])
     compiled = _traversal._leaf_indices_kernel(X, *_arguments(arrays))
@@ -154,6 +156,9 @@ def test_kernel_twin_and_reference_reach_the_same_leaves(
 
 def test_random_inputs_take_every_route() -> None:
     """The trees and rows above do exercise each routing rule (else the tests prove little)."""
+    assert max(tree.max_depth for tree in _random_trees(4, 40, max_depth=20)) > (
+        _traversal.FIXED_PASS_MAX_DEPTH
+    )
     trees = _random_trees(3, 40)
     routes: set[str] = set()
     for row in _random_rows(103, 200):
@@ -171,10 +176,13 @@ def test_random_inputs_take_every_route() -> None:
     }
 
 
+@pytest.mark.parametrize("max_depth", [8, 20])
 @pytest.mark.parametrize("n_outputs", [1, 3])
 @pytest.mark.parametrize("n_rows", [0, 1, 33])
-def test_kernel_and_twin_sums_are_bit_identical(n_outputs: int, n_rows: int) -> None:
-    trees = _random_trees(7 + n_rows, 25, n_outputs)
+def test_kernel_and_twin_sums_are_bit_identical(
+    n_outputs: int, n_rows: int, max_depth: int
+) -> None:
+    trees = _random_trees(7 + n_rows, 25, n_outputs, max_depth)
     X = _random_rows(8, n_rows)
     arrays = node_arrays([tree.nodes for tree in trees], [tree.category_bitsets for tree in trees])
     value_rows = _value_rows(trees)
@@ -190,11 +198,12 @@ def test_kernel_and_twin_sums_are_bit_identical(n_outputs: int, n_rows: int) -> 
 
 
 def test_batches_spanning_blocks_and_partial_steps_agree() -> None:
-    """More rows than one kernel block, ending in a step the rows do not fill."""
-    n_rows = _traversal.ROWS_PER_BLOCK + _traversal.ROWS_IN_STEP + 3
-    trees = _random_trees(11, 6)
-    X = _random_rows(12, n_rows)
+    """More rows than two kernel blocks, ending in a step the rows do not fill."""
+    trees = _random_trees(11, 8, max_depth=20)
     arrays = node_arrays([tree.nodes for tree in trees], [tree.category_bitsets for tree in trees])
+    block = _traversal._rows_per_block(arrays.nodes.size, len(trees))
+    n_rows = 2 * block + _traversal.PAIRS_IN_STEP + 3
+    X = _random_rows(12, n_rows)
     assert n_rows * len(trees) >= _traversal.COMPACT_MIN_PAIRS  # the twin compacts too
     np.testing.assert_array_equal(
         _traversal._leaf_indices_kernel(X, *_arguments(arrays)),
