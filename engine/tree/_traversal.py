@@ -17,11 +17,12 @@ Routing, identical in kernel and twin (traversal is exact, so the two agree bit 
 
 Why the kernels walk the way they do: a forest of fully grown trees is tens of megabytes, far
 more than a core's cache, so descending one row through every tree in turn waits on main
-memory at every level (measured ~10× slower than the loop below on the 100-tree benchmark
-forest). Instead the kernels take a block of rows through one tree at a time, so the tree stays
-in cache for the whole block, and move a handful of rows down that tree in lockstep, so the
-processor overlaps their independent memory loads instead of waiting on each chain of loads in
-turn. The kernels are serial and release the GIL: callers spread large batches over threads.
+memory at every level (~10× slower than the walk below on the 100-tree benchmark forest).
+Instead the kernels take a block of rows through one tree at a time, so the tree stays in cache
+for the block, and move (row, tree) pairs down in lockstep steps of a few, so the processor
+overlaps their independent memory loads instead of waiting on each chain of loads in turn: a
+step holds rows of one tree in a batch, trees of the row for a single row. The kernels are
+serial and release the GIL: callers spread large batches over threads.
 """
 
 from __future__ import annotations
@@ -44,10 +45,12 @@ HOT_NODE_DTYPE = np.dtype([("threshold", "<f8"), ("left", "<i4"), ("feature", "<
 # Kernels: rows taken through every tree before the next rows start, about as many as a tree
 # has nodes. A large tree is loaded into cache once per block, so its rows must be many to pay
 # for it (on the 100-tree benchmark forest, ~12,000 nodes a tree, 1024-row blocks are ~1.5×
-# slower than 8192); small trees stay in cache anyway, and small blocks keep the block's rows
-# in cache too (on 100 depth-6 trees 256-row blocks are ~20% faster than 8192).
+# slower than 8192, and 16384 another ~10% faster); small trees stay in cache anyway, and small
+# blocks keep the block's rows in cache too (on 100 depth-6 trees 256-row blocks are ~20%
+# faster than 8192). The block's leaves are buffered: at most MAX_PAIRS_PER_BLOCK (16 MB).
 MIN_ROWS_PER_BLOCK = 256
-MAX_ROWS_PER_BLOCK = 8192
+MAX_ROWS_PER_BLOCK = 16384
+MAX_PAIRS_PER_BLOCK = 1 << 21
 # Kernels: (row, tree) pairs moved down together, one level per pass, so that their memory
 # loads overlap instead of each waiting on the one before: 16 rows of one tree in a large
 # batch, 16 trees of the row for a single row (~3× faster than one pair at a time there).
@@ -68,8 +71,9 @@ COMPACT_MIN_PAIRS = 4096
 class NodeArrays(NamedTuple):
     """The nodes of one or more trees as traversal reads them (see the module docstring).
 
-    ``roots`` and ``depths`` hold each tree's root node and depth; ``nodes`` (threshold, left
-    child, feature: ``HOT_NODE_DTYPE``), ``missing_left`` and ``category_split`` one entry
+    ``roots`` and ``depths`` hold each tree's root node and depth (from the nodes' ``depth``
+    field, as ``Tree.max_depth``: walks make that many levels at most); ``nodes`` (threshold,
+    left child, feature: ``HOT_NODE_DTYPE``), ``missing_left`` and ``category_split`` one entry
     per node; ``category_bitsets`` one 32-byte row per categorical split.
     """
 
@@ -125,7 +129,9 @@ def node_arrays(
 @kernel
 def _rows_per_block(n_nodes: int, n_trees: int) -> int:
     """Rows a kernel takes through every tree at a time (see ``MIN_ROWS_PER_BLOCK``)."""
-    return min(MAX_ROWS_PER_BLOCK, max(MIN_ROWS_PER_BLOCK, n_nodes // max(1, n_trees)))
+    n_trees = max(1, n_trees)
+    rows = min(MAX_ROWS_PER_BLOCK, max(MIN_ROWS_PER_BLOCK, n_nodes // n_trees))
+    return max(1, min(rows, MAX_PAIRS_PER_BLOCK // n_trees))
 
 
 @kernel
@@ -285,13 +291,13 @@ def _leaf_indices_numpy(
     compact = n_pairs >= COMPACT_MIN_PAIRS
     # Every pair has reached its leaf after the deepest tree's depth in levels.
     for level in range(1, int(depths.max(initial=0)) + 1):
-        # ``take``/``put`` and intp positions rather than ``[]``, boolean masks and the
-        # nodes' int32: for these 1-D gathers they skip NumPy's general indexing machinery
-        # and its conversion of other index types (~30% of the time).
-        position = row_base + feature.take(current)
+        # ``take``/``put`` and intp positions rather than ``[]`` and boolean masks skip NumPy's
+        # general indexing machinery (~30% of the time), except on the node records' fields:
+        # ``take`` copies a strided array whole first, ``[]`` gathers from it in place.
+        position = row_base + feature[current]
         values = flat.take(position)
         # "x <= threshold goes left"; NaN compares False and is routed just below.
-        goes_right = values > threshold.take(current)
+        goes_right = values > threshold[current]
         if has_missing:
             missing = np.isnan(values)
             goes_right[missing] = ~missing_left[current[missing]]
@@ -299,11 +305,11 @@ def _leaf_indices_numpy(
             _route_categorical(
                 current, values, goes_right, missing_left, category_split, category_bitsets
             )
-        current = left.take(current).astype(np.intp)
+        current = left[current].astype(np.intp)
         current += goes_right
         if level % COMPACT_EVERY:
             continue
-        done = left.take(current) == current
+        done = left[current] == current
         if compact:
             finished = np.flatnonzero(done)
             leaf.put(pair.take(finished), current.take(finished))
@@ -350,13 +356,13 @@ def _leaf_value_sums_numpy(
     leaves = _leaf_indices_numpy(
         X, roots, depths, nodes, missing_left, category_split, category_bitsets
     ).T
-    sums = np.zeros((value_rows.shape[0], X.shape[0]))
-    for output_sums, values in zip(sums, value_rows, strict=True):
-        # Tree by tree from 0.0, as the kernel adds. Not ``sum(axis=0)``: on a single row
-        # NumPy sums pairwise, which can differ in the last bit from the same row in a batch.
-        for tree_leaves in leaves:
-            output_sums += values.take(tree_leaves)
-    return sums.T
+    # Tree by tree, as the kernel adds. Not ``sum(axis=0)``: on a single row NumPy sums
+    # pairwise, which can differ in the last bit from the same row in a batch. ``cumsum``
+    # adds in order from the first tree's value; ``+ 0.0`` turns the one thing starting from
+    # 0.0 would change, a sum of negative zeros, into 0.0 as well.
+    return np.stack(
+        [np.cumsum(values.take(leaves), axis=0)[-1] + 0.0 for values in value_rows], axis=1
+    )
 
 
 # -- what the engine calls -------------------------------------------------------------------
@@ -397,6 +403,11 @@ def leaf_value_sums(
     (n_outputs, n_nodes).
     """
     a = arrays
+    value_rows = np.ascontiguousarray(value_rows, dtype=np.float64)
+    if value_rows.ndim != 2 or value_rows.shape[1] != a.nodes.shape[0]:
+        raise ValueError(
+            f"Expected value rows of shape (n_outputs, {a.nodes.shape[0]}); got {value_rows.shape}."
+        )
     return _leaf_value_sums(
         _kernel_rows(X, a), a.roots, a.depths, a.nodes, a.missing_left, a.category_split,
         a.category_bitsets, value_rows,
