@@ -1,8 +1,8 @@
 """Packed joint traversal of many trees agrees with descending each tree on its own.
 
-``Tree.apply`` is the plain reference: one tree at a time, one level at a time. The packed
-structure traverses every (row, tree) pair together with self-looping leaves and periodic
-compaction; both paths must give the same leaf for every pair.
+``Tree.apply`` lays out one tree; ``PackedTrees`` lays out many with their node and category
+bitset offsets shifted, and every (row, tree) pair must reach the same leaf either way. The
+routing itself is held to a plain Python descent in ``test_traversal_kernels.py``.
 """
 
 from __future__ import annotations
