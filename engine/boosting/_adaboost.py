@@ -41,10 +41,12 @@ from numpy.typing import NDArray
 
 from engine._params import Constraint, Interval, Options
 from engine._targets import encode_labels
+from engine._threads import kernel_threads
 from engine._validation import check_sample_weight, check_target, check_X, resolve_seed_sequence
 from engine.base import BaseEstimator, ClassifierMixin, check_is_fitted
 from engine.boosting._weak import (
     BOOSTING_CONSTRAINTS,
+    ThreadedRounds,
     fit_weak_learner,
     share_bins,
     softmax,
@@ -101,7 +103,7 @@ class BoostRound:
     reversed: bool
 
 
-class BaseAdaBoostClassifier(ClassifierMixin, BaseEstimator):
+class BaseAdaBoostClassifier(ThreadedRounds, ClassifierMixin, BaseEstimator):
     """The boosting loop shared by AdaBoost (SAMME) and RegionBoost."""
 
     estimator: Any
@@ -142,27 +144,35 @@ class BaseAdaBoostClassifier(ClassifierMixin, BaseEstimator):
         shared = share_bins(prototype, X, sample_weight, root)
         weights = normalise(sample_weight)
         chance = 1.0 - 1.0 / n_classes
-        for m, seed in enumerate(seeds):
-            estimator = fit_weak_learner(prototype, X, y, weights, seed, self.boosting_mode, shared)
-            predicted = np.asarray(estimator.predict(X), dtype=np.int64)
-            incorrect = predicted != y
-            error = float(weights[incorrect].sum())
-            flipped = False
-            if n_classes == 2 and error > 0.5 and self.worse_than_chance == "reverse":
-                flipped, predicted, incorrect, error = True, 1 - predicted, ~incorrect, 1.0 - error
-            if error >= chance - _CHANCE_TOLERANCE:
-                if m == 0:
-                    raise ValueError(
-                        f"The first weak learner of {type(self).__name__} has weighted error "
-                        f"{error:.4g}, no better than chance ({chance:.4g}); the ensemble "
-                        "cannot be fitted."
+        with kernel_threads(self.n_jobs) as threads:
+            for m, seed in enumerate(seeds):
+                learner = fit_weak_learner(
+                    prototype, X, y, weights, seed, self.boosting_mode, shared, threads
+                )
+                predicted = np.asarray(learner.predicted, dtype=np.int64)
+                incorrect = predicted != y
+                error = float(weights[incorrect].sum())
+                flipped = False
+                if n_classes == 2 and error > 0.5 and self.worse_than_chance == "reverse":
+                    flipped, predicted, incorrect, error = (
+                        True,
+                        1 - predicted,
+                        ~incorrect,
+                        1.0 - error,
                     )
-                return
-            alpha_m = learner_weight(error, n_classes, self.alpha, self.learning_rate)
-            yield BoostRound(estimator, predicted, error, alpha_m, flipped)
-            if error <= 0.0:
-                return
-            weights = normalise(reweight(weights, incorrect, alpha_m, self.alpha))
+                if error >= chance - _CHANCE_TOLERANCE:
+                    if m == 0:
+                        raise ValueError(
+                            f"The first weak learner of {type(self).__name__} has weighted error "
+                            f"{error:.4g}, no better than chance ({chance:.4g}); the ensemble "
+                            "cannot be fitted."
+                        )
+                    return
+                alpha_m = learner_weight(error, n_classes, self.alpha, self.learning_rate)
+                yield BoostRound(learner.estimator, predicted, error, alpha_m, flipped)
+                if error <= 0.0:
+                    return
+                weights = normalise(reweight(weights, incorrect, alpha_m, self.alpha))
 
     def _store_rounds(self, rounds: list[BoostRound]) -> None:
         self.estimators_ = [r.estimator for r in rounds]
@@ -217,6 +227,9 @@ class AdaBoostClassifier(BaseAdaBoostClassifier):
     boosting_mode : {"reweight", "resample"}
         Learners see the weights as ``sample_weight``, or fit a weighted bootstrap (seed 004).
     random_state : int, Generator or None
+    n_jobs : int or None
+        Threads for each tree member's kernels (see ``ThreadedRounds``); the model is the
+        same for any value.
 
     Attributes
     ----------
@@ -240,6 +253,7 @@ class AdaBoostClassifier(BaseAdaBoostClassifier):
         worse_than_chance: str = "reverse",
         boosting_mode: str = "reweight",
         random_state: Any = None,
+        n_jobs: int | None = None,
     ) -> None:
         self.estimator = estimator
         self.n_estimators = n_estimators
@@ -249,6 +263,7 @@ class AdaBoostClassifier(BaseAdaBoostClassifier):
         self.worse_than_chance = worse_than_chance
         self.boosting_mode = boosting_mode
         self.random_state = random_state
+        self.n_jobs = n_jobs
 
     def fit(
         self,

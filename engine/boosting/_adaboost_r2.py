@@ -26,10 +26,16 @@ import numpy as np
 from numpy.typing import NDArray
 
 from engine._params import Constraint, Interval, Options
+from engine._threads import kernel_threads
 from engine._validation import check_sample_weight, check_target, check_X, resolve_seed_sequence
 from engine.base import BaseEstimator, RegressorMixin, check_is_fitted
 from engine.boosting._adaboost import PERFECT_ERROR, normalise
-from engine.boosting._weak import BOOSTING_CONSTRAINTS, fit_weak_learner, share_bins
+from engine.boosting._weak import (
+    BOOSTING_CONSTRAINTS,
+    ThreadedRounds,
+    fit_weak_learner,
+    share_bins,
+)
 from engine.callbacks import Callback, ProgressEvent, notify
 from engine.metrics import mean_squared_error
 from engine.tree._classes import DecisionTreeRegressor
@@ -68,7 +74,7 @@ def weighted_median(
     return predictions[np.arange(predictions.shape[0]), chosen]
 
 
-class AdaBoostRegressor(RegressorMixin, BaseEstimator):
+class AdaBoostRegressor(ThreadedRounds, RegressorMixin, BaseEstimator):
     """AdaBoost.R2 regression.
 
     Parameters
@@ -82,6 +88,9 @@ class AdaBoostRegressor(RegressorMixin, BaseEstimator):
     boosting_mode : {"resample", "reweight"}
         Default "resample", Drucker's original (and scikit-learn's only) way.
     random_state : int, Generator or None
+    n_jobs : int or None
+        Threads for each tree member's kernels (see ``ThreadedRounds``); the model is the
+        same for any value.
 
     Attributes
     ----------
@@ -104,6 +113,7 @@ class AdaBoostRegressor(RegressorMixin, BaseEstimator):
         loss: str = "linear",
         boosting_mode: str = "resample",
         random_state: Any = None,
+        n_jobs: int | None = None,
     ) -> None:
         self.estimator = estimator
         self.n_estimators = n_estimators
@@ -111,6 +121,7 @@ class AdaBoostRegressor(RegressorMixin, BaseEstimator):
         self.loss = loss
         self.boosting_mode = boosting_mode
         self.random_state = random_state
+        self.n_jobs = n_jobs
 
     def _prototype(self) -> Any:
         return DecisionTreeRegressor(max_depth=3) if self.estimator is None else self.estimator
@@ -138,28 +149,30 @@ class AdaBoostRegressor(RegressorMixin, BaseEstimator):
         alphas: list[float] = []
         errors: list[float] = []
         columns: list[NDArray[np.float64]] = []
-        for seed in seeds:
-            estimator = fit_weak_learner(
-                prototype, X, target, weights, seed, self.boosting_mode, shared
-            )
-            predicted = np.asarray(estimator.predict(X), dtype=np.float64)
-            row_loss = r2_row_loss(np.abs(predicted - target), mask, self.loss)
-            error = float(weights @ row_loss)
-            if error >= 0.5:
-                if not estimators:
-                    estimators, alphas, errors = [estimator], [1.0], [error]
-                    columns.append(predicted)
-                    self._report(callbacks, columns, alphas, target, user_weights)
-                break
-            beta = max(error, PERFECT_ERROR) / (1.0 - error)
-            estimators.append(estimator)
-            alphas.append(self.learning_rate * math.log(1.0 / beta))
-            errors.append(error)
-            columns.append(predicted)
-            self._report(callbacks, columns, alphas, target, user_weights)
-            if error <= 0.0:
-                break
-            weights = normalise(weights * beta ** ((1.0 - row_loss) * self.learning_rate))
+        with kernel_threads(self.n_jobs) as threads:
+            for seed in seeds:
+                learner = fit_weak_learner(
+                    prototype, X, target, weights, seed, self.boosting_mode, shared, threads
+                )
+                estimator = learner.estimator
+                predicted = np.asarray(learner.predicted, dtype=np.float64)
+                row_loss = r2_row_loss(np.abs(predicted - target), mask, self.loss)
+                error = float(weights @ row_loss)
+                if error >= 0.5:
+                    if not estimators:
+                        estimators, alphas, errors = [estimator], [1.0], [error]
+                        columns.append(predicted)
+                        self._report(callbacks, columns, alphas, target, user_weights)
+                    break
+                beta = max(error, PERFECT_ERROR) / (1.0 - error)
+                estimators.append(estimator)
+                alphas.append(self.learning_rate * math.log(1.0 / beta))
+                errors.append(error)
+                columns.append(predicted)
+                self._report(callbacks, columns, alphas, target, user_weights)
+                if error <= 0.0:
+                    break
+                weights = normalise(weights * beta ** ((1.0 - row_loss) * self.learning_rate))
         self.estimators_ = estimators
         self.estimator_weights_ = np.array(alphas, dtype=np.float64)
         self.estimator_errors_ = np.array(errors, dtype=np.float64)

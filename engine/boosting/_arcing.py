@@ -24,6 +24,7 @@ from numpy.typing import NDArray
 
 from engine._params import Constraint, Interval
 from engine._targets import encode_labels
+from engine._threads import kernel_threads
 from engine._validation import check_sample_weight, check_target, check_X, resolve_seed_sequence
 from engine.base import BaseEstimator, ClassifierMixin, check_is_fitted
 from engine.boosting._adaboost import (
@@ -32,7 +33,12 @@ from engine.boosting._adaboost import (
     BoostRound,
 )
 from engine.boosting._knn import nearest_neighbours
-from engine.boosting._weak import BOOSTING_CONSTRAINTS, fit_weak_learner, share_bins
+from engine.boosting._weak import (
+    BOOSTING_CONSTRAINTS,
+    ThreadedRounds,
+    fit_weak_learner,
+    share_bins,
+)
 from engine.callbacks import Callback, ProgressEvent, notify
 from engine.tree._classes import DecisionTreeClassifier
 
@@ -51,7 +57,7 @@ def arc_x4_probabilities(
     return raw / raw.sum()
 
 
-class ArcX4Classifier(ClassifierMixin, BaseEstimator):
+class ArcX4Classifier(ThreadedRounds, ClassifierMixin, BaseEstimator):
     """Breiman's Arc-x4: adaptive resampling, unweighted vote.
 
     Parameters
@@ -66,6 +72,9 @@ class ArcX4Classifier(ClassifierMixin, BaseEstimator):
     boosting_mode : {"resample", "reweight"}
         Members fit a bootstrap drawn with p (Breiman), or take p as ``sample_weight``.
     random_state : int, Generator or None
+    n_jobs : int or None
+        Threads for each tree member's kernels (see ``ThreadedRounds``); the model is the
+        same for any value.
 
     Attributes
     ----------
@@ -88,12 +97,14 @@ class ArcX4Classifier(ClassifierMixin, BaseEstimator):
         power: float = 4.0,
         boosting_mode: str = "resample",
         random_state: Any = None,
+        n_jobs: int | None = None,
     ) -> None:
         self.estimator = estimator
         self.n_estimators = n_estimators
         self.power = power
         self.boosting_mode = boosting_mode
         self.random_state = random_state
+        self.n_jobs = n_jobs
 
     def fit(
         self,
@@ -116,18 +127,21 @@ class ArcX4Classifier(ClassifierMixin, BaseEstimator):
         votes = np.zeros((X.shape[0], classes.size))
         rows = np.arange(X.shape[0])
         estimators = []
-        for t, seed in enumerate(seeds, start=1):
-            probabilities = arc_x4_probabilities(counts, self.power, user_weights)
-            estimator = fit_weak_learner(
-                prototype, X, encoded, probabilities, seed, self.boosting_mode, shared
-            )
-            predicted = np.asarray(estimator.predict(X), dtype=np.int64)
-            counts += predicted != encoded
-            votes[rows, predicted] += 1.0
-            estimators.append(estimator)
-            error = float(np.average(votes.argmax(axis=1) != encoded, weights=user_weights))
-            event = ProgressEvent(type(self).__name__, t, self.n_estimators, {"train_error": error})
-            notify(callbacks, event)
+        with kernel_threads(self.n_jobs) as threads:
+            for t, seed in enumerate(seeds, start=1):
+                probabilities = arc_x4_probabilities(counts, self.power, user_weights)
+                learner = fit_weak_learner(
+                    prototype, X, encoded, probabilities, seed, self.boosting_mode, shared, threads
+                )
+                predicted = np.asarray(learner.predicted, dtype=np.int64)
+                counts += predicted != encoded
+                votes[rows, predicted] += 1.0
+                estimators.append(learner.estimator)
+                error = float(np.average(votes.argmax(axis=1) != encoded, weights=user_weights))
+                event = ProgressEvent(
+                    type(self).__name__, t, self.n_estimators, {"train_error": error}
+                )
+                notify(callbacks, event)
         self.estimators_ = estimators
         self.misclassification_counts_ = counts
         self.classes_ = classes
@@ -177,7 +191,7 @@ class RegionBoostClassifier(BaseAdaBoostClassifier):
 
     Parameters
     ----------
-    estimator, n_estimators, learning_rate, alpha, worse_than_chance, boosting_mode,
+    estimator, n_estimators, learning_rate, alpha, worse_than_chance, boosting_mode, n_jobs,
     random_state :
         Those of :class:`AdaBoostClassifier`; they shape training only (the α_m are kept in
         ``estimator_weights_`` but do not vote).
@@ -211,6 +225,7 @@ class RegionBoostClassifier(BaseAdaBoostClassifier):
         worse_than_chance: str = "reverse",
         boosting_mode: str = "reweight",
         random_state: Any = None,
+        n_jobs: int | None = None,
     ) -> None:
         self.estimator = estimator
         self.n_estimators = n_estimators
@@ -220,6 +235,7 @@ class RegionBoostClassifier(BaseAdaBoostClassifier):
         self.worse_than_chance = worse_than_chance
         self.boosting_mode = boosting_mode
         self.random_state = random_state
+        self.n_jobs = n_jobs
 
     def fit(
         self,

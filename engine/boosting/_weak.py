@@ -22,8 +22,9 @@ thresholds and encode categories alike.
 from __future__ import annotations
 
 import inspect
+from concurrent.futures import Executor
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 from numpy.typing import NDArray
@@ -43,6 +44,8 @@ from engine.tree._classes import BaseDecisionTree, DecisionTreeClassifier, Decis
 __all__ = [
     "BOOSTING_CONSTRAINTS",
     "SharedBins",
+    "ThreadedRounds",
+    "WeakFit",
     "accepts_sample_weight",
     "fit_weak_learner",
     "share_bins",
@@ -54,7 +57,22 @@ BOOSTING_CONSTRAINTS: dict[str, list[Constraint]] = {
     "n_estimators": [Interval("int", 1, None)],
     "boosting_mode": [Options(("reweight", "resample"))],
     "random_state": [RandomStateValue()],
+    "n_jobs": [Interval("int", None, None), NoneValue()],
 }
+
+
+class ThreadedRounds:
+    """``n_jobs`` of a boosting loop: threads inside each round's tree, not processes.
+
+    Rounds are sequential, so the parallel part is within a member: the features of its
+    histograms are shared out among ``n_jobs`` threads (:mod:`engine._threads`), which
+    gives the same model for any ``n_jobs``. Only tree members that share the ensemble's
+    bins use them; other learners fit as they would alone.
+    """
+
+    n_jobs: int | None = None  # models saved before it existed load with this default
+    # Tells the service not to charge the fit for extra processes (service.jobs.service).
+    n_jobs_kind: ClassVar[str] = "threads"
 
 
 def accepts_sample_weight(estimator: Any) -> bool:
@@ -119,6 +137,14 @@ def share_bins(
     return SharedBins(mapper, binned)
 
 
+@dataclass(frozen=True)
+class WeakFit:
+    """One round's fitted learner and its predictions on every training row."""
+
+    estimator: Any
+    predicted: NDArray[Any]  # estimator.predict(X), shape (n_samples,)
+
+
 def fit_weak_learner(
     prototype: Any,
     X: NDArray[np.float64],
@@ -127,8 +153,9 @@ def fit_weak_learner(
     seed: np.random.SeedSequence,
     mode: str,
     shared: SharedBins | None = None,
-) -> Any:
-    """A fitted clone of ``prototype`` for one boosting round.
+    threads: Executor | None = None,
+) -> WeakFit:
+    """A fitted clone of ``prototype`` for one boosting round, with its training predictions.
 
     Parameters
     ----------
@@ -144,6 +171,8 @@ def fit_weak_learner(
     mode : {"reweight", "resample"}
     shared : SharedBins or None
         From :func:`share_bins`: the tree grows on these bins instead of binning ``X``.
+    threads : Executor, optional
+        Threads a shared-bins tree's kernels may share (the ensemble's ``n_jobs``).
     """
     rng = np.random.default_rng(seed)
     estimator = clone(prototype)
@@ -156,20 +185,40 @@ def fit_weak_learner(
                 f"{type(estimator).__name__}.fit takes no sample_weight; "
                 "use boosting_mode='resample'."
             )
-        if shared is not None:
-            estimator._fit_binned(shared.mapper, shared.binned, y, sample_weight=weights)
-            return estimator
-        return estimator.fit(X, y, sample_weight=weights)
+        if shared is None:
+            return _with_predictions(estimator.fit(X, y, sample_weight=weights), X)
+        leaves = np.empty(X.shape[0], dtype=np.intp)
+        estimator._fit_binned(
+            shared.mapper, shared.binned, y, sample_weight=weights, threads=threads, leaves=leaves
+        )
+        return _with_predictions(estimator, X, leaves)
     counts = weighted_bootstrap_counts(rng, weights)
     rows = np.flatnonzero(counts)
     if shared is not None:
         row_weights = counts[rows].astype(np.float64)
-        estimator._fit_binned(shared.mapper, shared.binned[rows], y[rows], row_weights)
-        return estimator
-    if weighted:
-        return estimator.fit(X[rows], y[rows], sample_weight=counts[rows].astype(np.float64))
-    rows = np.repeat(rows, counts[rows])
-    return estimator.fit(X[rows], y[rows])
+        estimator._fit_binned(
+            shared.mapper, shared.binned[rows], y[rows], row_weights, threads=threads
+        )
+    elif weighted:
+        estimator.fit(X[rows], y[rows], sample_weight=counts[rows].astype(np.float64))
+    else:
+        rows = np.repeat(rows, counts[rows])
+        estimator.fit(X[rows], y[rows])
+    return _with_predictions(estimator, X)
+
+
+def _with_predictions(
+    estimator: Any, X: NDArray[np.float64], leaves: NDArray[np.intp] | None = None
+) -> WeakFit:
+    """The learner with ``estimator.predict(X)``, read off the leaves its growth assigned
+    to the training rows when it assigned one to every row: descending the new tree over
+    all of ``X`` again, every round, was a third of a stump-boosting fit."""
+    if leaves is None or leaves.size == 0 or leaves.min() < 0:
+        return WeakFit(estimator, np.asarray(estimator.predict(X)))
+    values = estimator.tree_.values[leaves]
+    if isinstance(estimator, DecisionTreeClassifier):
+        return WeakFit(estimator, estimator.classes_[values.argmax(axis=1)])
+    return WeakFit(estimator, values[:, 0])
 
 
 def softmax(scores: NDArray[np.float64]) -> NDArray[np.float64]:

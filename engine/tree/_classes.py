@@ -6,6 +6,7 @@ A depth-1 tree (``max_depth=1``) is a decision stump.
 from __future__ import annotations
 
 import math
+from concurrent.futures import Executor
 from typing import Any, ClassVar
 
 import numpy as np
@@ -116,6 +117,9 @@ class BaseDecisionTree(BaseEstimator):
         y: Any,
         sample_weight: Any = None,
         callbacks: list[Callback] | None = None,
+        *,
+        threads: Executor | None = None,
+        leaves: NDArray[np.intp] | None = None,
     ) -> None:
         """Fit on rows already binned by ``mapper``, a mapper shared with other trees.
 
@@ -133,6 +137,11 @@ class BaseDecisionTree(BaseEstimator):
             ``mapper.transform`` of the training rows.
         y, sample_weight :
             As in :meth:`fit`.
+        threads : Executor, optional
+            Threads the tree's kernels may share (a boosting fit's ``n_jobs``).
+        leaves : ndarray of intp, shape (n_samples,), optional
+            Filled with each row's leaf where growth learnt it, −1 elsewhere (see
+            :func:`engine.tree._build.build_tree`).
         """
         self._start_fit()
         n_samples, n_features = binned.shape
@@ -144,7 +153,9 @@ class BaseDecisionTree(BaseEstimator):
             )
         target, weights, n_classes = self._check_target(y, sample_weight, n_samples)
         _, tree_seed = resolve_seed_sequence(self.random_state).spawn(2)
-        self._grow(mapper, binned, target, weights, n_classes, tree_seed, callbacks)
+        self._grow(
+            mapper, binned, target, weights, n_classes, tree_seed, callbacks, threads, leaves
+        )
 
     def _start_fit(self) -> None:
         self._validate_params()
@@ -187,6 +198,8 @@ class BaseDecisionTree(BaseEstimator):
         n_classes: int,
         tree_seed: np.random.SeedSequence,
         callbacks: list[Callback] | None,
+        threads: Executor | None = None,
+        leaves: NDArray[np.intp] | None = None,
     ) -> None:
         n_samples, n_features = binned.shape
         data = BinnedData.from_mapper(binned, target, mapper)
@@ -197,7 +210,8 @@ class BaseDecisionTree(BaseEstimator):
             limits=limits,
             n_classes=n_classes,
         )
-        tree = build_tree(data, weights, spec, np.random.default_rng(tree_seed))
+        rng = np.random.default_rng(tree_seed)
+        tree = build_tree(data, weights, spec, rng, threads=threads, leaves=leaves)
         # The callback may interrupt; only a fit it lets finish becomes this model.
         notify(callbacks, ProgressEvent(type(self).__name__, 1, 1))
         self.tree_ = tree

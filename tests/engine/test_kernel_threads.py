@@ -29,17 +29,32 @@ BOOSTERS = [
     lambda n_jobs: engine.GradientBoostingClassifier(
         n_estimators=6, max_depth=3, random_state=0, n_jobs=n_jobs
     ),
+    lambda n_jobs: engine.AdaBoostClassifier(n_estimators=8, random_state=0, n_jobs=n_jobs),
+    lambda n_jobs: engine.ArcX4Classifier(
+        engine.DecisionTreeClassifier(max_depth=3),
+        n_estimators=5,
+        boosting_mode="reweight",
+        random_state=0,
+        n_jobs=n_jobs,
+    ),
+    lambda n_jobs: engine.RegionBoostClassifier(n_estimators=5, random_state=0, n_jobs=n_jobs),
+    lambda n_jobs: engine.AdaBoostRegressor(n_estimators=5, random_state=0, n_jobs=n_jobs),
 ]
+NAMES = ["xgboost", "gradient_boosting", "adaboost", "arc_x4", "regionboost", "adaboost_r2"]
 
 
-@pytest.mark.parametrize("make", BOOSTERS, ids=["xgboost", "gradient_boosting"])
+def _output(model: Any, X: np.ndarray) -> np.ndarray:
+    return model.predict_proba(X) if hasattr(model, "predict_proba") else model.predict(X)
+
+
+@pytest.mark.parametrize("make", BOOSTERS, ids=NAMES)
 def test_any_number_of_threads_gives_the_same_model(make: Any) -> None:
     X, y = data()
     serial = make(1).fit(X, y)
     threaded = make(2).fit(X, y)
     all_cpus = make(-1).fit(X, y)
     for model in (threaded, all_cpus):
-        np.testing.assert_array_equal(model.predict_proba(X), serial.predict_proba(X))
+        np.testing.assert_array_equal(_output(model, X), _output(serial, X))
     # Threads end with the fit, so the engine's process pools may still fork.
     assert threading.active_count() == 1
     assert default_start_method() == "fork"

@@ -15,7 +15,7 @@ from engine.boosting import (
     RegionBoostClassifier,
 )
 from engine.boosting._adaboost import normalise, reweight
-from engine.boosting._weak import weighted_bootstrap_counts
+from engine.boosting._weak import fit_weak_learner, share_bins, weighted_bootstrap_counts
 from engine.persistence import load_model, model_manifest, save_model
 from engine.tree import DecisionTreeClassifier, DecisionTreeRegressor
 from engine.tree._binning import BinMapper
@@ -174,3 +174,25 @@ def test_a_saved_model_stores_the_shared_mapper_once() -> None:
     thresholds = loaded.estimators_[0].bin_mapper_.thresholds_
     assert all(m.bin_mapper_.thresholds_ is thresholds for m in loaded.estimators_)
     np.testing.assert_array_equal(loaded.decision_function(X), many.decision_function(X))
+
+
+@pytest.mark.parametrize(
+    "prototype",
+    [
+        DecisionTreeClassifier(max_depth=1),
+        DecisionTreeClassifier(max_depth=4, categorical_features=[4]),
+        DecisionTreeRegressor(max_depth=3),
+    ],
+    ids=["stump", "categorical_tree", "regression_tree"],
+)
+def test_training_predictions_read_off_the_leaves_equal_predict(prototype: Any) -> None:
+    # A round's predictions on the training rows come from the leaves its growth assigned;
+    # they must be what the member predicts on the raw rows (NaNs and categories included).
+    X, y = data(600, seed=3)
+    target = y if isinstance(prototype, DecisionTreeClassifier) else np.nan_to_num(X[:, 0]) + y
+    root = np.random.SeedSequence(7)
+    shared = share_bins(prototype, X, np.ones(X.shape[0]), root)
+    assert shared is not None
+    weights = normalise(np.random.default_rng(1).random(X.shape[0]) + 0.1)
+    learner = fit_weak_learner(prototype, X, target, weights, root, "reweight", shared)
+    np.testing.assert_array_equal(learner.predicted, learner.estimator.predict(X))
