@@ -460,7 +460,9 @@ def coppice_adaboost(ctx: BuildContext) -> Any:
 
     cls = _pick(ctx, AdaBoostClassifier, AdaBoostRegressor)
     return cls(
-        n_estimators=ADABOOST_ROUNDS_PER_TREE * ctx.n_estimators, random_state=ctx.random_state
+        n_estimators=ADABOOST_ROUNDS_PER_TREE * ctx.n_estimators,
+        random_state=ctx.random_state,
+        n_jobs=ctx.n_jobs,
     )
 
 
@@ -486,7 +488,8 @@ _XGBOOST = (
 )
 _ADABOOST = (
     f"n_estimators={ADABOOST_ROUNDS_PER_TREE}×--trees, each library's default learner "
-    "(classification: a stump, SAMME; regression: AdaBoost.R2, depth-3 tree, linear loss)"
+    "(classification: a stump, SAMME; regression: AdaBoost.R2, depth-3 tree, linear loss); "
+    "coppice n_jobs=--n-jobs threads (scikit-learn's has no n_jobs)"
 )
 
 COMPARISONS: tuple[Comparison, ...] = (
