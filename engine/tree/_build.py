@@ -19,7 +19,7 @@ from engine.tree._binning import BinMapper, has_missing_codes
 from engine.tree._criteria import Criterion
 from engine.tree._grower import grow_tree
 from engine.tree._growth import GrowthLimits
-from engine.tree._splitter import SplitContext
+from engine.tree._split_context import SplitContext
 from engine.tree._tree import Tree
 
 __all__ = ["BinnedData", "TreeSpec", "build_tree", "resolve_max_features"]

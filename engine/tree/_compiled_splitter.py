@@ -17,12 +17,8 @@ from engine._kernels import compiled_kernels
 from engine.tree._criterion_kernels import criterion_code
 from engine.tree._random_kernels import search_random_rows
 from engine.tree._search_kernels import search_histograms, search_rows
-from engine.tree._splitter import (
-    SplitContext,
-    Splits,
-    find_splits,
-    find_splits_in_histograms,
-)
+from engine.tree._split_context import SplitContext, Splits
+from engine.tree._splitter import find_splits, find_splits_in_histograms
 
 __all__ = [
     "best_splits",

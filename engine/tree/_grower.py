@@ -27,7 +27,7 @@ from engine.tree._growth import (
 )
 from engine.tree._level_kernels import partition_rows, sibling_histograms
 from engine.tree._monotone import UNBOUNDED
-from engine.tree._splitter import SplitContext, Splits
+from engine.tree._split_context import SplitContext, Splits
 from engine.tree._tree import Tree
 
 __all__ = ["grow_tree"]

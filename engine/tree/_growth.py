@@ -30,7 +30,7 @@ from engine.tree._level_kernels import (
     squared_deviations,
 )
 from engine.tree._monotone import MonotoneBounds
-from engine.tree._splitter import SplitContext, Splits
+from engine.tree._split_context import SplitContext, Splits
 from engine.tree._tree import NODE_DTYPE, Tree
 
 __all__ = ["Growth", "GrowthLimits", "select_slots"]

@@ -15,7 +15,7 @@ from engine.tree._criteria import Newton, score
 from engine.tree._split_gains import weight_of
 
 if TYPE_CHECKING:
-    from engine.tree._splitter import SplitContext
+    from engine.tree._split_context import SplitContext
 
 __all__ = ["find_splits_naive"]
 

@@ -15,7 +15,8 @@ from numpy.typing import NDArray
 
 from engine.tree._binning import MISSING_BIN
 from engine.tree._criteria import score
-from engine.tree._splitter import N_CODES, SplitContext, Splits, weight_of
+from engine.tree._split_context import N_CODES, SplitContext, Splits
+from engine.tree._split_gains import weight_of
 
 __all__ = ["find_random_splits"]
 

@@ -16,7 +16,7 @@ from engine.tree._criteria import Criterion, Newton, node_weight, score
 from engine.tree._monotone import children_scores
 
 if TYPE_CHECKING:
-    from engine.tree._splitter import SplitContext
+    from engine.tree._split_context import SplitContext
 
 __all__ = ["weight_of"]
 

@@ -23,92 +23,22 @@ the tests hold this module equal to; the candidates' gains are computed in
 
 from __future__ import annotations
 
-from concurrent.futures import Executor
-from dataclasses import dataclass
-from typing import Any
-
 import numpy as np
 from numpy.typing import NDArray
 
-from engine.tree._criteria import Criterion, Newton, score
+from engine.tree._criteria import Newton, score
 from engine.tree._monotone import bounded_weight, score_given_weight
 from engine.tree._naive_splitter import find_splits_naive as find_splits_naive
+from engine.tree._split_context import SplitContext, Splits
 from engine.tree._split_gains import (
     _checked_gains,
     _mid_gap,
     _plain_gains,
     _segment_prefix,
+    weight_of,
 )
-from engine.tree._split_gains import weight_of as weight_of
 
 __all__ = ["SplitContext", "Splits", "find_splits", "find_splits_naive"]
-
-N_CODES = 256
-
-
-@dataclass(frozen=True)
-class SplitContext:
-    """What stays fixed while one tree grows.
-
-    Attributes
-    ----------
-    binned : ndarray of uint8 or uint16, shape (n_rows, n_features)
-        Bin codes of the tree's rows; the largest code of the dtype marks missing values.
-        ``uint16`` codes come from exact binning (one bin per distinct value).
-    channels : ndarray of float64, shape (n_rows, n_channels)
-        Per-row statistics: weighted one-hot classes, or ``(w, w·y)`` for regression.
-    is_categorical : ndarray of bool, shape (n_features,)
-    bin_values : ndarray of float64, shape (n_features, n_bins_max + 1)
-        Representative raw value per bin (for random thresholds).
-    """
-
-    binned: NDArray[np.unsignedinteger[Any]]
-    channels: NDArray[np.float64]
-    criterion: Criterion
-    is_categorical: NDArray[np.bool_]
-    bin_values: NDArray[np.float64]
-    min_samples_leaf: int = 1
-    min_weight_leaf: float = 0.0
-    random_splits: bool = False
-    n_bins: NDArray[np.int32] | None = None  # non-missing bins per feature
-    classes: NDArray[np.int64] | None = None  # class index per row (classification)
-    weights: NDArray[np.float64] | None = None  # weight per row (classification)
-    has_missing: bool = True  # False lets kernels skip missing-value bookkeeping
-    # Monotone constraint per feature (−1, 0, +1; Newton criterion only), None when all are 0.
-    # Searches then also take each node's [lower, upper] weight bounds (engine.tree._monotone).
-    monotone: NDArray[np.int8] | None = None
-    # Threads the kernels may share a tree's work among (boosting's n_jobs); None = serial.
-    threads: Executor | None = None
-
-    @property
-    def code_bits(self) -> int:
-        """Bits of a bin code: 8 for histogram binning, 16 for exact binning."""
-        return 8 * int(self.binned.dtype.itemsize)
-
-    @property
-    def n_codes(self) -> int:
-        return 1 << self.code_bits
-
-    @property
-    def missing_code(self) -> int:
-        return self.n_codes - 1
-
-
-@dataclass
-class Splits:
-    """The best split of each node in a batch of ``S`` nodes.
-
-    ``left_codes[s, c]`` tells whether bin code ``c`` (the last = missing) goes left; it encodes
-    numeric thresholds, categorical partitions and the missing direction in one table.
-    """
-
-    found: NDArray[np.bool_]
-    gain: NDArray[np.float64]
-    feature: NDArray[np.int64]
-    bin: NDArray[np.int64]
-    missing_left: NDArray[np.bool_]
-    left_codes: NDArray[np.bool_]
-
 
 # The dense path counts every (segment, bin) cell with ``bincount``; it wins while the cells
 # are few compared with the rows, i.e. for the large nodes near the root.

@@ -25,7 +25,8 @@ from engine.tree._compiled_splitter import (
     compiled_find_splits_in_histograms,
 )
 from engine.tree._random_splitter import find_random_splits
-from engine.tree._splitter import Splits, find_splits_in_histograms
+from engine.tree._split_context import Splits
+from engine.tree._splitter import find_splits_in_histograms
 from tests.engine.tree.test_splitter import Problem, make_problem
 
 
