@@ -1,0 +1,53 @@
+"""Coppice's Python client: ``from coppice import Client``.
+
+Needs httpx and NumPy only; pandas (DataFrames in and out), tqdm (progress bars) and
+matplotlib (plots) are used when they are installed. Never imports the server or the engine.
+"""
+
+from coppice.client import Client
+from coppice.datasets import Dataset, Page
+from coppice.errors import (
+    APIError,
+    AuthenticationError,
+    BadRequestError,
+    ClientError,
+    ConflictError,
+    ConnectionFailedError,
+    CoppiceError,
+    JobCancelledError,
+    JobFailedError,
+    NotFoundError,
+    PayloadTooLargeError,
+    PermissionDeniedError,
+    ServerError,
+    ServiceUnavailableError,
+    ValidationError,
+)
+from coppice.estimator import RemoteEstimator
+from coppice.jobs import Job
+from coppice.models import Explanation, Model
+
+__all__ = [
+    "APIError",
+    "AuthenticationError",
+    "BadRequestError",
+    "Client",
+    "ClientError",
+    "ConflictError",
+    "ConnectionFailedError",
+    "CoppiceError",
+    "Dataset",
+    "Explanation",
+    "Job",
+    "JobCancelledError",
+    "JobFailedError",
+    "Model",
+    "NotFoundError",
+    "Page",
+    "PayloadTooLargeError",
+    "PermissionDeniedError",
+    "RemoteEstimator",
+    "ServerError",
+    "ServiceUnavailableError",
+    "ValidationError",
+]

@@ -1,0 +1,275 @@
+"""The ``coppice`` command: the client's verbs, and the server's ``serve | worker | migrate``.
+
+The server's commands are handed to :mod:`service.cli`, imported only then: the client verbs
+need httpx and NumPy alone, so they work where only ``coppice[client]`` is installed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+from coppice.cli import commands
+from coppice.cli.exits import EXIT_CODES_HELP, INTERRUPTED, STDOUT_CLOSED, exit_code_of
+from coppice.client import Client
+
+SERVER_COMMANDS = {
+    "serve": "migrate the database, then serve the HTTP API (with a training worker)",
+    "worker": "run training jobs from the queue",
+    "migrate": "upgrade the database to the newest schema",
+}
+
+Handler = Callable[[Client, argparse.Namespace], int]
+
+
+def _common() -> argparse.ArgumentParser:
+    """Options every client verb takes, after the verb: ``coppice jobs list --json``."""
+    common = argparse.ArgumentParser(add_help=False)
+    common.add_argument("--url", help="server URL (default: COPPICE_URL or http://127.0.0.1:8000)")
+    common.add_argument("--api-key", help="API key (default: COPPICE_API_KEY)")
+    common.add_argument("--json", action="store_true", help="print JSON, for scripts")
+    return common
+
+
+def _verb(
+    group: argparse._SubParsersAction[argparse.ArgumentParser],
+    name: str,
+    handler: Handler,
+    help_text: str,
+    examples: str,
+    common: argparse.ArgumentParser,
+) -> argparse.ArgumentParser:
+    parser = group.add_parser(
+        name,
+        help=help_text,
+        description=help_text,
+        epilog=f"examples:\n{examples}\n\n{EXIT_CODES_HELP}",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        parents=[common],
+    )
+    parser.set_defaults(handler=handler)
+    return parser
+
+
+def _group(
+    top: argparse._SubParsersAction[argparse.ArgumentParser], name: str, help_text: str
+) -> argparse._SubParsersAction[argparse.ArgumentParser]:
+    """A noun with actions of its own: ``coppice jobs list``."""
+    return top.add_parser(name, help=help_text).add_subparsers(
+        dest="action", required=True, metavar="ACTION"
+    )
+
+
+def _list_verb(
+    group: argparse._SubParsersAction[argparse.ArgumentParser],
+    handler: Handler,
+    what: str,
+    examples: str,
+    common: argparse.ArgumentParser,
+) -> argparse.ArgumentParser:
+    """``list``, paged as the API pages: ``--limit`` and ``--offset``."""
+    listing = _verb(group, "list", handler, f"list {what}, newest first", examples, common)
+    listing.add_argument("--limit", type=int, default=50, help="at most this many (default 50)")
+    listing.add_argument("--offset", type=int, default=0, help="skip this many, newest first")
+    return listing
+
+
+def _add_datasets(
+    top: argparse._SubParsersAction[argparse.ArgumentParser], common: argparse.ArgumentParser
+) -> None:
+    group = _group(top, "datasets", "upload, list and show datasets")
+    upload = _verb(
+        group,
+        "upload",
+        commands.datasets_upload,
+        "upload a CSV file (streamed)",
+        "  coppice datasets upload churn.csv --name churn --categorical plan,region",
+        common,
+    )
+    upload.add_argument("file", type=Path, help="CSV file with a header row")
+    upload.add_argument("--name", help="dataset name (default: the file name)")
+    upload.add_argument("--categorical", help="comma-separated columns to keep as categories")
+    _list_verb(
+        group,
+        commands.datasets_list,
+        "datasets",
+        "  coppice datasets list\n  coppice datasets list --json | jq '.items[].id'",
+        common,
+    )
+    show = _verb(
+        group,
+        "show",
+        commands.datasets_show,
+        "show a dataset and its columns",
+        "  coppice datasets show 3f2c...",
+        common,
+    )
+    show.add_argument("id")
+
+
+def _add_train(
+    top: argparse._SubParsersAction[argparse.ArgumentParser], common: argparse.ArgumentParser
+) -> None:
+    train = _verb(
+        top,
+        "train",
+        commands.train,
+        "start a training job (and wait for it with --wait)",
+        "  coppice train --dataset 3f2c... --target churned --method random_forest \\\n"
+        "      --param n_estimators=200 --param max_features=sqrt --wait\n"
+        "  coppice train --dataset 3f2c... --target price --method xgboost --folds 5 --json",
+        common,
+    )
+    train.add_argument("--dataset", required=True, help="dataset id")
+    train.add_argument("--target", required=True, help="column to predict")
+    train.add_argument("--method", required=True, help="method name (see `coppice methods`)")
+    train.add_argument(
+        "--param",
+        action="append",
+        type=commands.parse_param,
+        metavar="K=V",
+        help="a hyperparameter; V is read as JSON when it is JSON (repeatable)",
+    )
+    train.add_argument(
+        "--task", choices=["classification", "regression"], help="default: from the target's kind"
+    )
+    train.add_argument("--features", help="comma-separated feature columns (default: all)")
+    split = train.add_mutually_exclusive_group()
+    split.add_argument("--holdout", type=float, help="validation share (server default 0.2)")
+    split.add_argument("--folds", type=int, help="k-fold cross-validation instead")
+    train.add_argument("--seed", type=int)
+    train.add_argument("--name", help="job (and model) name")
+    train.add_argument("--wait", action="store_true", help="wait for the model, showing progress")
+    train.add_argument("--no-progress", action="store_true", help="with --wait: no progress bar")
+
+
+def _add_jobs(
+    top: argparse._SubParsersAction[argparse.ArgumentParser], common: argparse.ArgumentParser
+) -> None:
+    group = _group(top, "jobs", "list, show, wait for and cancel jobs")
+    listing = _list_verb(
+        group, commands.jobs_list, "jobs", "  coppice jobs list --status running", common
+    )
+    listing.add_argument(
+        "--status", choices=["queued", "running", "succeeded", "failed", "cancelled"]
+    )
+    for name, handler, help_text in (
+        ("show", commands.jobs_show, "show a job: status, progress, stage, model"),
+        ("cancel", commands.jobs_cancel, "cancel a queued or running job"),
+        ("wait", commands.jobs_wait, "wait for a job to end, then show its model"),
+    ):
+        verb = _verb(group, name, handler, help_text, f"  coppice jobs {name} 9a1e...", common)
+        verb.add_argument("id")
+        if name == "wait":
+            verb.add_argument("--no-progress", action="store_true", help="no progress bar")
+
+
+def _add_models(
+    top: argparse._SubParsersAction[argparse.ArgumentParser], common: argparse.ArgumentParser
+) -> None:
+    group = _group(top, "models", "list and show models")
+    listing = _list_verb(
+        group, commands.models_list, "models", "  coppice models list --method xgboost", common
+    )
+    listing.add_argument("--method", help="only this method's models")
+    show = _verb(
+        group,
+        "show",
+        commands.models_show,
+        "show a model and its metrics",
+        "  coppice models show 5b7d...\n  coppice models show churn@production --json",
+        common,
+    )
+    show.add_argument("ref", help="model id, or name@alias / name@N")
+
+
+def _add_serving(
+    top: argparse._SubParsersAction[argparse.ArgumentParser], common: argparse.ArgumentParser
+) -> None:
+    predict = _verb(
+        top,
+        "predict",
+        commands.predict,
+        "predict every row of a CSV file; CSV out",
+        "  coppice predict 5b7d... new_customers.csv > predictions.csv\n"
+        "  coppice predict churn@production rows.csv --proba --output scored.csv",
+        common,
+    )
+    predict.add_argument("model", help="model id, or name@alias / name@N")
+    predict.add_argument("file", type=Path, help="CSV file with the features as columns")
+    predict.add_argument("--proba", action="store_true", help="add a probability per class")
+    predict.add_argument("--output", type=Path, help="write here instead of stdout")
+    predict.add_argument("--batch", type=int, default=10_000, help="rows per request")
+    imp = _verb(
+        top,
+        "importance",
+        commands.importance,
+        "feature importances of a model",
+        "  coppice importance 5b7d... --kind shap\n  coppice importance 5b7d... --json",
+        common,
+    )
+    imp.add_argument("model", help="model id, or name@alias / name@N")
+    imp.add_argument(
+        "--kind",
+        help="impurity, permutation, oob_permutation, gain, "
+        "split_count, cover or shap (default: the method's)",
+    )
+    _verb(
+        top,
+        "methods",
+        commands.methods_list,
+        "list the trainable methods",
+        "  coppice methods\n  coppice methods --json | jq '.[0].params_schema'",
+        common,
+    )
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="coppice",
+        description="Coppice: train and serve ensemble models over HTTP. The client verbs "
+        "talk to a server (COPPICE_URL, COPPICE_API_KEY); serve, worker and migrate run one.",
+        epilog=EXIT_CODES_HELP,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    top = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    common = _common()
+    _add_datasets(top, common)
+    _add_train(top, common)
+    _add_jobs(top, common)
+    _add_models(top, common)
+    _add_serving(top, common)
+    for name, help_text in SERVER_COMMANDS.items():
+        # Listed here for --help; `main` hands them to service.cli before parsing.
+        top.add_parser(name, help=help_text, add_help=False)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of the ``coppice`` console script; returns the process exit code."""
+    arguments = list(sys.argv[1:] if argv is None else argv)
+    if arguments and arguments[0] in SERVER_COMMANDS:
+        from service.cli import main as service_main
+
+        return service_main(arguments)
+    args = build_parser().parse_args(arguments)
+    handler: Handler = args.handler
+    try:
+        with Client(args.url, args.api_key) as client:
+            return handler(client, args)
+    except KeyboardInterrupt:
+        return INTERRUPTED
+    except BrokenPipeError:
+        # The reader went away (`coppice predict ... | head`): stop quietly, as a shell
+        # command killed by SIGPIPE would, and keep Python from complaining at exit.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return STDOUT_CLOSED
+    except Exception as error:
+        code = exit_code_of(error)
+        if code is None:
+            raise
+        print(f"coppice: {error}", file=sys.stderr)
+        return code

@@ -1,0 +1,296 @@
+"""What each client verb of the ``coppice`` command does, on a :class:`~coppice.Client`.
+
+Every handler prints either for people (tables, ``name value`` lines) or, with ``--json``,
+the server's JSON unchanged, and returns the process exit code.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from coppice.cli.output import (
+    Column,
+    page_note,
+    percent,
+    print_fields,
+    print_json,
+    print_table,
+    when,
+)
+from coppice.cli.predict import predict_csv
+from coppice.client import Client
+from coppice.jobs import Job
+from coppice.models import Model
+
+DATASET_COLUMNS: list[Column] = [
+    ("id", lambda d: d["id"]),
+    ("name", lambda d: d["name"]),
+    ("rows", lambda d: d["n_rows"]),
+    ("columns", lambda d: d["n_columns"]),
+    ("created", lambda d: when(d["created_at"])),
+]
+JOB_COLUMNS: list[Column] = [
+    ("id", lambda j: j["id"]),
+    ("status", lambda j: j["status"]),
+    ("progress", lambda j: percent(j["progress"])),
+    ("method", lambda j: j["method"]),
+    ("created", lambda j: when(j["created_at"])),
+    ("stage", lambda j: j["stage"]),
+]
+MODEL_COLUMNS: list[Column] = [
+    ("id", lambda m: m["id"]),
+    ("method", lambda m: m["method"]),
+    ("task", lambda m: m["task"]),
+    ("target", lambda m: m["target"]),
+    ("created", lambda m: when(m["created_at"])),
+    ("name", lambda m: m["name"]),
+]
+
+
+def datasets_upload(client: Client, args: argparse.Namespace) -> int:
+    categorical = [c.strip() for c in args.categorical.split(",")] if args.categorical else None
+    dataset = client.upload(Path(args.file), name=args.name, categorical=categorical)
+    return _show_dataset(dataset.info, args)
+
+
+def datasets_list(client: Client, args: argparse.Namespace) -> int:
+    page = client.datasets(limit=args.limit, offset=args.offset)
+    return _listing([d.info for d in page], page.total, DATASET_COLUMNS, args)
+
+
+def datasets_show(client: Client, args: argparse.Namespace) -> int:
+    return _show_dataset(client.dataset(args.id).info, args)
+
+
+def _show_dataset(info: dict[str, Any], args: argparse.Namespace) -> int:
+    if args.json:
+        print_json(info)
+        return 0
+    print_fields(
+        {
+            "id": info["id"],
+            "name": info["name"],
+            "rows": info["n_rows"],
+            "columns": info["n_columns"],
+            "created": when(info["created_at"]),
+        }
+    )
+    print()
+    print_table(
+        info["columns"],
+        [
+            ("column", lambda c: c["name"]),
+            ("kind", lambda c: c["kind"]),
+            ("missing", lambda c: c["n_missing"]),
+            ("unique", lambda c: c["n_unique"]),
+        ],
+    )
+    return 0
+
+
+def methods_list(client: Client, args: argparse.Namespace) -> int:
+    methods = client.methods()
+    if args.json:
+        print_json(methods)
+        return 0
+    print_table(
+        methods,
+        [
+            ("method", lambda m: m["name"]),
+            ("tasks", lambda m: ", ".join(m["tasks"])),
+            ("description", lambda m: m["description"].split(". ")[0]),
+        ],
+    )
+    return 0
+
+
+def train(client: Client, args: argparse.Namespace) -> int:
+    validation = None
+    if args.folds is not None:
+        validation = {"folds": args.folds}
+    elif args.holdout is not None:
+        validation = {"holdout": args.holdout}
+    job = client.train(
+        args.dataset,
+        target=args.target,
+        method=args.method,
+        params=dict(args.param or []),
+        validation=validation,
+        task=args.task,
+        features=[f.strip() for f in args.features.split(",")] if args.features else None,
+        seed=args.seed,
+        name=args.name,
+    )
+    if not args.wait:
+        return _show_job(job, args)
+    return _wait_and_show(job, args)
+
+
+def _wait_and_show(job: Job, args: argparse.Namespace) -> int:
+    # Progress goes to stderr, so that `--json` output on stdout stays parseable.
+    model = job.wait(progress=not args.no_progress)
+    return _show_model(model, args)
+
+
+def jobs_list(client: Client, args: argparse.Namespace) -> int:
+    page = client.jobs(status=args.status, limit=args.limit, offset=args.offset)
+    return _listing([j.info for j in page], page.total, JOB_COLUMNS, args)
+
+
+def jobs_show(client: Client, args: argparse.Namespace) -> int:
+    return _show_job(client.job(args.id), args)
+
+
+def jobs_cancel(client: Client, args: argparse.Namespace) -> int:
+    return _show_job(client.job(args.id).cancel(), args)
+
+
+def jobs_wait(client: Client, args: argparse.Namespace) -> int:
+    return _wait_and_show(client.job(args.id), args)
+
+
+def _show_job(job: Job, args: argparse.Namespace) -> int:
+    if args.json:
+        print_json(job.info)
+        return 0
+    info = job.info
+    error = info.get("error") or {}
+    fields = {
+        "id": info["id"],
+        "status": info["status"] + (" (cancel requested)" if info.get("cancel_requested") else ""),
+        "progress": percent(info["progress"]),
+        "stage": info["stage"],
+        "method": info["method"],
+        "task": info["task"],
+        "dataset": info["dataset_id"],
+        "model": info["model_id"],
+        "attempts": info["attempts"],
+        "created": when(info["created_at"]),
+        "started": when(info["started_at"]),
+        "finished": when(info["finished_at"]),
+    }
+    if error:
+        fields["error"] = f"{error.get('code')}: {error.get('message')}"
+    print_fields(fields)
+    return 0
+
+
+def models_list(client: Client, args: argparse.Namespace) -> int:
+    page = client.models(method=args.method, limit=args.limit, offset=args.offset)
+    return _listing([m.info for m in page], page.total, MODEL_COLUMNS, args)
+
+
+def models_show(client: Client, args: argparse.Namespace) -> int:
+    return _show_model(client.model(args.ref), args)
+
+
+def _show_model(model: Model, args: argparse.Namespace) -> int:
+    if args.json:
+        print_json(model.info)
+        return 0
+    info = model.info
+    print_fields(
+        {
+            "id": info["id"],
+            "name": info["name"],
+            "method": info["method"],
+            "task": info["task"],
+            "target": info["target"],
+            "features": ", ".join(model.features),
+            "classes": ", ".join(model.classes) if model.classes else None,
+            "estimators": info.get("n_estimators"),
+            "size": f"{info['size_bytes']} bytes",
+            "job": info["job_id"],
+            "created": when(info["created_at"]),
+        }
+    )
+    metrics = {split: values for split, values in model.metrics.items() if values and split != "cv"}
+    names = sorted({name for values in metrics.values() for name in values} - {"confusion_matrix"})
+    cv = model.metrics.get("cv") or {}
+    if metrics or cv:
+        print()
+        rows = [
+            {"metric": name}
+            | {split: values.get(name) for split, values in metrics.items()}
+            | ({"cv": _mean_std(cv.get(name))} if cv else {})
+            for name in sorted(set(names) | set(cv))
+        ]
+        splits = [*metrics, *(["cv"] if cv else [])]
+        columns: list[Column] = [("metric", lambda r: r["metric"])]
+        columns += [(split, _reader(split)) for split in splits]
+        print_table(rows, columns)
+    return 0
+
+
+def _reader(key: str) -> Callable[[dict[str, Any]], Any]:
+    return lambda row: row.get(key)
+
+
+def _mean_std(value: Any) -> str | None:
+    if not value:
+        return None
+    return f"{value['mean']:.4g} ± {value['std']:.2g}"
+
+
+def importance(client: Client, args: argparse.Namespace) -> int:
+    model = client.model(args.model)
+    path = f"/v1/models/{model.id}/feature-importance"
+    params = {"kind": args.kind} if args.kind else None
+    # The raw answer rather than model.feature_importance(): no pandas needed for a table.
+    answer = client._transport.json("GET", path, params=params)
+    if args.json:
+        print_json(answer)
+        return 0
+    print(f"{answer['kind']} importance of model {answer['model_id']}", file=sys.stderr)
+    print_table(
+        answer["features"],
+        [
+            ("feature", lambda f: f["name"]),
+            ("importance", lambda f: f["importance"]),
+            ("std", lambda f: f["std"]),
+        ],
+    )
+    return 0
+
+
+def predict(client: Client, args: argparse.Namespace) -> int:
+    out_path: Path | None = args.output
+    if out_path is None:
+        count = predict_csv(
+            client, args.model, args.file, sys.stdout, proba=args.proba, batch_size=args.batch
+        )
+    else:
+        with out_path.open("w", newline="", encoding="utf-8") as out:
+            count = predict_csv(
+                client, args.model, args.file, out, proba=args.proba, batch_size=args.batch
+            )
+    print(f"{count} rows predicted", file=sys.stderr)
+    return 0
+
+
+def _listing(
+    items: list[dict[str, Any]], total: int, columns: list[Column], args: argparse.Namespace
+) -> int:
+    if args.json:
+        print_json({"items": items, "total": total})
+        return 0
+    print_table(items, columns)
+    page_note(len(items), total, args.offset)
+    return 0
+
+
+def parse_param(text: str) -> tuple[str, Any]:
+    """``k=v`` with ``v`` read as JSON when it is JSON (``100``, ``0.5``, ``null``,
+    ``{"method": ...}``), else kept as text (``sqrt``)."""
+    name, sep, value = text.partition("=")
+    if not sep or not name:
+        raise argparse.ArgumentTypeError(f"expected NAME=VALUE, got {text!r}")
+    try:
+        return name, json.loads(value)
+    except ValueError:
+        return name, value

@@ -1,0 +1,139 @@
+"""A training job on the server: its state, waiting for its model, cancelling it."""
+
+from __future__ import annotations
+
+import contextlib
+import sys
+import time
+from typing import TYPE_CHECKING, Any, TextIO
+
+from coppice._progress import Progress, progress_display
+from coppice.errors import CoppiceError, JobCancelledError, JobFailedError
+
+if TYPE_CHECKING:
+    from coppice.client import Client
+    from coppice.models import Model
+
+ENDED = frozenset({"succeeded", "failed", "cancelled"})
+# How long one GET of the job may wait on the server for the job to end. With a progress
+# bar it returns every second with the latest stage; without one it can wait longer, so an
+# hour-long fit costs the server one request per 30 s, yet the answer still comes the moment
+# the job ends.
+WAIT_WITH_PROGRESS = 1.0
+WAIT_QUIETLY = 30.0
+
+
+class Job:
+    """A job as last seen; :meth:`refresh` and :meth:`wait` look again."""
+
+    def __init__(self, client: Client, info: dict[str, Any]) -> None:
+        self._client = client
+        self.info = info
+
+    def __repr__(self) -> str:
+        return f"<Job {self.id} {self.status} {self.stage!r}>"
+
+    @property
+    def id(self) -> str:
+        return str(self.info["id"])
+
+    @property
+    def status(self) -> str:
+        return str(self.info["status"])
+
+    @property
+    def progress(self) -> float:
+        return float(self.info.get("progress") or 0.0)
+
+    @property
+    def stage(self) -> str:
+        return str(self.info.get("stage") or "")
+
+    @property
+    def model_id(self) -> str | None:
+        return self.info.get("model_id")
+
+    @property
+    def done(self) -> bool:
+        return self.status in ENDED
+
+    def refresh(self, wait: float = 0.0) -> Job:
+        """Read the job again; with ``wait``, once it has ended or ``wait`` s (≤ 30) passed."""
+        params = {"wait": wait} if wait > 0 else None
+        self.info = self._client._transport.json("GET", f"/v1/jobs/{self.id}", params=params)
+        return self
+
+    def cancel(self) -> Job:
+        """Ask the server to stop the job: a queued one ends at once, a running one soon.
+
+        Raises :class:`~coppice.errors.ConflictError` if it has already ended.
+        """
+        # Asking twice is harmless (a second 202), so the request may be retried.
+        path = f"/v1/jobs/{self.id}/cancel"
+        self.info = self._client._transport.json("POST", path, idempotent=True)
+        return self
+
+    def wait(
+        self,
+        progress: bool = False,
+        *,
+        timeout: float | None = None,
+        file: TextIO | None = None,
+    ) -> Model:
+        """Wait for the job to end and return its model.
+
+        With ``progress``, a bar (or lines, without tqdm) on ``file`` (stderr) shows the
+        stage. Ctrl-C asks the server to cancel the job, then raises ``KeyboardInterrupt``.
+        Raises :class:`~coppice.errors.JobFailedError` or
+        :class:`~coppice.errors.JobCancelledError` when the job ends without a model, and
+        ``TimeoutError`` when ``timeout`` seconds pass first.
+        """
+        display = progress_display(self.id, file) if progress else None
+        try:
+            self._wait_until_ended(display, timeout)
+        except KeyboardInterrupt:
+            self._cancel_on_interrupt(file)
+            raise
+        finally:
+            if display is not None:
+                display.close()
+        return self.result()
+
+    def _wait_until_ended(self, display: Progress | None, timeout: float | None) -> None:
+        deadline = None if timeout is None else time.monotonic() + timeout
+        if display is not None:
+            display.show(self.info)
+        while not self.done:
+            step = WAIT_WITH_PROGRESS if display is not None else WAIT_QUIETLY
+            if deadline is not None:
+                remaining = deadline - time.monotonic()
+                if remaining <= 0:
+                    raise TimeoutError(
+                        f"job {self.id} is still {self.status} ({self.stage}) after "
+                        f"{timeout:g} s; it goes on running on the server"
+                    )
+                step = min(step, remaining)
+            self.refresh(wait=step)
+            if display is not None:
+                display.show(self.info)
+
+    def _cancel_on_interrupt(self, file: TextIO | None) -> None:
+        out = file or sys.stderr
+        print(f"\ninterrupted: cancelling job {self.id} on the server", file=out, flush=True)
+        # The job may have ended meanwhile (409), or the server be gone: the interrupt
+        # is what the caller asked for either way, so it must not be replaced by an error.
+        with contextlib.suppress(CoppiceError):
+            self.cancel()
+
+    def result(self) -> Model:
+        """The model of a succeeded job; the reason, raised, for one that did not succeed."""
+        if self.status == "succeeded" and self.model_id:
+            return self._client.model(self.model_id)
+        if self.status == "failed":
+            error = self.info.get("error") or {}
+            raise JobFailedError(
+                self.id, str(error.get("code", "unknown")), str(error.get("message", ""))
+            )
+        if self.status == "cancelled":
+            raise JobCancelledError(self.id)
+        raise CoppiceError(f"job {self.id} is still {self.status}: wait() for it first")

@@ -1,0 +1,181 @@
+"""A fitted model on the server: predictions, explanations, importances, metrics, curves."""
+
+from __future__ import annotations
+
+import sys
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+from urllib.parse import quote
+
+import numpy as np
+
+from coppice._json import JSON_HEADERS, json_bytes
+from coppice._rows import Rows, predictions_out, rows_of, table_out
+
+if TYPE_CHECKING:
+    from coppice.client import Client
+
+
+@dataclass(frozen=True)
+class Explanation:
+    """Per-row additive contributions to the raw score (TreeSHAP), as the server computed them.
+
+    ``contributions`` is ``(n_rows, n_features)`` (a DataFrame for DataFrame input), or
+    ``(n_rows, n_features, n_classes)`` for multiclass models; with ``bias``, each row's
+    contributions sum to its raw score.
+    """
+
+    predictions: Any
+    contributions: Any
+    bias: Any
+    features: list[str]
+    classes: list[str] | None
+
+
+class Model:
+    """One model, as ``GET /v1/models/{id}`` describes it; read-only, like the model itself."""
+
+    def __init__(self, client: Client, info: dict[str, Any]) -> None:
+        self._client = client
+        self.info = info
+        self._curves: dict[str, Any] | None = None
+        self._path = f"/v1/models/{quote(self.id, safe='')}"
+
+    def __repr__(self) -> str:
+        return f"<Model {self.id} {self.method} {self.task} target={self.target!r}>"
+
+    @property
+    def id(self) -> str:
+        return str(self.info["id"])
+
+    @property
+    def name(self) -> str | None:
+        return self.info.get("name")
+
+    @property
+    def method(self) -> str:
+        return str(self.info["method"])
+
+    @property
+    def task(self) -> str:
+        return str(self.info["task"])
+
+    @property
+    def target(self) -> str:
+        return str(self.info["target"])
+
+    @property
+    def features(self) -> list[str]:
+        return [str(feature["name"]) for feature in self.info["features"]]
+
+    @property
+    def classes(self) -> list[str] | None:
+        return self.info.get("classes")
+
+    @property
+    def params(self) -> dict[str, Any]:
+        return dict(self.info.get("params") or {})
+
+    @property
+    def metrics(self) -> dict[str, Any]:
+        """``{"train", "validation", "oob", "cv"}``, each ``None`` when it does not apply."""
+        return dict(self.info.get("metrics") or {})
+
+    @property
+    def curves(self) -> dict[str, Any]:
+        """The learning curves (``iterations``, ``train``, ``validation``, ``oob``, ``metric``).
+
+        Raises :class:`~coppice.errors.NotFoundError` for a model without curves.
+        """
+        if self._curves is None:
+            self._curves = self._client._transport.json("GET", f"{self._path}/curves")
+        return self._curves
+
+    def _predict(self, data: Any, **options: bool) -> tuple[Rows, dict[str, Any]]:
+        rows = rows_of(data, self.features)
+        answer = self._client._transport.json(
+            "POST",
+            f"{self._path}/predict",
+            content=json_bytes(rows.body | options),
+            headers=JSON_HEADERS,
+            # A prediction changes nothing on the server, so repeating it is safe.
+            idempotent=True,
+        )
+        return rows, answer
+
+    def predict(self, data: Any) -> Any:
+        """Predicted class labels or values: a NumPy array, or a Series for a DataFrame."""
+        rows, answer = self._predict(data)
+        return predictions_out(answer["predictions"], self.task, rows)
+
+    def predict_proba(self, data: Any) -> Any:
+        """Class probabilities, one column per class in :attr:`classes` order.
+
+        A ``(n_rows, n_classes)`` array, or a DataFrame with the classes as columns.
+        """
+        rows, answer = self._predict(data, return_proba=True)
+        return table_out(answer["probabilities"], answer["classes"], rows)
+
+    def explain(self, data: Any) -> Explanation:
+        """Predictions with each feature's TreeSHAP contribution (see :class:`Explanation`)."""
+        rows, answer = self._predict(data, explain=True)
+        contributions = answer["contributions"]
+        multiclass = bool(contributions) and isinstance(contributions[0][0], list)
+        if multiclass:
+            table = np.asarray(contributions, dtype=float)
+        else:
+            table = table_out(contributions, self.features, rows)
+        return Explanation(
+            predictions=predictions_out(answer["predictions"], self.task, rows),
+            contributions=table,
+            bias=np.asarray(answer["bias"], dtype=float),
+            features=self.features,
+            classes=answer.get("classes"),
+        )
+
+    def feature_importance(self, kind: str | None = None) -> Any:
+        """Importances, most important first: a DataFrame (``name``, ``importance``, ``std``)
+        when pandas is installed, else a list of dicts. ``kind`` as in the API (``impurity``,
+        ``permutation``, ``shap``, ...); ``None`` is the method's default."""
+        params = {"kind": kind} if kind else None
+        answer = self._client._transport.json(
+            "GET", f"{self._path}/feature-importance", params=params
+        )
+        features: list[dict[str, Any]] = answer["features"]
+        pandas = _pandas()
+        if pandas is None:
+            return features
+        frame = pandas.DataFrame(features, columns=["name", "importance", "std"])
+        frame.attrs["kind"] = answer["kind"]
+        return frame
+
+    def plot_importance(self, kind: str | None = None, *, top: int = 20, ax: Any = None) -> Any:
+        """A horizontal bar chart of the ``top`` importances; needs matplotlib."""
+        from coppice.plots import plot_importance
+
+        answer = self.feature_importance(kind)
+        rows = answer.to_dict("records") if hasattr(answer, "to_dict") else answer
+        return plot_importance(
+            rows, title=f"{self.method}: {kind or 'default'} importance", top=top, ax=ax
+        )
+
+    def plot_curves(self, *, ax: Any = None) -> Any:
+        """The learning curves, one line per series; needs matplotlib."""
+        from coppice.plots import plot_curves
+
+        return plot_curves(self.curves, title=f"{self.method} {self.id[:8]}", ax=ax)
+
+    def delete(self) -> None:
+        """Delete the model on the server (a registered version cannot be: 409)."""
+        self._client._transport.request("DELETE", self._path)
+
+
+def _pandas() -> Any:
+    """pandas when it is installed (imported on first need: the client does not need it)."""
+    if "pandas" in sys.modules:
+        return sys.modules["pandas"]
+    try:
+        import pandas
+    except ImportError:
+        return None
+    return pandas

@@ -1,0 +1,51 @@
+"""Charts of a model's importances and learning curves, with matplotlib (imported on use)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+
+def _axes(ax: Any) -> Any:
+    if ax is not None:
+        return ax
+    try:
+        import matplotlib.pyplot as plt
+    except ImportError as error:
+        raise ImportError("plotting needs matplotlib: pip install matplotlib") from error
+    _, new_ax = plt.subplots()
+    return new_ax
+
+
+def plot_importance(
+    features: Sequence[dict[str, Any]], *, title: str, top: int = 20, ax: Any = None
+) -> Any:
+    """Bars of the ``top`` most important features, the most important at the top; error
+    bars where the importance kind has a spread."""
+    ax = _axes(ax)
+    shown = list(features)[:top][::-1]
+    names = [str(item["name"]) for item in shown]
+    values = [float(item["importance"]) for item in shown]
+    spreads = [item.get("std") for item in shown]
+    errors = None
+    if all(spread is not None for spread in spreads):
+        errors = [float(spread) for spread in spreads if spread is not None]
+    ax.barh(names, values, xerr=errors)
+    ax.set_xlabel("importance")
+    ax.set_title(title)
+    return ax
+
+
+def plot_curves(curves: dict[str, Any], *, title: str, ax: Any = None) -> Any:
+    """One line per series the model has (``train``, ``validation``, ``oob``) by iteration."""
+    ax = _axes(ax)
+    iterations = curves.get("iterations") or []
+    for series in ("train", "validation", "oob"):
+        values = curves.get(series) or []
+        if values:
+            ax.plot(iterations[: len(values)], values, label=series)
+    ax.set_xlabel("iteration")
+    ax.set_ylabel(str(curves.get("metric") or ""))
+    ax.set_title(title)
+    ax.legend()
+    return ax
