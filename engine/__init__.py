@@ -3,9 +3,10 @@
 Estimators follow scikit-learn's contract (``fit``/``predict``/``predict_proba``/``score``,
 ``get_params``/``set_params``) without importing scikit-learn::
 
-    from engine import RandomForestClassifier
+    from engine import RandomForestClassifier, explain
 
     model = RandomForestClassifier(n_estimators=200, n_jobs=2, random_state=0).fit(X, y)
+    why = explain(model, X[:5])  # per-row, per-feature contributions and their bias
 """
 
 from engine import _model_classes  # noqa: F401  (registers the loadable classes)
@@ -37,6 +38,7 @@ from engine.ensemble import (
     RandomForestClassifier,
     RandomForestRegressor,
 )
+from engine.explain import Explanation, explain
 from engine.fusion import (
     BKSCombiner,
     DependenceTreeCombiner,
@@ -68,6 +70,7 @@ __all__ = [
     "DependenceTreeCombiner",
     "EncodedClassifier",
     "EncodedRegressor",
+    "Explanation",
     "ExtraTreesClassifier",
     "ExtraTreesRegressor",
     "GaussianNB",
@@ -102,6 +105,7 @@ __all__ = [
     "bias_variance_decomposition",
     "clustering_stability",
     "ensemble_diversity",
+    "explain",
     "load_model",
     "model_manifest",
     "permutation_importance",

@@ -26,6 +26,7 @@ from engine._params import Boolean, Constraint, EstimatorValue, NoneValue, Seque
 from engine._validation import check_sample_weight, check_X
 from engine.base import BaseEstimator, ClassifierMixin, RegressorMixin, check_is_fitted, clone
 from engine.callbacks import Callback
+from engine.explain._background import background_sample
 from engine.tree._binning import categorical_mask
 
 __all__ = ["DenseEncoding", "EncodedClassifier", "EncodedRegressor"]
@@ -148,6 +149,7 @@ class _EncodedEstimator(BaseEstimator):
             self.encoding_.transform(X), y, sample_weight=sample_weight, callbacks=callbacks
         )
         self.estimator_ = learner
+        self.background_ = background_sample(X, weights)  # for sampled explanations
 
     def _encoded(self, X: Any) -> FloatArray:
         check_is_fitted(self, "estimator_")

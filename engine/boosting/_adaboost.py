@@ -52,6 +52,7 @@ from engine.boosting._weak import (
     softmax,
 )
 from engine.callbacks import Callback, ProgressEvent, notify
+from engine.explain._background import background_sample
 from engine.tree._classes import DecisionTreeClassifier
 
 __all__ = ["AdaBoostClassifier", "learner_weight", "normalise", "reweight"]
@@ -295,6 +296,7 @@ class AdaBoostClassifier(BaseAdaBoostClassifier):
         self.classes_ = classes
         self.n_classes_ = n_classes
         self.n_features_in_ = X.shape[1]
+        self.background_ = background_sample(X, weights)  # for sampled explanations
         return self
 
     # --- the additive score, staged and final ------------------------------------------------

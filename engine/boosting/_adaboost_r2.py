@@ -37,6 +37,7 @@ from engine.boosting._weak import (
     share_bins,
 )
 from engine.callbacks import Callback, ProgressEvent, notify
+from engine.explain._background import background_sample
 from engine.metrics import mean_squared_error
 from engine.tree._classes import DecisionTreeRegressor
 
@@ -177,6 +178,7 @@ class AdaBoostRegressor(ThreadedRounds, RegressorMixin, BaseEstimator):
         self.estimator_weights_ = np.array(alphas, dtype=np.float64)
         self.estimator_errors_ = np.array(errors, dtype=np.float64)
         self.n_features_in_ = X.shape[1]
+        self.background_ = background_sample(X, user_weights)  # for sampled explanations
         return self
 
     def _report(

@@ -40,6 +40,7 @@ from engine.boosting._weak import (
     share_bins,
 )
 from engine.callbacks import Callback, ProgressEvent, notify
+from engine.explain._background import background_sample
 from engine.tree._classes import DecisionTreeClassifier
 
 __all__ = ["ArcX4Classifier", "RegionBoostClassifier", "arc_x4_probabilities", "local_accuracy"]
@@ -147,6 +148,7 @@ class ArcX4Classifier(ThreadedRounds, ClassifierMixin, BaseEstimator):
         self.classes_ = classes
         self.n_classes_ = int(classes.size)
         self.n_features_in_ = X.shape[1]
+        self.background_ = background_sample(X, user_weights)  # for sampled explanations
         return self
 
     def predict_proba(self, X: Any) -> NDArray[np.float64]:
@@ -276,6 +278,7 @@ class RegionBoostClassifier(BaseAdaBoostClassifier):
         self.classes_ = classes
         self.n_classes_ = int(classes.size)
         self.n_features_in_ = X.shape[1]
+        self.background_ = background_sample(X, weights)  # for sampled explanations
         return self
 
     def _k(self) -> int:

@@ -28,6 +28,7 @@ from engine.combine._members import (
     fit_members,
     member_output,
 )
+from engine.explain._background import background_sample
 from engine.tree import DecisionTreeClassifier
 
 __all__ = ["GradingClassifier"]
@@ -142,6 +143,7 @@ class GradingClassifier(ClassifierMixin, BaseCombiner):
         self.graders_ = graders
         self.member_names_ = names
         self.n_features_in_ = X.shape[1]
+        self.background_ = background_sample(X, weights)  # for sampled explanations
         return self
 
     def _grades(self, X: NDArray[np.float64]) -> NDArray[np.float64]:

@@ -34,6 +34,7 @@ from engine.combine._members import (
     fit_members,
     member_output,
 )
+from engine.explain._background import background_sample
 from engine.linear import LogisticRegression, Ridge
 
 __all__ = ["StackingClassifier", "StackingRegressor"]
@@ -99,6 +100,7 @@ class _BaseStacking(TransformMixin, BaseCombiner):
         self.stack_method_ = methods
         self.final_estimator_ = final
         self.n_features_in_ = X.shape[1]
+        self.background_ = background_sample(X, weights)  # for sampled explanations
 
     def _stack(
         self,

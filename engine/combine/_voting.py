@@ -26,6 +26,7 @@ from engine.combine._base import (
 )
 from engine.combine._members import FitPlan, MemberOutput, Progress, fit_members, member_output
 from engine.combine._weights import log_odds_weights
+from engine.explain._background import background_sample
 
 __all__ = ["VotingClassifier", "VotingRegressor"]
 
@@ -88,6 +89,7 @@ class _BaseVoting(TransformMixin, BaseCombiner):
         self.estimators_ = fitted
         self.member_names_ = names
         self.n_features_in_ = X.shape[1]
+        self.background_ = background_sample(X, weights)  # for sampled explanations
 
     def _check_members(self, names: list[str], prototypes: list[Any]) -> None:
         """Refuse members that cannot take part, before anything is fitted."""

@@ -28,6 +28,7 @@ from engine.callbacks import Callback
 from engine.ensemble._forest import ENSEMBLE_CONSTRAINTS, finish_fit, prepare_input
 from engine.ensemble._sampling import MemberSampling, draw_member, member_seeds
 from engine.ensemble._tree_ensemble import BaseTreeEnsemble, _MemberResult
+from engine.explain._background import background_sample
 from engine.parallel import SharedData
 from engine.tree._binning import categorical_mask
 from engine.tree._classes import DecisionTreeClassifier, DecisionTreeRegressor
@@ -165,6 +166,7 @@ class BaseBagging(BaseTreeEnsemble):
         self._fit_members(_fit_estimator_member, shared, tasks, target, seeds, callbacks, track_oob)
         self.n_features_in_ = n_features
         self._sampling = sampling
+        self.background_ = background_sample(X, weights)  # for sampled explanations
 
     @property
     def estimators_(self) -> list[Any]:

@@ -38,6 +38,7 @@ from engine.callbacks import Callback
 from engine.combine._folds import resolve_splits
 from engine.combine._members import FitPlan, Progress, check_accepts_sample_weight, fit_members
 from engine.combine._named import NamedMembersEstimator
+from engine.explain._background import background_sample
 from engine.fusion._tables import encode_member_labels
 
 __all__ = ["FUSION_CONSTRAINTS", "BaseLabelCombiner", "MemberLabels"]
@@ -135,6 +136,7 @@ class BaseLabelCombiner(ClassifierMixin, NamedMembersEstimator):
         self.estimators_ = fitted
         self.member_names_ = names
         self.n_features_in_ = X.shape[1]
+        self.background_ = background_sample(X, weights)  # for sampled explanations
         return self
 
     def _prefit_labels(

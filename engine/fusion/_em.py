@@ -41,6 +41,7 @@ from engine._validation import CompleteInputMixin, check_sample_weight, resolve_
 from engine.base import BaseEstimator
 from engine.callbacks import Callback, ProgressEvent, notify
 from engine.combine._members import accepts_sample_weight
+from engine.explain._background import background_sample
 from engine.fusion._gate import (
     fit_gate,
     gate_log_proba,
@@ -157,6 +158,7 @@ class BaseMixtureOfExperts(CompleteInputMixin, BaseEstimator):
         self.n_iter_ = len(best.history)
         self.converged_ = best.converged
         self.n_features_in_ = X.shape[1]
+        self.background_ = background_sample(X, weights)  # for sampled explanations
 
     def _run_em(
         self,

@@ -17,6 +17,7 @@ from engine._params import Boolean, Constraint, Interval
 from engine._validation import CompleteInputMixin, check_sample_weight, check_target
 from engine.base import BaseEstimator, RegressorMixin
 from engine.callbacks import Callback, ProgressEvent, notify
+from engine.explain._background import training_mean
 
 __all__ = ["LinearRegression", "Ridge"]
 
@@ -81,6 +82,7 @@ class _BaseLeastSquares(CompleteInputMixin, RegressorMixin, BaseEstimator):
         self.coef_ = coef
         self.intercept_ = intercept
         self.n_features_in_ = X.shape[1]
+        self.X_mean_ = training_mean(X, weights)  # the reference of exact explanations
 
     def predict(self, X: Any) -> NDArray[np.float64]:
         """Predicted targets, shape (n_samples,)."""

@@ -28,6 +28,7 @@ from engine._targets import class_weight_per_row, encode_labels
 from engine._validation import CompleteInputMixin, check_sample_weight, check_target
 from engine.base import BaseEstimator, ClassifierMixin
 from engine.callbacks import Callback, ProgressEvent, notify
+from engine.explain._background import training_mean
 
 __all__ = ["ConvergenceWarning", "LogisticRegression"]
 
@@ -301,6 +302,7 @@ class LogisticRegression(CompleteInputMixin, ClassifierMixin, BaseEstimator):
             # A bootstrap or boosting sample may hold one class; the model then predicts it.
             notify(callbacks, ProgressEvent(type(self).__name__, 1, 1))
             self._store_constant(classes, X.shape[1])
+            self.X_mean_ = training_mean(X, weights)  # the reference of exact explanations
             return self
         weights = weights * class_weight_per_row(self.class_weight, target, classes)
         problem = self._problem(X, target, weights, classes.size)
@@ -315,6 +317,7 @@ class LogisticRegression(CompleteInputMixin, ClassifierMixin, BaseEstimator):
         self.intercept_ = intercept
         self.n_iter_ = np.array([n_iter], dtype=np.int64)
         self.n_features_in_ = n_features
+        self.X_mean_ = training_mean(X, weights)  # the reference of exact explanations
         return self
 
     def _store_constant(self, classes: NDArray[Any], n_features: int) -> None:

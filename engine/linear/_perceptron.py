@@ -22,6 +22,7 @@ from engine._validation import (
 )
 from engine.base import BaseEstimator, ClassifierMixin
 from engine.callbacks import Callback, ProgressEvent, notify
+from engine.explain._background import training_mean
 
 __all__ = ["Perceptron"]
 
@@ -105,6 +106,7 @@ class Perceptron(CompleteInputMixin, ClassifierMixin, BaseEstimator):
             notify(callbacks, ProgressEvent(type(self).__name__, 1, 1))
             self.classes_, self.n_iter_, self.n_features_in_ = classes, 0, X.shape[1]
             self.coef_, self.intercept_ = np.zeros((1, X.shape[1])), np.zeros(1)
+            self.X_mean_ = training_mean(X, weights)  # the reference of exact explanations
             return self
         n_outputs = 1 if classes.size == 2 else classes.size
         signs = -np.ones((X.shape[0], n_outputs))
@@ -120,6 +122,7 @@ class Perceptron(CompleteInputMixin, ClassifierMixin, BaseEstimator):
         self.intercept_ = W[:, n_features].copy() if self.fit_intercept else np.zeros(n_outputs)
         self.n_iter_ = n_iter
         self.n_features_in_ = n_features
+        self.X_mean_ = training_mean(X, weights)  # the reference of exact explanations
         return self
 
     def _train(
