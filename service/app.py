@@ -10,6 +10,8 @@ from importlib.metadata import PackageNotFoundError, version
 from fastapi import FastAPI
 
 from service.config import Settings
+from service.console import OPEN_PATHS as CONSOLE_PATHS
+from service.console import install_console
 from service.datasets.router import router as datasets_router
 from service.db.session import create_db_engine
 from service.deps import Resources
@@ -63,6 +65,9 @@ def create_app(settings: Settings) -> FastAPI:
         summary="Train, inspect and serve ensemble ML models over HTTP.",
         version=_package_version(),
         lifespan=lifespan,
+        # The console serves /docs and /redoc from vendored files; FastAPI's load a CDN's.
+        docs_url=None,
+        redoc_url=None,
     )
     install_error_handlers(app)
     app.include_router(datasets_router)
@@ -70,10 +75,11 @@ def create_app(settings: Settings) -> FastAPI:
     app.include_router(jobs_router)
     app.include_router(models_router)
     app.include_router(inference_router)
+    install_console(app, settings)
     # Middleware added last runs first: CORS answers preflights before anything else, the
     # request middleware (request id, access log, metrics) then sees every request, and the
     # key check runs in front of the routes, whichever router added them.
-    install_security(app, settings)
+    install_security(app, settings, open_pages=CONSOLE_PATHS)
     install_observability(app)
     install_cors(app, settings)
     return app

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import logging
 import re
+from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
 from fastapi import FastAPI
@@ -124,19 +125,23 @@ class AuthMiddleware:
         await response(scope, receive, send)
 
 
-def open_routes(app: FastAPI, settings: Settings) -> frozenset[str]:
-    """Routes that need no key: health, the API docs, and ``/metrics`` unless configured."""
+def open_routes(app: FastAPI, settings: Settings, pages: Iterable[str] = ()) -> frozenset[str]:
+    """Routes that need no key: health, the API docs, ``pages`` (the console's), and
+    ``/metrics`` unless configured."""
     docs = {app.docs_url, app.redoc_url, app.openapi_url, app.swagger_ui_oauth2_redirect_url}
-    routes = set(HEALTH_ROUTES) | {path for path in docs if path}
+    routes = set(HEALTH_ROUTES) | {path for path in docs if path} | set(pages)
     if not settings.metrics_require_key:
         routes.add(METRICS_ROUTE)
     return frozenset(routes)
 
 
-def install_security(app: FastAPI, settings: Settings) -> None:
-    """Put the key check in front of every route of ``app``; ``create_app`` calls this once."""
+def install_security(app: FastAPI, settings: Settings, open_pages: Iterable[str] = ()) -> None:
+    """Put the key check in front of every route of ``app``; ``create_app`` calls this once.
+
+    ``open_pages`` are route templates of pages that hold no data (the console's), open to all.
+    """
     keyring = KeyRing(settings.api_keys)
-    unguarded = open_routes(app, settings)
+    unguarded = open_routes(app, settings, open_pages)
     if not len(keyring):
         logger.warning(
             "COPPICE_API_KEYS is not set: the API is open to anyone who can reach it; "

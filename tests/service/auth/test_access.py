@@ -25,8 +25,11 @@ from tests.service.auth.conftest import (
 pytestmark = pytest.mark.anyio
 
 # Callable without a key: health for orchestrators, /metrics (COPPICE_METRICS_REQUIRE_KEY is
-# off by default) and the API's own documentation.
+# off by default), the API's own documentation and the web console's pages and files (they
+# hold no data: the console's own calls to /v1 carry the key).
 OPEN_ROUTES = {
+    "/",
+    "/console",
     "/v2/health/live",
     "/v2/health/ready",
     "/metrics",
