@@ -34,9 +34,11 @@ class PackedTrees:
         self.offsets = self._nodes.roots
         # One contiguous row per output: the kernels read a leaf's values from it, and the
         # NumPy twin's 1-D ``take`` is ~3× faster than gathering rows of a 2-D array.
-        self._value_rows = np.ascontiguousarray(
-            np.concatenate([tree.values for tree in trees]).T, dtype=np.float64
-        )
+        # Filled tree by tree: a concatenated copy would be one more model-sized transient.
+        n_outputs = trees[0].values.shape[1]
+        self._value_rows = np.empty((n_outputs, self._nodes.nodes.size), dtype=np.float64)
+        for tree, root in zip(trees, self.offsets, strict=True):
+            self._value_rows[:, root : root + tree.values.shape[0]] = tree.values.T
         self.values = self._value_rows.T
         self.max_depth = max(tree.max_depth for tree in trees)
         self.n_trees = len(trees)

@@ -23,7 +23,9 @@ NODE_DTYPE = np.dtype(
         ("missing_left", "u1"),  # where missing (and unseen categories) go
         ("category_split", "<i4"),  # row of Tree.category_bitsets, -1 for numeric splits
         ("impurity", "<f8"),
-        ("n_samples", "<i8"),  # distinct training rows in the node
+        # Distinct training rows in the node: int32, as scikit-learn's node counts, since a
+        # tree's node indices are int32 anyway and every byte here is paid per node.
+        ("n_samples", "<i4"),
         ("weighted_n_samples", "<f8"),  # their total weight (bootstrap counts included)
         ("depth", "<i4"),
     ]
