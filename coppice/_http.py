@@ -52,8 +52,10 @@ class Transport:
         api_key: str | None = None,
         *,
         timeout: float = DEFAULT_TIMEOUT,
-        max_retries: int = DEFAULT_RETRIES,
+        max_retries: int | None = None,
     ) -> None:
+        if max_retries is None:
+            max_retries = int(os.environ.get("COPPICE_MAX_RETRIES", DEFAULT_RETRIES))
         self.url = (url or os.environ.get("COPPICE_URL") or DEFAULT_URL).rstrip("/")
         self.api_key = api_key if api_key is not None else os.environ.get("COPPICE_API_KEY")
         self.timeout = timeout

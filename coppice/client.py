@@ -7,7 +7,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 from urllib.parse import quote
 
-from coppice._http import DEFAULT_RETRIES, DEFAULT_TIMEOUT, Transport
+from coppice._http import DEFAULT_TIMEOUT, Transport
 from coppice._upload import upload_request
 from coppice.datasets import Dataset, Page
 from coppice.jobs import Job
@@ -19,7 +19,7 @@ class Client:
 
     ``url`` and ``api_key`` default to ``COPPICE_URL`` (else ``http://127.0.0.1:8000``) and
     ``COPPICE_API_KEY``. Idempotent calls (reads, predictions) are retried ``max_retries``
-    times, with backoff, after a 503 or a broken connection; uploads and training requests
+    times (default ``COPPICE_MAX_RETRIES``, else 3), with backoff doubling from 0.5 s, after a 503 or a broken connection; uploads and training requests
     never are, since a repeat could create a second dataset or job.
 
     A client copies (``copy.deepcopy``, scikit-learn's ``clone``) and pickles as its settings;
@@ -32,7 +32,7 @@ class Client:
         api_key: str | None = None,
         *,
         timeout: float = DEFAULT_TIMEOUT,
-        max_retries: int = DEFAULT_RETRIES,
+        max_retries: int | None = None,
     ) -> None:
         self._transport = Transport(url, api_key, timeout=timeout, max_retries=max_retries)
 

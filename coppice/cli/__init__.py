@@ -201,7 +201,7 @@ def _add_serving(
     predict.add_argument("model", help="model id, or name@alias / name@N")
     predict.add_argument("file", type=Path, help="CSV file with the features as columns")
     predict.add_argument("--proba", action="store_true", help="add a probability per class")
-    predict.add_argument("--output", type=Path, help="write here instead of stdout")
+    predict.add_argument("-o", "--output", type=Path, help="write here instead of stdout")
     predict.add_argument("--batch", type=int, default=10_000, help="rows per request")
     imp = _verb(
         top,

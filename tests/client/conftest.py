@@ -18,8 +18,13 @@ from tests.e2e.processes import serving
 
 
 @pytest.fixture(scope="module")
-def server_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    with serving(tmp_path_factory.mktemp("client-server")) as (url, _processes):
+def server_url(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[str]:
+    """The module's server; a module that trains nothing sets ``SERVER_SETTINGS`` to
+    ``{"embedded_worker": "false"}``, which starts and stops faster (no fit processes)."""
+    settings = getattr(request.module, "SERVER_SETTINGS", {})
+    with serving(tmp_path_factory.mktemp("client-server"), **settings) as (url, _processes):
         yield url
 
 

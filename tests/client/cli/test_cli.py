@@ -1,0 +1,178 @@
+"""Every client verb of the ``coppice`` command against a real server: human output, ``--json``,
+exit codes, ``--help``; ``train --wait`` interrupted with Ctrl-C cancels its job."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from coppice import Client
+from coppice.cli import main
+from coppice.cli.exits import CONFLICT, INTERRUPTED, INVALID, NOT_FOUND, UNREACHABLE
+from tests.client.conftest import churn_frame, write_csv
+from tests.client.test_jobs import LONG_FIT, wait_until_running
+from tests.e2e.processes import free_port
+
+
+class Cli:
+    """Runs ``coppice ...`` in this process against the test server."""
+
+    def __init__(self, url: str, capsys: pytest.CaptureFixture[str]) -> None:
+        self.url = url
+        self.capsys = capsys
+
+    def __call__(self, *args: str, code: int = 0) -> tuple[str, str]:
+        self.capsys.readouterr()
+        assert main([*args, "--url", self.url]) == code
+        out, err = self.capsys.readouterr()
+        return out, err
+
+    def json(self, *args: str) -> Any:
+        return json.loads(self(*args, "--json")[0])
+
+
+@pytest.fixture
+def cli(server_url: str, capsys: pytest.CaptureFixture[str]) -> Cli:
+    return Cli(server_url, capsys)
+
+
+@pytest.fixture(scope="module")
+def churn_csv(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return write_csv(tmp_path_factory.mktemp("cli") / "churn.csv", churn_frame(150))
+
+
+def test_datasets_upload_list_and_show(cli: Cli, churn_csv: Path) -> None:
+    out, _ = cli("datasets", "upload", str(churn_csv), "--name", "cli-churn")
+    assert "cli-churn" in out and "categorical" in out and "150" in out
+
+    uploaded = cli.json("datasets", "upload", str(churn_csv), "--categorical", "age")
+    assert {c["name"]: c["kind"] for c in uploaded["columns"]}["age"] == "categorical"
+
+    listing = cli.json("datasets", "list", "--limit", "1")
+    assert listing["items"][0]["id"] == uploaded["id"] and listing["total"] >= 2
+    out, err = cli("datasets", "list", "--limit", "1")
+    assert out.splitlines()[0].split() == ["ID", "NAME", "ROWS", "COLUMNS", "CREATED"]
+    assert uploaded["id"] in out and "--offset 1 for more" in err
+
+    out, _ = cli("datasets", "show", uploaded["id"])
+    assert "monthly" in out and "numeric" in out
+
+
+def test_train_wait_jobs_models_predict_importance(
+    cli: Cli, churn_csv: Path, tmp_path: Path
+) -> None:
+    dataset = cli.json("datasets", "upload", str(churn_csv))
+    # --param values are JSON when they read as JSON: 10 is a number, "sqrt" stays text.
+    train = ["train", "--dataset", dataset["id"], "--target", "churned"]
+    train += ["--method", "random_forest", "--param", "n_estimators=10"]
+    out, err = cli(*train, "--param", "max_features=sqrt", "--holdout", "0.25", "--wait")
+    assert "random_forest" in out and "accuracy" in out and "VALIDATION" in out
+    assert "succeeded" in err  # the progress bar, on stderr
+
+    model = cli.json("models", "list", "--method", "random_forest")["items"][0]
+    assert model["params"]["max_features"] == "sqrt" and model["params"]["n_estimators"] == 10
+    job = cli.json("jobs", "show", model["job_id"])
+    assert job["status"] == "succeeded" and job["model_id"] == model["id"]
+    out, _ = cli("jobs", "list", "--status", "succeeded")
+    assert model["job_id"] in out and "100%" in out
+    out, _ = cli("models", "show", model["id"])
+    assert "features    age, plan, monthly" in out and "log_loss" in out
+    assert cli.json("models", "show", model["id"])["id"] == model["id"]
+
+    out, _ = cli("importance", model["id"], "--kind", "shap")
+    assert out.splitlines()[0].split() == ["FEATURE", "IMPORTANCE", "STD"]
+    assert cli.json("importance", model["id"])["kind"] == "impurity"
+
+    _, err = cli("predict", model["id"], str(churn_csv), "--proba")
+    scored = tmp_path / "scored.csv"
+    cli("predict", model["id"], str(churn_csv), "--proba", "--batch", "40", "-o", str(scored))
+    rows = list(csv.DictReader(io.StringIO(scored.read_text())))
+    assert "leaving out the target column 'churned'" in err and "150 rows predicted" in err
+    assert len(rows) == 150 and set(rows[0]) == {"prediction", "proba_no", "proba_yes"}
+    assert {row["prediction"] for row in rows} <= {"no", "yes"}
+
+
+def test_train_without_wait_then_cancel(cli: Cli) -> None:
+    dataset = Client(cli.url).upload(churn_frame(100), name="cli-cancel")
+    params = [f"{key}={json.dumps(value)}" for key, value in LONG_FIT["params"].items()]
+    args = ["train", "--dataset", dataset.id, "--target", "churned"]
+    args += ["--method", str(LONG_FIT["method"])]
+    for param in params:
+        args += ["--param", param]
+    job = cli.json(*args)
+    assert job["status"] in ("queued", "running")
+
+    out, _ = cli("jobs", "cancel", job["id"])
+    assert "cancel" in out
+    cli("jobs", "wait", job["id"], "--no-progress", code=10)
+    _, err = cli("jobs", "cancel", job["id"], code=CONFLICT)
+    assert "already ended" in err
+
+
+def test_exit_codes_carry_the_servers_detail(
+    cli: Cli, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _, err = cli("models", "show", "nope", code=NOT_FOUND)
+    assert "nope" in err
+    _, err = cli("jobs", "show", "nope", code=NOT_FOUND)
+    dataset = Client(cli.url).upload([{"x": 1.0, "y": "a"}, {"x": 2.0, "y": "b"}], name="e")
+    args = ["train", "--dataset", dataset.id, "--target", "y", "--method", "random_forest"]
+    _, err = cli(*args, "--param", "n_trees=3", code=INVALID)
+    assert "n_trees" in err
+    _, err = cli("datasets", "upload", str(tmp_path / "missing.csv"), code=INVALID)
+    assert "missing.csv" in err
+    monkeypatch.setenv("COPPICE_MAX_RETRIES", "0")
+    assert main(["datasets", "list", "--url", f"http://127.0.0.1:{free_port()}"]) == UNREACHABLE
+
+
+def test_help_has_examples_and_exit_codes(capsys: pytest.CaptureFixture[str]) -> None:
+    for verb in (["train"], ["predict"], ["jobs", "list"], ["datasets", "upload"]):
+        with pytest.raises(SystemExit) as done:
+            main([*verb, "--help"])
+        assert done.value.code == 0
+        out = capsys.readouterr().out
+        assert "examples:" in out and "coppice " + verb[0] in out and "exit codes:" in out
+    with pytest.raises(SystemExit):
+        main(["--help"])
+    out = capsys.readouterr().out
+    assert all(verb in out for verb in ("serve", "worker", "migrate", "datasets", "predict"))
+
+
+def test_ctrl_c_during_train_wait_cancels_the_job(server_url: str) -> None:
+    client = Client(server_url)
+    dataset = client.upload(churn_frame(1000), name="cli-interrupted")
+    before = {job.id for job in client.jobs(limit=1000)}
+    params = [f"--param={key}={json.dumps(value)}" for key, value in LONG_FIT["params"].items()]
+    command = [sys.executable, "-m", "coppice.cli", "train", "--url", server_url, "--wait"]
+    command += ["--dataset", dataset.id, "--target", "churned"]
+    command += ["--method", str(LONG_FIT["method"]), *params]
+    process = subprocess.Popen(command, stderr=subprocess.PIPE, text=True)
+    try:
+        job_id = _new_job(client, before)
+        wait_until_running(client, job_id)
+        process.send_signal(signal.SIGINT)
+        _, err = process.communicate(timeout=30)
+    finally:
+        process.kill()
+
+    assert process.returncode == INTERRUPTED, err
+    assert f"cancelling job {job_id}" in err
+    assert client.job(job_id).refresh(wait=30).status == "cancelled"
+
+
+def _new_job(client: Client, before: set[str]) -> str:
+    for _ in range(300):
+        new = [job.id for job in client.jobs(limit=1000) if job.id not in before]
+        if new:
+            return new[0]
+        time.sleep(0.1)
+    raise AssertionError("the command did not start a job")

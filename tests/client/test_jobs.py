@@ -1,0 +1,112 @@
+"""``Job`` against a real server: waiting with progress, failures, cancelling, and Ctrl-C
+while waiting, which cancels the job on the server."""
+
+from __future__ import annotations
+
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+
+from coppice import Client, ConflictError, JobCancelledError, JobFailedError, Model
+from tests.client.conftest import churn_frame
+
+# A fit long enough to be interrupted: thousands of boosting stages (it never runs to the end).
+LONG_FIT = {"method": "gradient_boosting", "params": {"n_estimators": 5000, "max_depth": 3}}
+
+
+def test_train_waits_with_a_progress_bar_and_returns_the_model(
+    client: Client, capsys: pytest.CaptureFixture[str]
+) -> None:
+    dataset = client.upload(churn_frame(120), name="progress")
+    job = client.train(
+        dataset,
+        target="churned",
+        method="gradient_boosting",
+        params={"n_estimators": 15, "max_depth": 2},
+        name="progress-job",
+    )
+    assert job.status in ("queued", "running", "succeeded")
+
+    model = job.wait(progress=True, timeout=120)
+
+    bar = capsys.readouterr().err
+    assert "succeeded" in bar and "100%" in bar, bar
+    assert isinstance(model, Model) and model.id == job.model_id
+    assert model.method == "gradient_boosting" and model.classes == ["no", "yes"]
+    assert set(model.metrics) == {"train", "validation", "oob", "cv"}
+    assert client.job(job.id).status == "succeeded"
+    assert job.id in [j.id for j in client.jobs(status="succeeded")]
+    assert model.id in [m.id for m in client.models(method="gradient_boosting")]
+
+
+def test_a_failed_job_raises_with_the_servers_reason(client: Client) -> None:
+    # One row of class "a": the fold that holds it trains on "b" alone, which the worker
+    # (not the request's checks) finds.
+    records = [{"x": float(i), "y": "a" if i == 0 else "b"} for i in range(10)]
+    dataset = client.upload(records, name="one-class-fold")
+    job = client.train(dataset, target="y", method="decision_tree", validation={"folds": 2})
+
+    with pytest.raises(JobFailedError) as failure:
+        job.wait(timeout=60)
+
+    assert failure.value.code == "one_class"
+    assert job.id in str(failure.value)
+
+
+def test_cancel_a_job_then_cancelling_again_is_a_conflict(client: Client) -> None:
+    dataset = client.upload(churn_frame(200), name="cancel")
+    job = client.train(dataset, target="churned", **LONG_FIT)
+
+    job.cancel()
+    with pytest.raises(JobCancelledError, match=job.id):
+        job.wait(timeout=60)
+
+    assert job.status == "cancelled"
+    with pytest.raises(ConflictError, match="already ended"):
+        job.cancel()
+
+
+WAITER = """
+import sys
+from coppice import Client
+
+job = Client(sys.argv[1]).train(sys.argv[2], target="churned", **eval(sys.argv[3]))
+print(job.id, flush=True)
+job.wait(progress=True)
+"""
+
+
+def wait_until_running(client: Client, job_id: str, timeout: float = 60.0) -> None:
+    deadline = time.monotonic() + timeout
+    while (job := client.job(job_id)).status != "running" or job.progress == 0:
+        assert not job.done and time.monotonic() < deadline, job.info
+        time.sleep(0.1)
+
+
+def test_ctrl_c_while_waiting_cancels_the_job_on_the_server(
+    client: Client, server_url: str
+) -> None:
+    dataset = client.upload(churn_frame(1000), name="interrupted")
+    waiter = subprocess.Popen(
+        [sys.executable, "-c", WAITER, server_url, dataset.id, repr(LONG_FIT)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert waiter.stdout is not None
+        job_id = waiter.stdout.readline().strip()
+        wait_until_running(client, job_id)
+
+        waiter.send_signal(signal.SIGINT)
+        _, err = waiter.communicate(timeout=30)
+    finally:
+        waiter.kill()
+
+    assert "KeyboardInterrupt" in err and f"cancelling job {job_id}" in err, err
+    assert "running:" in err  # the bar showed the stage text
+    job = client.job(job_id).refresh(wait=30)
+    assert job.status == "cancelled", job.info

@@ -1,0 +1,118 @@
+"""``Client.upload`` against a real server: every kind of table, and a 50 MB CSV file
+streamed with the client's peak memory far under the file's size."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from coppice import Client
+from tests.client.conftest import churn_frame, write_csv
+from tests.e2e.test_upload_memory import _csv_of_size
+
+# Nothing here trains: no worker, so the server starts and stops at once.
+SERVER_SETTINGS = {"embedded_worker": "false"}
+
+
+def _kinds(dataset_columns: list[dict[str, object]]) -> dict[str, object]:
+    return {str(c["name"]): c["kind"] for c in dataset_columns}
+
+
+def test_upload_a_csv_file_with_forced_categories(client: Client, tmp_path: Path) -> None:
+    path = write_csv(tmp_path / "churn.csv", churn_frame(50))
+
+    dataset = client.upload(path, categorical=["age"])
+
+    assert dataset.name == "churn.csv"
+    assert (dataset.n_rows, dataset.n_columns) == (50, 4)
+    assert _kinds(dataset.columns) == {
+        "age": "categorical",
+        "plan": "categorical",
+        "monthly": "numeric",
+        "churned": "categorical",
+    }
+
+
+def test_upload_a_dataframe_keeps_kinds_and_missing_values(client: Client) -> None:
+    frame = churn_frame(30)
+    frame["code"] = ["007", "7", "0.50"] * 10  # text that looks like numbers stays text
+
+    dataset = client.upload(frame, name="frame")
+
+    columns = {c["name"]: c for c in dataset.columns}
+    assert dataset.n_rows == 30
+    assert columns["code"]["kind"] == "categorical" and columns["code"]["n_unique"] == 3
+    assert columns["monthly"]["n_missing"] == frame["monthly"].isna().sum()
+    assert columns["age"]["kind"] == "numeric"
+
+
+def test_upload_an_array_with_column_names(client: Client) -> None:
+    array = np.array([[1.5, np.nan], [2.0, 3.0], [0.1 + 0.2, 1e-300]])
+
+    dataset = client.upload(array, columns=["a", "b"], name="array")
+
+    assert _kinds(dataset.columns) == {"a": "numeric", "b": "numeric"}
+    assert {c["name"]: c["n_missing"] for c in dataset.columns} == {"a": 0, "b": 1}
+    with pytest.raises(ValueError, match="columns"):
+        client.upload(array)
+
+
+def test_upload_records(client: Client) -> None:
+    records = [{"x": 1.0, "colour": "red"}, {"x": float("nan"), "colour": None}, {"x": 2}]
+
+    dataset = client.upload(records, name="records")
+
+    assert dataset.n_rows == 3
+    assert {c["name"]: c["n_missing"] for c in dataset.columns} == {"x": 1, "colour": 2}
+
+
+SIZE = 50 * 1024 * 1024
+# The issue asks for less than 2x the file; streaming in 1 MiB chunks should hold far less,
+# so the bound is set where holding even one whole copy of the file would fail.
+MAX_GROWTH = 0.25
+
+# Runs in a process of its own, so that its resident-set high-water mark (VmHWM, reset just
+# before the upload through /proc/self/clear_refs) is the upload's and nothing else's.
+UPLOADER = """
+import sys
+from pathlib import Path
+from coppice import Client
+
+def memory(key):
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith(key + ":"):
+            return int(line.split()[1]) * 1024
+
+client = Client(sys.argv[1])
+client.datasets(limit=1)  # imports and the connection are not the upload's cost
+Path("/proc/self/clear_refs").write_text("5")
+before = memory("VmRSS")
+dataset = client.upload(sys.argv[2])
+print(memory("VmHWM") - before, dataset.n_rows, dataset.info["size_bytes"])
+"""
+
+
+@pytest.mark.slow
+def test_a_50_mb_csv_is_streamed_with_little_client_memory(server_url: str, tmp_path: Path) -> None:
+    path = tmp_path / "big.csv"
+    path.write_bytes(_csv_of_size(SIZE))
+
+    result = subprocess.run(
+        [sys.executable, "-c", UPLOADER, server_url, str(path)],
+        capture_output=True,
+        text=True,
+        timeout=240,
+        check=False,
+    )
+
+    assert result.returncode == 0, result.stderr
+    growth, n_rows, size = (int(value) for value in result.stdout.split())
+    assert size == SIZE and n_rows > 500_000
+    assert growth < MAX_GROWTH * SIZE, (
+        f"uploading {SIZE / 2**20:.0f} MiB raised the client's peak RSS by "
+        f"{growth / 2**20:.1f} MiB ({growth / SIZE:.2f}x the file)"
+    )
