@@ -11,7 +11,7 @@ PYTEST_ARGS ?=
 # Examples per operation and per fuzz test in `make fuzz`; `make test` runs a few dozen.
 FUZZ_EXAMPLES ?= 500
 
-.PHONY: serve test kernels compose-checker lint format fuzz faults bench bench-service soak clean
+.PHONY: serve test kernels compose-checker lint format fuzz faults bench bench-service bench-client soak clean
 
 # The stamp is rebuilt whenever pyproject.toml changes, so new dependencies
 # arrive with the next `make` instead of a hand-run pip command.
@@ -81,6 +81,10 @@ bench: $(VENV)/.bench-installed
 
 bench-service: $(VENV)/.bench-installed
 	$(BIN)/python -m benchmarks.service
+
+# What the Python client adds to a one-row prediction over raw httpx (target: <= 0.3 ms).
+bench-client: $(VENV)/.installed kernels
+	$(BIN)/python -m benchmarks.client_overhead
 
 # 20,000 one-row predictions at concurrency 32 against a real server; fails on any error or
 # when the server's memory grows over the second half (see benchmarks/soak.py).

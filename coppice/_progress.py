@@ -50,7 +50,9 @@ class BarProgress:
             return
         self._shown = shown
         self._bar.set_description_str(shown[0], refresh=False)
-        self._bar.update(max(shown[1] - self._bar.n, 0))
+        # Set, not update(): update() draws on its own schedule, and a second draw of the
+        # same state is a second line where the output is not a terminal (a log, a pipe).
+        self._bar.n = shown[1]
         self._bar.refresh()
 
     def close(self) -> None:

@@ -33,7 +33,8 @@ def test_the_python_quickstart_runs(tmp_path: Path) -> None:
         )
         assert result.returncode == 0, result.stderr + processes.logs()
     # What it prints: validation metrics, a prediction with probabilities and contributions,
-    # then SHAP importances.
-    assert "'accuracy'" in result.stdout
-    assert "'predictions': ['" in result.stdout and "'contributions'" in result.stdout
-    assert "'kind': 'shap'" in result.stdout
+    # then SHAP importances (a DataFrame); the progress bar goes to stderr.
+    assert "validation: {'accuracy'" in result.stdout
+    assert "predicted: ['" in result.stdout and "contributions: [[" in result.stdout
+    assert "importance" in result.stdout and "plan" in result.stdout
+    assert "succeeded" in result.stderr
