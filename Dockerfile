@@ -14,6 +14,8 @@ RUN useradd --system --uid 10001 --home-dir /app --no-create-home coppice \
 
 WORKDIR /app
 COPY pyproject.toml README.md ./
+# The `coppice` command itself lives in coppice/ (its serve, worker and migrate go to service).
+COPY coppice ./coppice
 COPY engine ./engine
 COPY service ./service
 COPY migrations ./migrations
