@@ -5,6 +5,9 @@ use the app's ``ModelCache``, so once a model is loaded an inference reads nothi
 database. Outputs are ``predictions`` (``[n]``: class labels as ``BYTES``, or ``FP64`` for
 regression) and, for classifiers, ``probabilities`` (``[n, n_classes]`` ``FP64``, classes in
 the model's order); MLServer's names ``predict`` and ``predict_proba`` are accepted for them.
+``contributions`` (``[n, n_features]``, or ``[n, n_features, n_classes]`` beyond two classes)
+are returned only when asked for by name: ``/v1`` predict's ``explain``, with the bias and the
+method (``exact`` or ``sampled``) in the output's parameters.
 """
 
 from __future__ import annotations
@@ -21,11 +24,12 @@ from sqlalchemy import Engine
 from sqlalchemy.exc import SQLAlchemyError
 from sqlalchemy.orm import Session
 
-from service.errors import BadRequest, NotFound, NotReady
+from service.errors import BadRequest, InvalidInput, NotFound, NotReady
 from service.inference import features, tensors
 from service.inference.schemas import InferenceRequest, RequestInput, RequestOutput
 from service.inference.tensors import BYTES, OutputTensor, Tensor
 from service.inference.wire import BINARY_MEDIA_TYPE, HEADER_LENGTH, JSON_MEDIA_TYPE, dump_json
+from service.models import explanations
 from service.models import service as models
 from service.models.cache import LoadedModel, ModelCache
 
@@ -37,6 +41,7 @@ MODEL_VERSION = "1"
 EXTENSIONS = ("binary_tensor_data", "classification")
 PREDICTIONS = "predictions"
 PROBABILITIES = "probabilities"
+CONTRIBUTIONS = "contributions"
 # MLServer's scikit-learn runtime names its outputs after the methods; accept those too.
 OUTPUT_ALIASES = {"predict": PREDICTIONS, "predict_proba": PROBABILITIES}
 
@@ -51,6 +56,7 @@ class RequestedOutput:
     kind: str  # PREDICTIONS or PROBABILITIES
     binary: bool
     classification: int  # top-k classes as "<score>:<index>:<label>" strings; 0 = off
+    samples: int | None = None  # contributions: permutations sampled per row
 
 
 @dataclass(frozen=True, slots=True)
@@ -160,6 +166,7 @@ def _requested_outputs(model: LoadedModel, request: InferenceRequest) -> list[Re
     available = [PREDICTIONS, *([PROBABILITIES] if _has_probabilities(model) else [])]
     if not request.outputs:
         return [RequestedOutput(name, name, default_binary, 0) for name in available]
+    available.append(CONTRIBUTIONS)  # only when asked for: it costs more than predicting
     requested: list[RequestedOutput] = []
     for i, output in enumerate(request.outputs):
         here = f"outputs[{i}] ('{output.name}')"
@@ -180,9 +187,27 @@ def _requested_outputs(model: LoadedModel, request: InferenceRequest) -> list[Re
                 kind=kind,
                 binary=_flag(output.parameters, "binary_data", here, default=default_binary),
                 classification=_classification(output, kind, here),
+                samples=_explain_samples(model, output, kind, here),
             )
         )
     return requested
+
+
+def _explain_samples(model: LoadedModel, output: RequestOutput, kind: str, here: str) -> int | None:
+    """``explain_samples`` of a ``contributions`` output; refuses a model that cannot explain."""
+    samples = output.parameters.get("explain_samples")
+    if kind != CONTRIBUTIONS:
+        if samples is not None:
+            raise BadRequest(f"{here}.parameters.explain_samples applies to '{CONTRIBUTIONS}'.")
+        return None
+    refused = explanations.refusal(model.method, model.estimator)
+    if refused is not None:
+        raise BadRequest(f"{here}: {refused}")
+    limit = explanations.MAX_EXPLAIN_SAMPLES
+    valid = isinstance(samples, int) and not isinstance(samples, bool) and 2 <= samples <= limit
+    if samples is not None and not valid:
+        raise BadRequest(f"{here}.parameters.explain_samples must be an integer, 2 to {limit}.")
+    return samples
 
 
 def _flag(parameters: dict[str, Any], key: str, here: str, *, default: bool = False) -> bool:
@@ -278,7 +303,9 @@ def _predict(
         )
     outputs = []
     for output in requested:
-        if output.kind == PREDICTIONS:
+        if output.kind == CONTRIBUTIONS:
+            outputs.append(_contributions(model, X, output))
+        elif output.kind == PREDICTIONS:
             assert predictions is not None
             datatype = _predictions_datatype(model)
             outputs.append(OutputTensor(output.name, datatype, (n,), predictions, output.binary))
@@ -294,6 +321,24 @@ def _predict(
                 )
             )
     return outputs
+
+
+def _contributions(
+    model: LoadedModel, X: npt.NDArray[np.float64], output: RequestedOutput
+) -> OutputTensor:
+    """Per-row contributions, with their bias and method in the output's parameters."""
+    try:
+        explanations.check_budget(
+            model.estimator, X.shape[0], output.samples, field="explain_samples"
+        )
+    except InvalidInput as error:
+        raise BadRequest(error.detail) from None
+    explained = explanations.explain_rows(model.estimator, X, output.samples)
+    values = explained.contributions
+    parameters = {"bias": json.dumps(explained.bias.tolist()), "explanation": explained.method}
+    return OutputTensor(
+        output.name, "FP64", values.shape, values.ravel(), output.binary, parameters
+    )
 
 
 def _class_probabilities(
@@ -340,9 +385,11 @@ def _response(
             "datatype": output.datatype,
             "shape": list(output.shape),
         }
+        if output.parameters:
+            item["parameters"] = dict(output.parameters)
         if output.binary:
             blob = tensors.to_binary(output)
-            item["parameters"] = {"binary_data_size": len(blob)}
+            item["parameters"] = {**item.get("parameters", {}), "binary_data_size": len(blob)}
             blobs.append(blob)
         else:
             item["data"] = tensors.to_json_data(output)

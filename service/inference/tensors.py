@@ -67,6 +67,7 @@ class OutputTensor:
     shape: tuple[int, ...]
     values: npt.NDArray[Any]  # float64, or object of str for BYTES
     binary: bool
+    parameters: dict[str, Any] | None = None  # the output's own, e.g. an explanation's bias
 
 
 def element_count(shape: Sequence[int]) -> int:

@@ -8,8 +8,10 @@ then stored like it (one ``ImportanceRecord`` per kind):
   on the job's validation rows (5 repeats; ``std`` over repeats);
 - ``oob_permutation``: Breiman's out-of-bag permutation importance of forests and bagging,
   on the training rows (``std`` over members);
-- ``shap``: the mean absolute TreeSHAP contribution over the validation rows (summed over the
-  classes of a multiclass model; ``std`` of the per-row value).
+- ``shap``: the mean absolute contribution (``engine.explain``: exact, or sampled Shapley
+  values) over the validation rows (summed over the classes of a multiclass model; ``std`` of
+  the per-row value); a sampled model averages over an even spread of at most
+  ``explanations.SHAP_IMPORTANCE_ROWS`` of them.
 
 The validation and training rows are rebuilt from the job exactly as training split them
 (same dataset, same features, same seed), so they need the dataset to still exist.
@@ -24,7 +26,7 @@ import numpy as np
 import numpy.typing as npt
 
 import engine
-from engine.shap import explained_trees
+from service.models import explanations
 
 KINDS = ("impurity", "gain", "split_count", "cover", "permutation", "oob_permutation", "shap")
 # Computed from the model alone.
@@ -33,15 +35,6 @@ MODEL_KINDS = ("gain", "split_count", "cover")
 DATA_KINDS = ("permutation", "oob_permutation", "shap")
 XGBOOST_KINDS = {"gain": "gain", "split_count": "weight", "cover": "cover"}
 PERMUTATION_REPEATS = 5
-
-
-def explainable(estimator: Any) -> bool:
-    """Whether TreeSHAP can explain ``estimator`` (trees, forests, bagged trees, boosting)."""
-    try:
-        explained_trees(estimator)
-    except (TypeError, ValueError, AttributeError):
-        return False
-    return True
 
 
 def has_oob(estimator: Any) -> bool:
@@ -70,7 +63,7 @@ def available_kinds(
         kinds.update(MODEL_KINDS)
     if has_validation:
         kinds.add("permutation")
-        if explainable(estimator):
+        if explanations.refusal(method, estimator) is None:
             kinds.add("shap")
     if has_oob(estimator):
         kinds.add("oob_permutation")
@@ -112,8 +105,7 @@ def oob_permutation(
 def shap(
     estimator: Any, X: npt.NDArray[np.float64]
 ) -> tuple[npt.NDArray[np.float64], npt.NDArray[np.float64]]:
-    contributions, _ = engine.tree_contributions(estimator, X)
-    per_row = np.abs(np.asarray(contributions, dtype=np.float64))
+    per_row = np.abs(explanations.explain_rows(estimator, X, None).contributions)
     if per_row.ndim == 3:  # multiclass: (rows, features, classes)
         per_row = per_row.sum(axis=2)
     return per_row.mean(axis=0), per_row.std(axis=0)

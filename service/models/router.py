@@ -86,7 +86,7 @@ async def predict(
     settings: SettingsDep,
     cache: ModelCacheDep,
 ) -> Response:
-    """Predict rows; optionally with class probabilities and TreeSHAP contributions."""
+    """Predict rows; optionally with class probabilities and per-feature explanations."""
     raw = await read_limited(
         request, settings.max_request_bytes, setting="COPPICE_MAX_REQUEST_BYTES"
     )
@@ -102,7 +102,7 @@ async def predict(
 
     if len(raw) <= INLINE_PREDICT_BYTES and b"explain" not in raw and model_id in cache:
         # A few rows for a model in memory: a fraction of a millisecond of work, less than
-        # handing it to a worker thread and back. Loading a model, large bodies and TreeSHAP
+        # handing it to a worker thread and back. Loading a model, large bodies and explanations
         # stay off the event loop.
         cached = cache.get(model_id)
         if cached is not None:  # unless another request evicted it just now

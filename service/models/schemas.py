@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, WithJsonSchema, model_validator
 
+from engine.explain import DEFAULT_PERMUTATIONS
 from service.methods.catalog import Task
+from service.models.explanations import MAX_EXPLAIN_SAMPLES
 
 
 class FeatureOut(BaseModel):
@@ -75,7 +77,20 @@ class PredictRequest(BaseModel):
         default=False, description="Also return class probabilities (classification)."
     )
     explain: bool = Field(
-        default=False, description="Also return per-feature TreeSHAP contributions and bias."
+        default=False,
+        description=(
+            "Also return per-feature contributions to each row's raw score and their bias: "
+            "exact where the model's structure gives them, else sampled Shapley values."
+        ),
+    )
+    explain_samples: int | None = Field(
+        default=None,
+        ge=2,
+        le=MAX_EXPLAIN_SAMPLES,
+        description=(
+            "Permutations sampled per row for sampled explanations (rounded up to an even "
+            f"number; default {DEFAULT_PERMUTATIONS}); exact explanations ignore it."
+        ),
     )
 
     @model_validator(mode="after")
@@ -102,13 +117,20 @@ class PredictResponse(BaseModel):
     contributions: list[Any] | None = Field(
         default=None,
         description=(
-            "Per row, per feature (per class for multiclass) TreeSHAP contributions to the "
-            "raw score (explain)."
+            "Per row, per feature (per class for multiclass) contributions to the raw score "
+            "(explain)."
         ),
     )
     bias: list[Any] | None = Field(
         default=None,
         description="Per row, the expected raw score (per class for multiclass) (explain).",
+    )
+    explanation: Literal["exact", "sampled"] | None = Field(
+        default=None,
+        description=(
+            "How the contributions were computed (explain): exactly from the model's "
+            "structure, or as sampled Shapley values whose sum is still exact."
+        ),
     )
 
 

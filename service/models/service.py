@@ -15,21 +15,18 @@ import numpy.typing as npt
 from sqlalchemy.orm import Session
 
 import engine
+from engine.explain import explainable
 from service.datasets.service import load_columns
 from service.db.tables import ImportanceRecord, ModelRecord
 from service.errors import Conflict, InvalidInput, NotFound
+from service.models import explanations, repository
 from service.models import importance as imp
-from service.models import repository
 from service.models.cache import LoadedModel, ModelCache
 from service.models.encoding import encode_records, encode_rows
 from service.models.schemas import PredictRequest
 from service.training.data import prepare
 from service.training.spec import TrainingError, TrainingSpec
 from service.training.split import holdout_split
-
-EXPLAINABLE_METHODS = "decision_tree, random_forest, extra_trees, bagging of trees, " + (
-    "adaboost classifiers of trees, gradient_boosting and xgboost"
-)
 
 
 class ArtifactCorrupt(Conflict):
@@ -124,11 +121,15 @@ def _load(session: Session, model_id: str) -> LoadedModel:
 
 def predict(model: LoadedModel, body: PredictRequest) -> dict[str, Any]:
     """The prediction body for ``body``'s rows (see ``PredictResponse``)."""
-    if body.explain and not imp.explainable(model.estimator):
-        raise InvalidInput(
-            f"A '{model.method}' model cannot be explained: TreeSHAP contributions exist for "
-            f'{EXPLAINABLE_METHODS}. Send "explain": false.',
-            errors=[{"loc": ["body", "explain"], "msg": "not supported by this model"}],
+    if body.explain:
+        refused = explanations.refusal(model.method, model.estimator)
+        if refused is not None:
+            raise InvalidInput(
+                f'{refused} Or send "explain": false.',
+                errors=[{"loc": ["body", "explain"], "msg": "not supported by this model"}],
+            )
+        explanations.check_budget(
+            model.estimator, body.n_rows, body.explain_samples, field="explain_samples"
         )
     classification = model.task == "classification"
     if classification and body.return_proba and not hasattr(model.estimator, "predict_proba"):
@@ -149,12 +150,14 @@ def predict(model: LoadedModel, body: PredictRequest) -> dict[str, Any]:
         "classes": model.classes if classification else None,
         "contributions": None,
         "bias": None,
+        "explanation": None,
     }
     if X.shape[0] == 0:
         if classification and body.return_proba:
             out["probabilities"] = []
         if body.explain:
             out["contributions"], out["bias"] = [], []
+            out["explanation"] = explainable(model.estimator)
         return out
     estimator = model.estimator
     if classification:
@@ -164,10 +167,10 @@ def predict(model: LoadedModel, body: PredictRequest) -> dict[str, Any]:
     else:
         out["predictions"] = _floats(np.asarray(estimator.predict(X), dtype=np.float64))
     if body.explain:
-        contributions, bias = engine.tree_contributions(estimator, X)
-        out["contributions"] = np.asarray(contributions, dtype=np.float64).tolist()
-        row_bias = np.asarray(bias, dtype=np.float64).tolist()
-        out["bias"] = [row_bias] * X.shape[0]
+        explained = explanations.explain_rows(estimator, X, body.explain_samples)
+        out["contributions"] = explained.contributions.tolist()
+        out["bias"] = [explained.bias.tolist()] * X.shape[0]
+        out["explanation"] = explained.method
     return out
 
 
@@ -236,7 +239,8 @@ def _compute(
         mean, spread = imp.permutation(estimator, X[validation_rows], y[validation_rows], spec.seed)
     elif kind == "shap":
         assert validation_rows is not None
-        mean, spread = imp.shap(estimator, X[validation_rows])
+        rows = validation_rows[explanations.importance_rows(estimator, validation_rows.size)]
+        mean, spread = imp.shap(estimator, X[rows])
     else:
         mean, spread = imp.oob_permutation(estimator, X[train_rows], y[train_rows], spec.seed)
     return imp.ranked(names, mean, spread)

@@ -137,7 +137,7 @@ async def test_shap_of_a_multiclass_model(svc: Service) -> None:
     [
         ("gradient_boosting", "gain", "'impurity', 'permutation', 'shap'"),
         ("random_forest", "split_count", "'impurity', 'permutation', 'oob_permutation', 'shap'"),
-        ("region_boost", "shap", "'impurity', 'permutation'"),
+        ("region_boost", "gain", "'impurity', 'permutation', 'shap'"),
         ("random_forest", "gini", "'impurity'"),
     ],
 )
