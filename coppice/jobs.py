@@ -113,7 +113,13 @@ class Job:
                         f"{timeout:g} s; it goes on running on the server"
                     )
                 step = min(step, remaining)
+            asked = time.monotonic()
             self.refresh(wait=step)
+            early = step - (time.monotonic() - asked)
+            if not self.done and early > step / 2:
+                # The server answered long before the wait it was asked for without the job
+                # having ended: it is shutting down. Pace the next look rather than spin.
+                time.sleep(min(early, 1.0))
             if display is not None:
                 display.show(self.info)
 

@@ -1,4 +1,8 @@
-"""The ``coppice`` command: ``serve``, ``worker`` and ``migrate``."""
+"""The server's commands: ``coppice serve``, ``worker`` and ``migrate``.
+
+The ``coppice`` console script is :mod:`coppice.cli`, which hands these three here (and
+imports this module only then); ``python -m service`` runs them directly.
+"""
 
 from __future__ import annotations
 

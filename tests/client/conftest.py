@@ -1,53 +1,66 @@
-"""A real ``coppice serve`` per test module, and small tables to train on quickly.
+"""One real ``coppice serve`` for every test under tests/client, and small tables to train on.
 
-Each module that needs a server gets one (module scope): starting it costs a few seconds, so
-the client's tests share it and keep their data small and their models to a few trees.
+Starting a server and its first fit process costs seconds, so the client's tests share one:
+it starts with the first test that needs it and stops as soon as the run leaves this folder
+(``pytest_runtest_teardown`` below), not at the end of the whole session, so it never idles
+beside the rest of the suite. Tests keep their data small and their models to a few trees,
+and never assume the server is empty.
 """
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Iterator
 from pathlib import Path
 
-import numpy as np
-import pandas as pd
 import pytest
 
 from coppice import Client, Model
+from tests.client.helpers import churn_frame
 from tests.e2e.processes import serving
 
+HERE = Path(__file__).resolve().parent
 
-@pytest.fixture(scope="module")
-def server_url(
-    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
-) -> Iterator[str]:
-    """The module's server; a module that trains nothing sets ``SERVER_SETTINGS`` to
-    ``{"embedded_worker": "false"}``, which starts and stops faster (no fit processes)."""
-    settings = getattr(request.module, "SERVER_SETTINGS", {})
-    with serving(tmp_path_factory.mktemp("client-server"), **settings) as (url, _processes):
-        yield url
+
+class SharedServer:
+    """A ``serving`` context kept open across test modules until :meth:`stop`."""
+
+    running: SharedServer | None = None
+
+    def __init__(self, root: Path) -> None:
+        self._stack = contextlib.ExitStack()
+        self.url, _processes = self._stack.enter_context(serving(root))
+        SharedServer.running = self
+
+    def stop(self) -> None:
+        self._stack.close()
+        if SharedServer.running is self:
+            SharedServer.running = None
+
+
+@pytest.fixture(scope="session")
+def server_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    server = SharedServer(tmp_path_factory.mktemp("client-server"))
+    try:
+        yield server.url
+    finally:
+        server.stop()
+
+
+def pytest_runtest_teardown(item: pytest.Item, nextitem: pytest.Item | None) -> None:
+    # The session fixture would outlive this folder: stop the server once the next test is
+    # elsewhere. (Files named out of order on the command line, this folder's tests split
+    # around others, would find it stopped; pytest's own order keeps a folder together.)
+    if SharedServer.running is not None and (
+        nextitem is None or HERE not in Path(nextitem.path).resolve().parents
+    ):
+        SharedServer.running.stop()
 
 
 @pytest.fixture
 def client(server_url: str) -> Iterator[Client]:
     with Client(server_url) as client:
         yield client
-
-
-def churn_frame(n: int = 240, seed: int = 0) -> pd.DataFrame:
-    """A table with numeric, categorical and missing values; the target follows two features."""
-    rng = np.random.default_rng(seed)
-    frame = pd.DataFrame(
-        {
-            "age": rng.integers(18, 80, n).astype(float),
-            "plan": rng.choice(["basic", "pro", "007"], n),
-            "monthly": rng.normal(50, 20, n).round(2),
-        }
-    )
-    frame.loc[::17, "monthly"] = np.nan
-    score = (frame["plan"] == "pro") * 1.5 + frame["monthly"].fillna(50) / 40
-    frame["churned"] = np.where(score + rng.normal(0, 0.3, n) > 2.0, "yes", "no")
-    return frame
 
 
 @pytest.fixture(scope="module")
@@ -65,8 +78,3 @@ def churn_model(server_url: str) -> Model:
         seed=1,
     )
     return job.wait(timeout=120)
-
-
-def write_csv(path: Path, frame: pd.DataFrame) -> Path:
-    frame.to_csv(path, index=False)
-    return path

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import ast
 import copy
+import os
 import pickle
 import subprocess
 import sys
@@ -20,9 +21,6 @@ from coppice import (
     ValidationError,
 )
 from tests.e2e.processes import free_port
-
-# Nothing here trains: no worker, so the server starts and stops at once.
-SERVER_SETTINGS = {"embedded_worker": "false"}
 
 
 def test_list_show_and_delete_datasets(client: Client) -> None:
@@ -98,14 +96,19 @@ def test_url_and_key_come_from_the_environment(
 
 
 def test_the_client_never_imports_the_server_or_the_engine() -> None:
+    # A client verb run to its end (here failing to reach a server: exit code 8).
     code = (
         "import sys\n"
         "import coppice\n"
-        "from coppice.cli import build_parser\n"
-        "build_parser()\n"
+        "from coppice.cli import main\n"
+        f"assert main(['jobs', 'list', '--url', 'http://127.0.0.1:{free_port()}']) == 8\n"
         "print(sorted({m.split('.')[0] for m in sys.modules}))\n"
     )
-    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    environment = os.environ | {"COPPICE_MAX_RETRIES": "0"}
+    result = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, env=environment
+    )
+    assert result.returncode == 0, result.stderr
 
     loaded = set(ast.literal_eval(result.stdout))
     assert not loaded & {"engine", "service", "fastapi", "sqlalchemy", "numba", "pandas"}, loaded

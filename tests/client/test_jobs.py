@@ -6,15 +6,11 @@ from __future__ import annotations
 import signal
 import subprocess
 import sys
-import time
 
 import pytest
 
 from coppice import Client, ConflictError, JobCancelledError, JobFailedError, Model
-from tests.client.conftest import churn_frame
-
-# A fit long enough to be interrupted: thousands of boosting stages (it never runs to the end).
-LONG_FIT = {"method": "gradient_boosting", "params": {"n_estimators": 5000, "max_depth": 3}}
+from tests.client.helpers import LONG_FIT, churn_frame, wait_until_running
 
 
 def test_train_waits_with_a_progress_bar_and_returns_the_model(
@@ -77,13 +73,6 @@ job = Client(sys.argv[1]).train(sys.argv[2], target="churned", **eval(sys.argv[3
 print(job.id, flush=True)
 job.wait(progress=True)
 """
-
-
-def wait_until_running(client: Client, job_id: str, timeout: float = 60.0) -> None:
-    deadline = time.monotonic() + timeout
-    while (job := client.job(job_id)).status != "running" or job.progress == 0:
-        assert not job.done and time.monotonic() < deadline, job.info
-        time.sleep(0.1)
 
 
 def test_ctrl_c_while_waiting_cancels_the_job_on_the_server(

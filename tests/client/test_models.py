@@ -9,7 +9,7 @@ import pandas as pd
 import pytest
 
 from coppice import Client, Model, NotFoundError, ValidationError
-from tests.client.conftest import churn_frame
+from tests.client.helpers import churn_frame
 
 matplotlib.use("Agg")  # no display in tests
 

@@ -11,11 +11,8 @@ import numpy as np
 import pytest
 
 from coppice import Client
-from tests.client.conftest import churn_frame, write_csv
+from tests.client.helpers import churn_frame, write_csv
 from tests.e2e.test_upload_memory import _csv_of_size
-
-# Nothing here trains: no worker, so the server starts and stops at once.
-SERVER_SETTINGS = {"embedded_worker": "false"}
 
 
 def _kinds(dataset_columns: list[dict[str, object]]) -> dict[str, object]:

@@ -18,8 +18,7 @@ import pytest
 from coppice import Client
 from coppice.cli import main
 from coppice.cli.exits import CONFLICT, INTERRUPTED, INVALID, NOT_FOUND, UNREACHABLE
-from tests.client.conftest import churn_frame, write_csv
-from tests.client.test_jobs import LONG_FIT, wait_until_running
+from tests.client.helpers import LONG_FIT, churn_frame, wait_until_running, write_csv
 from tests.e2e.processes import free_port
 
 

@@ -1,0 +1,42 @@
+"""Tables and waits the client's tests share (fixtures are in conftest.py)."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from coppice import Client
+
+# A fit long enough to be interrupted: thousands of boosting stages (it never runs to the end).
+LONG_FIT = {"method": "gradient_boosting", "params": {"n_estimators": 5000, "max_depth": 3}}
+
+
+def churn_frame(n: int = 240, seed: int = 0) -> pd.DataFrame:
+    """A table with numeric, categorical and missing values; the target follows two features."""
+    rng = np.random.default_rng(seed)
+    frame = pd.DataFrame(
+        {
+            "age": rng.integers(18, 80, n).astype(float),
+            "plan": rng.choice(["basic", "pro", "007"], n),
+            "monthly": rng.normal(50, 20, n).round(2),
+        }
+    )
+    frame.loc[::17, "monthly"] = np.nan
+    score = (frame["plan"] == "pro") * 1.5 + frame["monthly"].fillna(50) / 40
+    frame["churned"] = np.where(score + rng.normal(0, 0.3, n) > 2.0, "yes", "no")
+    return frame
+
+
+def write_csv(path: Path, frame: pd.DataFrame) -> Path:
+    frame.to_csv(path, index=False)
+    return path
+
+
+def wait_until_running(client: Client, job_id: str, timeout: float = 60.0) -> None:
+    deadline = time.monotonic() + timeout
+    while (job := client.job(job_id)).status != "running" or job.progress == 0:
+        assert not job.done and time.monotonic() < deadline, job.info
+        time.sleep(0.1)
