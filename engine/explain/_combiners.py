@@ -154,7 +154,7 @@ def _stacking(model: _BaseStacking) -> Explainer:
             assert member.exact is not None
             member_phi, member_bias = member.exact(X)
             block = W[start : start + member_phi.shape[2]]  # the member's meta-feature rows
-            phi += np.einsum("npc,cm->npm", member_phi, block)
+            phi += member_phi @ block
             bias += member_bias @ block
             start += member_phi.shape[2]
         return phi, bias

@@ -52,12 +52,16 @@ def _encoded(model: Any) -> Explainer:
 
     if inner_exact is None:
         return Explainer(inner.space, output, background=background)
+    owners = encoded_owners(model.encoding_)
+    if np.array_equal(owners, np.arange(model.n_features_in_)):  # one column each: as they are
+        return Explainer(inner.space, output, lambda X: inner_exact(model._encoded(X)), background)
     # (width, n_features): sums the encoded columns of each input column.
-    gather = np.zeros((model.encoding_.width, model.n_features_in_))
-    gather[np.arange(gather.shape[0]), encoded_owners(model.encoding_)] = 1.0
+    gather = np.zeros((owners.size, model.n_features_in_))
+    gather[np.arange(owners.size), owners] = 1.0
 
     def exact(X: NDArray[np.float64]) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
         phi, bias = inner_exact(model._encoded(X))
-        return np.einsum("ncm,cp->npm", phi, gather), bias
+        # (n, m, width) @ (width, p): a matrix product, many times faster than einsum here.
+        return np.matmul(phi.transpose(0, 2, 1), gather).transpose(0, 2, 1), bias
 
     return Explainer(inner.space, output, exact, background)

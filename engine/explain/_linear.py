@@ -119,7 +119,7 @@ def _gaussian_nb(model: GaussianNB) -> Explainer:
     def exact(X: NDArray[np.float64]) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
         X = model._check_complete_X(X, fitted=True)
         terms = log_norm[None] - 0.5 * (X[:, None, :] - theta[None]) ** 2 / var[None]  # (n, K, p)
-        phi = np.einsum("nkp,km->npm", terms - expected[None], contrast)
+        phi = (terms - expected[None]).transpose(0, 2, 1) @ contrast
         return phi, (log_priors + expected.sum(axis=1)) @ contrast
 
     return Explainer(LOG_ODDS, output, exact)
