@@ -11,7 +11,7 @@ PYTEST_ARGS ?=
 # Examples per operation and per fuzz test in `make fuzz`; `make test` runs a few dozen.
 FUZZ_EXAMPLES ?= 500
 
-.PHONY: serve test kernels compose-checker lint format fuzz faults bench bench-service bench-client soak clean
+.PHONY: serve test kernels compose-checker browser lint format fuzz faults bench bench-service bench-client soak clean
 
 # The stamp is rebuilt whenever pyproject.toml changes, so new dependencies
 # arrive with the next `make` instead of a hand-run pip command.
@@ -49,7 +49,21 @@ compose-checker:
 		|| echo "could not install docker-compose; the compose file check will skip"; \
 	fi
 
-test: $(VENV)/.installed compose-checker kernels
+# tests/browser drive Debian's Chromium through Playwright, which never downloads a browser of
+# its own. Best effort, as for docker-compose above: without it those tests skip, unless
+# COPPICE_REQUIRE_BROWSER=1 makes that a failure.
+browser:
+	@if [ -x /usr/bin/chromium ]; then :; \
+	elif [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
+		echo "installing Debian's chromium for the browser tests"; \
+		DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends \
+			chromium >/dev/null 2>&1 \
+		|| { apt-get update -q >/dev/null 2>&1 && DEBIAN_FRONTEND=noninteractive \
+			apt-get install -y -q --no-install-recommends chromium >/dev/null 2>&1; } \
+		|| echo "could not install chromium; the browser tests will skip"; \
+	fi
+
+test: $(VENV)/.installed compose-checker browser kernels
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 	$(BIN)/mypy

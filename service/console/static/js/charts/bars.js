@@ -41,7 +41,7 @@ export function barChart(items, { label = "", valueLabel = "", signed = false, w
     if (item.std) {
       row.append(s("line", { class: "err", x1: x(value - item.std), x2: x(value + item.std), y1: y + ROW / 2, y2: y + ROW / 2 }));
     }
-    row.append(s("text", { x: Math.max(x(value), x(0)) + 4, y: y + ROW / 2 + 4 }, tickText(value)));
+    row.append(s("text", { x: Math.max(x(value), x(0)) + 4, y: y + ROW / 2 + 4 }, Number(value.toPrecision(3))));
     svg.append(row);
   });
   svg.append(s("line", { class: "axis", x1: x(0), x2: x(0), y1: top, y2: bottom }));

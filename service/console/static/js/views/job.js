@@ -69,7 +69,13 @@ export async function render(root, { params: [id] }, signal) {
     card(null, h("div", { class: "spread" }, h("div", { class: "row" }, badge, percent, stage), cancel), bar, outcome, message),
     card("Details", details),
   );
-  while (!ENDED.has(job.status) && !signal.aborted) {
+  // Not awaited: the page is shown (and interactive) now, and follows the job until it ends
+  // or the person leaves (the signal aborts the poll in flight).
+  follow(path, () => job, show, message, signal);
+}
+
+async function follow(path, current, show, message, signal) {
+  while (!ENDED.has(current().status) && !signal.aborted) {
     try {
       show(await get(`${path}?wait=${WAIT_SECONDS}`, { signal }));
       replace(message);

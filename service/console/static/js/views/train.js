@@ -45,12 +45,19 @@ export async function render(root, { query }, signal) {
     seed: field("Seed", seedInput),
     name: field("Name", nameInput),
   };
+  const featuresBox = h("div", { class: "row", id: "train-features" });
   const paramsBox = h("div");
   const message = h("div");
   let dataset = null;
   let form = null;
 
   const task = () => taskInput.value || taskFor(dataset?.columns.find((c) => c.name === targetInput.value));
+
+  // Every column but the target, all ticked: the API's default when `features` is left out.
+  function showFeatures() {
+    replace(featuresBox, dataset.columns.filter((c) => c.name !== targetInput.value).map((c) =>
+      h("label", { class: "field check" }, h("input", { type: "checkbox", value: c.name, checked: true }), c.name)));
+  }
 
   function showMethods() {
     const previous = methodInput.value;
@@ -76,12 +83,15 @@ export async function render(root, { query }, signal) {
     dataset = await get(`/v1/datasets/${encodeURIComponent(datasetInput.value)}`, { signal });
     replace(targetInput, dataset.columns.map((c) => h("option", { value: c.name }, `${c.name} (${c.kind})`)));
     targetInput.value = dataset.columns[dataset.columns.length - 1].name;
+    showFeatures();
     showMethods();
   }
 
   function body() {
     const validation = { holdout: { holdout: Number(holdoutInput.value) }, folds: { folds: Number(foldsInput.value) }, none: { holdout: 0 } }[validationInput.value];
     const request = { dataset_id: datasetInput.value, target: targetInput.value, method: methodInput.value, validation };
+    const boxes = [...featuresBox.querySelectorAll("input")];
+    if (boxes.some((box) => !box.checked)) request.features = boxes.filter((box) => box.checked).map((box) => box.value);
     if (taskInput.value) request.task = taskInput.value;
     if (seedInput.value !== "") request.seed = Number(seedInput.value);
     if (nameInput.value.trim()) request.name = nameInput.value.trim();
@@ -106,6 +116,7 @@ export async function render(root, { query }, signal) {
       if (!(error instanceof ApiError)) throw error;
       const rest = (form ? form.showErrors(error.errors) : error.errors).filter((e) => {
         const name = ["holdout", "folds", "target", "dataset_id", "method", "task", "seed", "name"].find((n) => e.loc.includes(n));
+        // Field errors with no field of their own (features, say) stay in the message below.
         if (name) setFieldError(fields[name] || fields.validation, e.msg);
         return !name;
       });
@@ -116,7 +127,10 @@ export async function render(root, { query }, signal) {
   }
 
   datasetInput.addEventListener("change", () => loadDataset().catch((e) => replace(message, errorBox(e))));
-  targetInput.addEventListener("change", showMethods);
+  targetInput.addEventListener("change", () => {
+    showFeatures();
+    showMethods();
+  });
   taskInput.addEventListener("change", showMethods);
   methodInput.addEventListener("change", showParams);
   validationInput.addEventListener("change", showValidation);
@@ -127,7 +141,8 @@ export async function render(root, { query }, signal) {
     root,
     h("h1", {}, "Train a model"),
     h("form", { id: "train-form", novalidate: true, onsubmit: submit },
-      card("What to learn", h("div", { class: "fields" }, fields.dataset_id, fields.target, fields.task, fields.method), methodHelp),
+      card("What to learn", h("div", { class: "fields" }, fields.dataset_id, fields.target, fields.task, fields.method), methodHelp,
+        h("p", { class: "small muted" }, "Features"), featuresBox),
       card("Parameters", paramsBox),
       card("Validation", h("div", { class: "fields" }, fields.validation, fields.holdout, fields.folds, fields.seed, fields.name)),
       h("div", { class: "row" }, h("button", { type: "submit", id: "train-submit" }, "Train")),

@@ -1,0 +1,205 @@
+"""The console in a real browser against a real ``coppice serve``: the whole workflow a person
+goes through, then every page checked for errors, outside requests, weight and speed.
+
+One server for the module (no API keys; ``test_keys.py`` has its own). Models that pages only
+need to show are trained through the API in a module fixture; the workflow test trains its
+own through the page.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import os
+import re
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+from playwright.sync_api import expect
+
+from tests.browser.data import train, write_csv
+from tests.browser.tabs import Watched
+from tests.e2e.processes import serving, submit_job
+
+pytestmark = pytest.mark.slow
+
+PAGE_BUDGET_BYTES = 300 * 1024
+INTERACTIVE_MS = 1000
+# The workflow test asks for more trees than the server allows, on purpose, to see the 422
+# beside its field: the browser logs that answer as a failed resource load.
+EXPECTED_422 = "the server responded with a status of 422"
+
+
+@pytest.fixture(scope="module")
+def base_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    with serving(tmp_path_factory.mktemp("console")) as (url, _):
+        yield url
+
+
+@pytest.fixture(scope="module")
+def data_file(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return write_csv(tmp_path_factory.mktemp("data") / "toy.csv")
+
+
+@pytest.fixture(scope="module")
+def trained(base_url: str, data_file: Path) -> dict[str, dict[str, Any]]:
+    with httpx.Client(base_url=base_url, timeout=30) as client:
+        classifier = train(client, data_file, "label", exclude="amount")
+        regressor = train(client, data_file, "amount", exclude="label")
+    return {"classifier": classifier, "regressor": regressor}
+
+
+def test_upload_train_watch_and_use_a_model(tab: Watched, data_file: Path) -> None:
+    page = tab.page
+    tab.open("/")
+    page.set_input_files("#upload-file", data_file)
+    page.click("form button[type=submit]")
+    page.wait_for_selector("#columns table")
+    assert page.locator("#columns tbody tr").count() == 5
+    assert page.locator("#columns svg.mini").count() == 5
+
+    page.click("text=Train a model on it")
+    page.select_option("#train-target", "label")
+    page.uncheck("#train-features input[value=amount]")  # the other target: it would leak
+    page.fill("#param-n_estimators", "6000")
+    page.click("#train-submit")
+    expect(page.locator("#param-n_estimators-error")).to_contain_text("at most 5000")
+
+    page.fill("#param-n_estimators", "8")
+    page.click("#train-submit")
+    # The page's CSP forbids eval, so Playwright's string predicates cannot run: selectors.
+    page.wait_for_selector("[role=progressbar][aria-valuenow='100']", timeout=60_000)
+    assert page.inner_text("#job-status") == "succeeded"
+    assert page.inner_text("#job-percent") == "100%"
+
+    page.click("#job-model")
+    page.wait_for_selector("#curves svg path.line")
+    assert page.locator("#confusion svg rect").count() == 4  # 2 classes x 2
+    page.wait_for_selector("#importance-chart svg .bar-row")
+    assert page.locator("#importance-chart .bar-row").count() == 3  # x1, x2, colour
+    page.select_option("#importance-kind", "permutation")
+    page.wait_for_selector("#importance-chart svg[aria-label='permutation importance']")
+
+    page.fill("[data-feature=x1]", "8.5")
+    page.fill("[data-feature=colour]", "red")
+    page.click("#predict-submit")
+    expect(page.locator("#predict-value")).to_have_text(re.compile("^(yes|no)$"))
+    assert page.locator("#predict-shap .bar-row").count() == 3
+    screenshot = os.environ.get("COPPICE_CONSOLE_SCREENSHOT")
+    if screenshot:  # docs/console-model.png is made this way; see docs/console.md
+        page.screenshot(path=screenshot, full_page=True)
+
+    with page.expect_download() as download:
+        page.set_input_files("#batch-file", data_file)
+        page.click("#batch-submit")
+    rows = list(csv.reader(io.StringIO(Path(download.value.path()).read_text())))
+    assert rows[0][-3:] == ["prediction", "probability_no", "probability_yes"]
+    assert len(rows) == 121
+    page.wait_for_selector("#batch-evaluation svg path.line")  # the ROC curve
+
+    assert [e for e in tab.errors if EXPECTED_422 not in e] == []
+    assert tab.outside == []
+
+
+def console_pages(trained: dict[str, dict[str, Any]]) -> list[str]:
+    # The regressor's page is checked by test_a_regressor_shows_its_residuals.
+    classifier = trained["classifier"]
+    return [
+        "/#/datasets",
+        f"/#/datasets/{classifier['dataset_id']}",
+        "/#/train",
+        "/#/jobs",
+        f"/#/jobs/{classifier['job_id']}",
+        "/#/models",
+        f"/#/models/{classifier['id']}",
+    ]
+
+
+def test_every_console_page_loads_clean_and_within_budget(
+    tabs: Callable[..., Watched], trained: dict[str, dict[str, Any]]
+) -> None:
+    for path in console_pages(trained):
+        tab = tabs()  # a fresh context: an empty cache, so every file is counted
+        tab.open(path)
+        tab.page.wait_for_load_state("networkidle")
+        assert tab.errors == [], (path, tab.errors)
+        assert tab.outside == [], (path, tab.outside)
+        weight = tab.asset_bytes()
+        print(f"{path[:40]:42} {weight / 1024:6.1f} KB of files")  # shown with -s
+        assert weight < PAGE_BUDGET_BYTES, path
+        tab.page.context.close()
+
+
+def test_swagger_ui_loads_from_the_package(tab: Watched) -> None:
+    tab.page.goto(f"{tab.base_url}/docs")
+    tab.page.wait_for_selector(".swagger-ui .opblock", timeout=15_000)
+    assert tab.errors == [] and tab.outside == []
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="/openapi.json: the /v2 infer request bodies point at '#/$defs/...', which is not "
+    "in the document (pydantic's model_json_schema() pasted into openapi_extra); ReDoc stops "
+    "on it. Swagger UI tolerates it.",
+)
+def test_redoc_loads_from_the_package(tab: Watched) -> None:
+    tab.page.goto(f"{tab.base_url}/redoc")
+    tab.page.wait_for_selector("#redoc > *", timeout=15_000)  # the docs, or ReDoc's error
+    tab.page.wait_for_load_state("networkidle")
+    assert tab.errors == [] and tab.outside == []
+    assert tab.page.locator(".menu-content").count() == 1
+
+
+def test_the_first_page_is_interactive_within_a_second(tab: Watched) -> None:
+    tab.open("/")
+    ready = tab.page.evaluate("performance.getEntriesByName('coppice:ready')[0].startTime")
+    print(f"first page interactive {ready:.0f} ms after navigation start")  # shown with -s
+    assert ready < INTERACTIVE_MS
+
+
+def test_a_regressor_shows_its_residuals(
+    tab: Watched, trained: dict[str, Any], data_file: Path
+) -> None:
+    tab.open(f"/#/models/{trained['regressor']['id']}")
+    assert tab.page.locator("#confusion").count() == 0
+    with tab.page.expect_download():
+        tab.page.set_input_files("#batch-file", data_file)
+        tab.page.click("#batch-submit")
+    tab.page.wait_for_selector("#batch-evaluation svg circle")
+    assert "RMSE" in tab.page.inner_text("#batch-evaluation")
+    tab.page.wait_for_load_state("networkidle")
+    assert tab.errors == [] and tab.outside == []
+
+
+def test_pages_fit_a_phone(tabs: Callable[..., Watched], trained: dict[str, Any]) -> None:
+    tab = tabs(width=390, height=844)
+    for path in ("/#/datasets", "/#/train", f"/#/models/{trained['classifier']['id']}"):
+        tab.open(path)
+        tab.page.wait_for_load_state("networkidle")
+        overflow = tab.page.evaluate("document.documentElement.scrollWidth - innerWidth")
+        assert overflow <= 0, (path, overflow)
+
+
+def test_a_running_job_can_be_cancelled_from_its_page(tab: Watched, base_url: str) -> None:
+    # Thousands of deep trees on thousands of rows: a fit that is still running when the
+    # page opens, however quick the machine.
+    rows = [[i % 97 / 7.0, (i * 31) % 101 / 3.0, "yes" if i % 3 else "no"] for i in range(5000)]
+    with httpx.Client(base_url=base_url, timeout=30) as client:
+        dataset = client.post(
+            "/v1/datasets", json={"name": "big", "columns": ["a", "b", "y"], "rows": rows}
+        ).json()
+        job_id = submit_job(
+            client,
+            dataset_id=dataset["id"],
+            target="y",
+            method="random_forest",
+            params={"n_estimators": 2000, "max_features": 1.0},
+        )
+    tab.open(f"/#/jobs/{job_id}")
+    tab.page.click("#job-cancel")
+    tab.page.wait_for_selector("#job-status .status.cancelled", timeout=30_000)
+    assert tab.page.locator("#job-cancel").is_hidden()
+    assert tab.errors == []
