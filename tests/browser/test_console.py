@@ -121,16 +121,19 @@ def console_pages(trained: dict[str, dict[str, Any]]) -> list[str]:
 def test_every_console_page_loads_clean_and_within_budget(
     tabs: Callable[..., Watched], trained: dict[str, dict[str, Any]]
 ) -> None:
-    for path in console_pages(trained):
-        tab = tabs()  # a fresh context: an empty cache, so every file is counted
-        tab.open(path)
+    # Each page in a fresh context (an empty cache, so every file is counted), all loading
+    # at once: the browser waits out their quiet periods together.
+    opened = [(path, tabs()) for path in console_pages(trained)]
+    for path, tab in opened:
+        tab.page.goto(tab.base_url + path, wait_until="commit")
+    for path, tab in opened:
+        tab.page.wait_for_selector("html[data-ready]")
         tab.page.wait_for_load_state("networkidle")
         assert tab.errors == [], (path, tab.errors)
         assert tab.outside == [], (path, tab.outside)
         weight = tab.asset_bytes()
         print(f"{path[:40]:42} {weight / 1024:6.1f} KB of files")  # shown with -s
         assert weight < PAGE_BUDGET_BYTES, path
-        tab.page.context.close()
 
 
 def test_swagger_ui_loads_from_the_package(tab: Watched) -> None:
@@ -183,23 +186,41 @@ def test_pages_fit_a_phone(tabs: Callable[..., Watched], trained: dict[str, Any]
         assert overflow <= 0, (path, overflow)
 
 
-def test_a_running_job_can_be_cancelled_from_its_page(tab: Watched, base_url: str) -> None:
-    # Thousands of deep trees on thousands of rows: a fit that is still running when the
-    # page opens, however quick the machine.
+@pytest.fixture(scope="module")
+def slow_job(base_url: str) -> Callable[..., str]:
+    """Submits a fit that is still running when its page opens, however quick the machine:
+    thousands of deep trees on thousands of rows. Returns its job id."""
     rows = [[i % 97 / 7.0, (i * 31) % 101 / 3.0, "yes" if i % 3 else "no"] for i in range(5000)]
     with httpx.Client(base_url=base_url, timeout=30) as client:
-        dataset = client.post(
-            "/v1/datasets", json={"name": "big", "columns": ["a", "b", "y"], "rows": rows}
-        ).json()
-        job_id = submit_job(
-            client,
-            dataset_id=dataset["id"],
-            target="y",
-            method="random_forest",
-            params={"n_estimators": 2000, "max_features": 1.0},
-        )
-    tab.open(f"/#/jobs/{job_id}")
+        body = {"name": "big", "columns": ["a", "b", "y"], "rows": rows}
+        dataset_id = client.post("/v1/datasets", json=body).json()["id"]
+
+    def submit(**extra: Any) -> str:
+        with httpx.Client(base_url=base_url, timeout=30) as client:
+            return submit_job(
+                client,
+                dataset_id=dataset_id,
+                target="y",
+                method="random_forest",
+                params={"n_estimators": 2000, "max_features": 1.0},
+                **extra,
+            )
+
+    return submit
+
+
+def test_a_running_job_can_be_cancelled_from_its_page(
+    tab: Watched, slow_job: Callable[..., str]
+) -> None:
+    tab.open(f"/#/jobs/{slow_job()}")
     tab.page.click("#job-cancel")
     tab.page.wait_for_selector("#job-status .status.cancelled", timeout=30_000)
     assert tab.page.locator("#job-cancel").is_hidden()
+    assert tab.errors == []
+
+
+def test_a_failed_job_shows_its_error(tab: Watched, slow_job: Callable[..., str]) -> None:
+    tab.open(f"/#/jobs/{slow_job(max_runtime_seconds=1)}")
+    tab.page.wait_for_selector("#job-status .status.failed", timeout=30_000)
+    expect(tab.page.locator("#job-outcome .error")).to_contain_text("max_runtime_seconds")
     assert tab.errors == []
