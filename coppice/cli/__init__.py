@@ -193,7 +193,7 @@ def _add_serving(
         top,
         "predict",
         commands.predict,
-        "predict every row of a CSV file; CSV out",
+        "predict every row of a CSV file; CSV out (--json: a JSON object per line)",
         "  coppice predict 5b7d... new_customers.csv > predictions.csv\n"
         "  coppice predict churn@production rows.csv --proba --output scored.csv",
         common,

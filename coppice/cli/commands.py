@@ -7,6 +7,7 @@ the server's JSON unchanged, and returns the process exit code.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import sys
 from collections.abc import Callable
@@ -260,15 +261,19 @@ def importance(client: Client, args: argparse.Namespace) -> int:
 
 def predict(client: Client, args: argparse.Namespace) -> int:
     out_path: Path | None = args.output
-    if out_path is None:
+    with contextlib.ExitStack() as files:
+        out = sys.stdout
+        if out_path is not None:
+            out = files.enter_context(out_path.open("w", newline="", encoding="utf-8"))
         count = predict_csv(
-            client, args.model, args.file, sys.stdout, proba=args.proba, batch_size=args.batch
+            client,
+            args.model,
+            args.file,
+            out,
+            proba=args.proba,
+            batch_size=args.batch,
+            as_json=args.json,
         )
-    else:
-        with out_path.open("w", newline="", encoding="utf-8") as out:
-            count = predict_csv(
-                client, args.model, args.file, out, proba=args.proba, batch_size=args.batch
-            )
     print(f"{count} rows predicted", file=sys.stderr)
     return 0
 

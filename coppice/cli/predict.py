@@ -9,6 +9,7 @@ numbers as text), the text itself for categorical ones.
 from __future__ import annotations
 
 import csv
+import json
 import sys
 from collections.abc import Iterator
 from itertools import islice
@@ -51,8 +52,10 @@ def predict_csv(
     *,
     proba: bool,
     batch_size: int,
+    as_json: bool = False,
 ) -> int:
-    """Write one output row per input row; returns the number of rows predicted."""
+    """Write one output row per input row (a CSV row, or with ``as_json`` a JSON object per
+    line with the same names); returns the number of rows predicted."""
     model = client.model(ref)
     kinds = {feature["name"]: feature["kind"] for feature in model.info["features"]}
     with path.open(newline="", encoding="utf-8-sig") as file:
@@ -65,9 +68,12 @@ def predict_csv(
             print(f"note: leaving out the target column {model.target!r}", file=sys.stderr)
         columns = [header[j] for j in keep]
         convert = [_numeric if kinds.get(name) == "numeric" else _categorical for name in columns]
-        writer = csv.writer(out, lineterminator="\n")
         classes = model.classes if proba and model.task == "classification" else None
-        writer.writerow(["prediction", *(f"proba_{c}" for c in classes or [])])
+        names = ["prediction", *(f"proba_{c}" for c in classes or [])]
+        writer: _JsonLines | Any = _JsonLines(out, names)
+        if not as_json:
+            writer = csv.writer(out, lineterminator="\n")
+            writer.writerow(names)
         done = 0
         for batch in _batches(reader, batch_size):
             for number, row in enumerate(batch, start=done + 1):
@@ -80,6 +86,18 @@ def predict_csv(
             writer.writerows(written)
             done += len(batch)
     return done
+
+
+class _JsonLines:
+    """``csv.writer``'s ``writerows``, writing each row as a JSON object on its own line."""
+
+    def __init__(self, out: TextIO, names: list[str]) -> None:
+        self._out = out
+        self._names = names
+
+    def writerows(self, rows: list[list[Any]]) -> None:
+        for row in rows:
+            self._out.write(json.dumps(dict(zip(self._names, row, strict=True))) + "\n")
 
 
 def _predict_batch(

@@ -20,7 +20,7 @@ from coppice import (
     NotFoundError,
     ValidationError,
 )
-from tests.e2e.processes import free_port
+from tests.e2e.processes import Processes, free_port
 
 
 def test_list_show_and_delete_datasets(client: Client) -> None:
@@ -70,6 +70,20 @@ def test_an_unreachable_server_fails_after_retrying_reads_only(tmp_path: Path) -
         dead.upload([{"x": 1.0}])
     # Not retried: a repeat could create a second dataset.
     assert time.monotonic() - started < 0.5
+
+
+def test_reads_are_retried_until_a_starting_server_answers(tmp_path: Path) -> None:
+    port = free_port()
+    processes = Processes(tmp_path / "logs", data_dir=str(tmp_path / "data"), log_format="text")
+    try:
+        # Asked at once, while the server is still starting: connections are refused until
+        # it listens, and the retries (0.5 + 1 + 2 + 4 + 8 + 8 s at most) outlast its start.
+        processes.start("late", "serve", "--port", str(port), embedded_worker="false")
+        client = Client(f"http://127.0.0.1:{port}", max_retries=6)
+
+        assert client.datasets().total == 0
+    finally:
+        processes.stop_all()
 
 
 def test_a_client_copies_and_pickles_as_its_settings(server_url: str) -> None:

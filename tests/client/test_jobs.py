@@ -56,6 +56,8 @@ def test_cancel_a_job_then_cancelling_again_is_a_conflict(client: Client) -> Non
     dataset = client.upload(churn_frame(200), name="cancel")
     job = client.train(dataset, target="churned", **LONG_FIT)
 
+    with pytest.raises(TimeoutError, match="still"):
+        job.wait(timeout=0.3)
     job.cancel()
     with pytest.raises(JobCancelledError, match=job.id):
         job.wait(timeout=60)
@@ -99,3 +101,16 @@ def test_ctrl_c_while_waiting_cancels_the_job_on_the_server(
     assert "running:" in err  # the bar showed the stage text
     job = client.job(job_id).refresh(wait=30)
     assert job.status == "cancelled", job.info
+
+
+def test_without_tqdm_progress_is_printed_as_lines(
+    client: Client, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setitem(sys.modules, "tqdm", None)  # `import tqdm` now fails
+    dataset = client.upload(churn_frame(60), name="no-tqdm")
+    job = client.train(dataset, target="churned", method="decision_tree")
+
+    job.wait(progress=True, timeout=60)
+
+    lines = capsys.readouterr().err.splitlines()
+    assert lines[-1] == f"job {job.id[:8]} 100% succeeded: done", lines

@@ -17,7 +17,15 @@ import pytest
 
 from coppice import Client
 from coppice.cli import main
-from coppice.cli.exits import CONFLICT, INTERRUPTED, INVALID, NOT_FOUND, UNREACHABLE
+from coppice.cli.exits import (
+    CONFLICT,
+    INTERRUPTED,
+    INVALID,
+    JOB_CANCELLED,
+    JOB_FAILED,
+    NOT_FOUND,
+    UNREACHABLE,
+)
 from tests.client.helpers import LONG_FIT, churn_frame, wait_until_running, write_csv
 from tests.e2e.processes import free_port
 
@@ -98,6 +106,21 @@ def test_train_wait_jobs_models_predict_importance(
     assert "leaving out the target column 'churned'" in err and "150 rows predicted" in err
     assert len(rows) == 150 and set(rows[0]) == {"prediction", "proba_no", "proba_yes"}
     assert {row["prediction"] for row in rows} <= {"no", "yes"}
+    out, _ = cli("predict", model["id"], str(churn_csv), "--json")
+    lines = [json.loads(line) for line in out.splitlines()]
+    assert [line["prediction"] for line in lines] == [row["prediction"] for row in rows]
+
+
+def test_methods_and_a_failed_training(cli: Cli) -> None:
+    out, _ = cli("methods")
+    assert out.splitlines()[0].split()[:2] == ["METHOD", "TASKS"] and "xgboost" in out
+    assert "random_forest" in {m["name"] for m in cli.json("methods")}
+
+    records = [{"x": float(i), "y": "a" if i == 0 else "b"} for i in range(10)]
+    dataset = Client(cli.url).upload(records, name="cli-one-class-fold")
+    args = ["train", "--dataset", dataset.id, "--target", "y", "--method", "decision_tree"]
+    _, err = cli(*args, "--folds", "2", "--wait", "--no-progress", code=JOB_FAILED)
+    assert "one_class" in err
 
 
 def test_train_without_wait_then_cancel(cli: Cli) -> None:
@@ -112,7 +135,7 @@ def test_train_without_wait_then_cancel(cli: Cli) -> None:
 
     out, _ = cli("jobs", "cancel", job["id"])
     assert "cancel" in out
-    cli("jobs", "wait", job["id"], "--no-progress", code=10)
+    cli("jobs", "wait", job["id"], "--no-progress", code=JOB_CANCELLED)
     _, err = cli("jobs", "cancel", job["id"], code=CONFLICT)
     assert "already ended" in err
 
