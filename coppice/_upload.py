@@ -141,8 +141,10 @@ def _array_column_is_categorical(column: np.ndarray) -> bool:
         return False
     if column.dtype.kind != "O":
         return True  # strings, booleans, dates: categories
+    # Numbers (Python's or NumPy's) and None are numeric cells; booleans are categories.
     return any(
-        not (value is None or isinstance(value, int | float)) or isinstance(value, bool)
+        isinstance(value, bool | np.bool_)
+        or not (value is None or isinstance(value, int | float | np.number))
         for value in column
     )
 
