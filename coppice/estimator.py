@@ -124,11 +124,8 @@ class RemoteEstimator:
             categorical.append(TARGET_COLUMN)
         else:
             table[TARGET_COLUMN] = target.astype(float)
-        matrix = np.empty((len(target), len(table)), dtype=object)
-        for j, column in enumerate(table.values()):
-            matrix[:, j] = column
         dataset = client.upload(
-            matrix,
+            _object_matrix(table, len(target)),
             columns=list(table),
             categorical=categorical,
             name=f"{type(self).__name__} {self.method}",
@@ -167,11 +164,14 @@ class RemoteEstimator:
 
     def _rows(self, X: Any) -> np.ndarray:
         self._check_fitted()
-        table, _ = _table(X, list(self._model.features))
-        matrix = np.empty((_n_rows(X), len(table)), dtype=object)
-        for j, column in enumerate(table.values()):
-            matrix[:, j] = column
-        return matrix
+        features = list(self._model.features)
+        if not _is_dataframe(X):
+            array = np.asarray(X)
+            if array.dtype.kind in "iuf" and array.ndim == 2 and array.shape[1] == len(features):
+                # Plain numbers go as they are (NaN sent as null), without a per-cell pass.
+                return array.astype(float, copy=False)
+        table, _ = _table(X, features)
+        return _object_matrix(table, _n_rows(X))
 
     def predict(self, X: Any) -> np.ndarray:
         predicted = self._model_checked().predict(self._rows(X))
@@ -189,14 +189,17 @@ class RemoteEstimator:
         server_order = {text: j for j, text in enumerate(model.classes or [])}
         return probabilities[:, [server_order[_label_text(c)] for c in self.classes_]]
 
-    def score(self, X: Any, y: Any) -> float:
+    def score(self, X: Any, y: Any, sample_weight: Any = None) -> float:
         """Accuracy (classification) or R² (regression), as scikit-learn's mixins score."""
         predicted = self.predict(X)
         truth = np.asarray(y)
+        weights = None if sample_weight is None else np.asarray(sample_weight, dtype=float)
         if self.task_ == "classification":
-            return float(np.mean(predicted == truth))
-        residual = float(np.sum((truth - predicted) ** 2))
-        total = float(np.sum((truth - truth.mean()) ** 2))
+            return float(np.average(predicted == truth, weights=weights))
+        truth = truth.astype(float)
+        mean = np.average(truth, weights=weights)
+        residual = float(np.average((truth - predicted) ** 2, weights=weights))
+        total = float(np.average((truth - mean) ** 2, weights=weights))
         return 1.0 - residual / total if total > 0 else 0.0
 
     def _model_checked(self) -> Model:
@@ -237,6 +240,14 @@ def _table(X: Any, features: list[str]) -> tuple[dict[str, np.ndarray], list[str
         columns = {name: array[:, j] for j, name in enumerate(features)}
     categorical = [name for name, column in columns.items() if column.dtype.kind not in "iuf"]
     return columns, categorical
+
+
+def _object_matrix(table: dict[str, np.ndarray], n_rows: int) -> np.ndarray:
+    """The columns side by side, each cell keeping its own type (numbers, text)."""
+    matrix = np.empty((n_rows, len(table)), dtype=object)
+    for j, column in enumerate(table.values()):
+        matrix[:, j] = column
+    return matrix
 
 
 def _label_text(label: Any) -> str:
