@@ -91,20 +91,15 @@ def compiled_find_splits(
     parent_channels: NDArray[np.float64],
     parent_counts: NDArray[np.int64],
     bounds: NDArray[np.float64] | None = None,
-    columns: NDArray[np.unsignedinteger[Any]] | None = None,
 ) -> Splits:
-    """Best split of each node of a batch, from its rows (best-split search only).
-
-    ``columns`` is ``ctx.binned`` feature-major (contiguous ``binned.T``), if the caller
-    keeps one.
-    """
+    """Best split of each node of a batch, from its rows (best-split search only)."""
     n_slots = features.shape[0]
     rows, node_start = _grouped_rows(rows, slot_of_row, n_slots)
     by_class = ctx.classes is not None and ctx.weights is not None
     monotone, node_bounds = _monotone_args(ctx, bounds, n_slots)
     splits = _empty_splits(n_slots, ctx.n_codes)
     search_rows(
-        np.ascontiguousarray(ctx.binned.T) if columns is None else columns,
+        np.ascontiguousarray(ctx.binned),
         rows,
         node_start,
         np.ascontiguousarray(features, dtype=np.int64),
@@ -131,7 +126,6 @@ def compiled_find_random_splits(
     parent_channels: NDArray[np.float64],
     parent_counts: NDArray[np.int64],
     rng: np.random.Generator,
-    columns: NDArray[np.unsignedinteger[Any]] | None = None,
 ) -> Splits:
     """Best random cut of each node (extremely randomised trees, numeric features).
 
@@ -148,7 +142,7 @@ def compiled_find_random_splits(
     )
     splits = _empty_splits(n_slots, ctx.n_codes)
     search_random_rows(
-        np.ascontiguousarray(ctx.binned.T) if columns is None else columns,
+        np.ascontiguousarray(ctx.binned),
         rows,
         node_start,
         np.ascontiguousarray(features, dtype=np.int64),
@@ -210,16 +204,15 @@ def best_splits(
     parent_counts: NDArray[np.int64],
     rng: np.random.Generator | None = None,
     bounds: NDArray[np.float64] | None = None,
-    columns: NDArray[np.unsignedinteger[Any]] | None = None,
 ) -> Splits:
     """:func:`~engine.tree._splitter.find_splits` on the kernels the engine runs."""
     if compiled_kernels() and not ctx.random_splits:
         return compiled_find_splits(
-            ctx, rows, slot_of_row, features, parent_channels, parent_counts, bounds, columns
+            ctx, rows, slot_of_row, features, parent_channels, parent_counts, bounds
         )
     if compiled_kernels() and rng is not None and not ctx.is_categorical.any():
         return compiled_find_random_splits(
-            ctx, rows, slot_of_row, features, parent_channels, parent_counts, rng, columns
+            ctx, rows, slot_of_row, features, parent_channels, parent_counts, rng
         )
     return find_splits(
         ctx, rows, slot_of_row, features, parent_channels, parent_counts, rng, bounds

@@ -317,7 +317,6 @@ class Growth:
                 counts,
                 self.rng,
                 bounds,
-                columns=self.columns,
             )
         order = self.rng.random((n_slots, n_candidates)).argsort(axis=1)
         drawn = pool[order]
@@ -338,7 +337,6 @@ class Growth:
                 counts[pending],
                 self.rng,
                 None if bounds is None else bounds[pending],
-                columns=self.columns,
             )
             result = splits if result is None else _merge(result, splits, pending)
             pending = pending[~splits.found]
