@@ -1,7 +1,7 @@
 // Bar charts (importances, TreeSHAP contributions, column distributions) and the confusion
 // matrix as a heat map.
 
-import { extent, s, scale, tickText, ticks } from "./svg.js";
+import { chartWidth, extent, s, scale, tickText, ticks } from "./svg.js";
 
 const ROW = 22;
 const LABEL_CHARS = 24;
@@ -15,8 +15,8 @@ function shorten(text) {
  * Horizontal bars, one row per item ({label, value, std?}), in the order given. `signed`
  * colours negative and positive values apart and keeps zero in view (contributions).
  */
-export function barChart(items, { label = "", valueLabel = "", signed = false, width = 640 } = {}) {
-  const left = 170;
+export function barChart(items, { label = "", valueLabel = "", signed = false, width = chartWidth() } = {}) {
+  const left = Math.min(170, Math.round(width * 0.3));
   const right = 60;
   const top = 8;
   const height = top + items.length * ROW + 34;
@@ -25,7 +25,7 @@ export function barChart(items, { label = "", valueLabel = "", signed = false, w
   const x = scale(domain, [left, width - right]);
   const svg = s("svg", { class: "chart", viewBox: `0 0 ${width} ${height}`, role: "img", "aria-label": label });
   const bottom = top + items.length * ROW;
-  for (const tick of ticks(domain[0], domain[1], 5)) {
+  for (const tick of ticks(domain[0], domain[1], Math.max(3, Math.round(width / 130)))) {
     svg.append(s("line", { class: "grid", x1: x(tick), x2: x(tick), y1: top, y2: bottom }));
     svg.append(s("text", { x: x(tick), y: bottom + 14, "text-anchor": "middle" }, tickText(tick)));
   }

@@ -42,11 +42,12 @@ export function extent(values, { zero = false } = {}) {
   return [lo, hi];
 }
 
-/** About `count` round tick values covering [lo, hi] (steps of 1, 2 or 5 × 10^k). */
+/** About `count` round tick values within [lo, hi] (steps of 1, 2 or 5 × 10^k). */
 export function ticks(lo, hi, count = 5) {
   const raw = (hi - lo) / Math.max(1, count);
   const power = 10 ** Math.floor(Math.log10(raw));
-  const step = [1, 2, 5, 10].map((m) => m * power).find((candidate) => candidate >= raw) || raw;
+  // The round step nearest the raw one (by ratio), so a narrow axis still gets a few ticks.
+  const step = [1, 2, 5, 10].map((m) => m * power).reduce((best, c) => (Math.abs(Math.log(c / raw)) < Math.abs(Math.log(best / raw)) ? c : best));
   const first = Math.ceil(lo / step - 1e-9) * step;
   const values = [];
   for (let value = first; value <= hi + step * 1e-9; value += step) values.push(Number(value.toPrecision(12)));
@@ -60,10 +61,19 @@ export function tickText(value) {
 }
 
 /**
+ * A chart's width in SVG units: the page's width, at most 640. Drawn at about one unit per
+ * pixel, a chart keeps legible text on a phone instead of shrinking a wide drawing.
+ */
+export function chartWidth(max = 640) {
+  const available = (document.querySelector("main")?.clientWidth || max) - 48;
+  return Math.round(Math.max(280, Math.min(max, available)));
+}
+
+/**
  * An empty plot with axes: returns the svg, the plot group, and the scales x() and y().
  * `x` and `y` are [lo, hi] domains.
  */
-export function frame({ width = 640, height = 300, x, y, xLabel = "", yLabel = "", label, xTicks, yTicks }) {
+export function frame({ width = chartWidth(), height = 300, x, y, xLabel = "", yLabel = "", label, xTicks, yTicks }) {
   const margin = { top: 12, right: 16, bottom: 42, left: 58 };
   const svg = s("svg", { class: "chart", viewBox: `0 0 ${width} ${height}`, role: "img", "aria-label": label || yLabel });
   const sx = scale(x, [margin.left, width - margin.right]);
@@ -74,7 +84,7 @@ export function frame({ width = 640, height = 300, x, y, xLabel = "", yLabel = "
     axes.append(s("line", { class: "grid", x1: margin.left, x2: width - margin.right, y1: py, y2: py }));
     axes.append(s("text", { x: margin.left - 6, y: py + 4, "text-anchor": "end" }, tickText(value)));
   }
-  for (const value of xTicks || ticks(x[0], x[1], 6)) {
+  for (const value of xTicks || ticks(x[0], x[1], Math.max(3, Math.round(width / 110)))) {
     const px = sx(value);
     axes.append(s("line", { class: "tick", x1: px, x2: px, y1: height - margin.bottom, y2: height - margin.bottom + 4 }));
     axes.append(s("text", { x: px, y: height - margin.bottom + 16, "text-anchor": "middle" }, tickText(value)));
