@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from coppice import Client, Model
-from tests.client.helpers import churn_frame
+from tests.client.helpers import MAX_UPLOAD_BYTES, churn_frame
 from tests.e2e.processes import serving
 
 HERE = Path(__file__).resolve().parent
@@ -29,7 +29,9 @@ class SharedServer:
 
     def __init__(self, root: Path) -> None:
         self._stack = contextlib.ExitStack()
-        self.url, _processes = self._stack.enter_context(serving(root))
+        self.url, _processes = self._stack.enter_context(
+            serving(root, max_upload_bytes=str(MAX_UPLOAD_BYTES))
+        )
         SharedServer.running = self
 
     def stop(self) -> None:

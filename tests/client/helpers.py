@@ -10,6 +10,10 @@ import pandas as pd
 
 from coppice import Client
 
+# The shared server's upload limit: room for the 50 MB upload test, small enough that an
+# oversized file is cheap to refuse.
+MAX_UPLOAD_BYTES = 64 * 1024 * 1024
+
 # A fit long enough to be interrupted: thousands of boosting stages (it never runs to the end).
 LONG_FIT = {"method": "gradient_boosting", "params": {"n_estimators": 5000, "max_depth": 3}}
 

@@ -10,8 +10,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from coppice import Client
-from tests.client.helpers import churn_frame, write_csv
+from coppice import Client, PayloadTooLargeError
+from tests.client.helpers import MAX_UPLOAD_BYTES, churn_frame, write_csv
 from tests.e2e.test_upload_memory import _csv_of_size
 
 
@@ -77,7 +77,7 @@ MAX_GROWTH = 0.25
 UPLOADER = """
 import sys
 from pathlib import Path
-from coppice import Client
+from coppice import Client, PayloadTooLargeError
 
 def memory(key):
     for line in Path("/proc/self/status").read_text().splitlines():
@@ -113,3 +113,14 @@ def test_a_50_mb_csv_is_streamed_with_little_client_memory(server_url: str, tmp_
         f"uploading {SIZE / 2**20:.0f} MiB raised the client's peak RSS by "
         f"{growth / 2**20:.1f} MiB ({growth / SIZE:.2f}x the file)"
     )
+
+
+def test_an_oversized_file_is_refused_with_the_servers_detail(
+    client: Client, tmp_path: Path
+) -> None:
+    path = tmp_path / "huge.csv"
+    with path.open("wb") as file:  # sparse: refused by its Content-Length before it is read
+        file.truncate(MAX_UPLOAD_BYTES + 2 * 1024 * 1024)
+
+    with pytest.raises(PayloadTooLargeError, match="COPPICE_MAX_UPLOAD_BYTES"):
+        client.upload(path)
