@@ -11,6 +11,7 @@ from __future__ import annotations
 import csv
 import io
 import os
+import random
 import re
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -19,6 +20,7 @@ from typing import Any
 import httpx
 import pytest
 from playwright.sync_api import expect
+from sklearn.metrics import roc_auc_score
 
 from tests.browser.data import train, write_csv
 from tests.browser.tabs import Watched
@@ -224,3 +226,30 @@ def test_a_failed_job_shows_its_error(tab: Watched, slow_job: Callable[..., str]
     tab.page.wait_for_selector("#job-status .status.failed", timeout=30_000)
     expect(tab.page.locator("#job-outcome .error")).to_contain_text("max_runtime_seconds")
     assert tab.errors == []
+
+
+def test_the_pages_own_computations_agree_with_python(tab: Watched) -> None:
+    """The CSV reader and writer against Python's csv module; the ROC curve's AUC against
+    scikit-learn's, ties included."""
+    rng = random.Random(3)
+    labels = [rng.random() < 0.4 for _ in range(300)]
+    scores = [round(rng.random() + (0.3 if y else 0.0), 1) for y in labels]  # many ties
+    text = '\ufeffa,b,c\r\n1,"x, y","say ""hi"""\r\n\r\n2,"two\nlines",\n3,z,last'
+    tab.open("/")
+    result = tab.page.evaluate(
+        """async ([text, scores, labels]) => {
+            const csv = await import('/console/js/csv.js');
+            const lines = await import('/console/js/charts/lines.js');
+            const rows = csv.parseCsv(text);
+            return {
+                rows,
+                again: csv.parseCsv(csv.toCsv(rows[0], rows.slice(1))),
+                auc: lines.rocCurve(scores, labels).auc,
+            };
+        }""",
+        [text, scores, labels],
+    )
+    expected = [row for row in csv.reader(io.StringIO(text.lstrip("\ufeff"), newline="")) if row]
+    assert result["rows"] == expected
+    assert result["again"] == expected
+    assert result["auc"] == pytest.approx(roc_auc_score(labels, scores), abs=1e-12)

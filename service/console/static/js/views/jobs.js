@@ -4,9 +4,20 @@ import { get } from "../api.js";
 import { card, h, number, pager, progressBar, replace, setProgress, shortId, status, table, when } from "../dom.js";
 
 const PAGE = 50;
+// While a listed job is queued or running, the list is read again this often.
+const REFRESH_MS = 2000;
 const STATUSES = ["", "queued", "running", "succeeded", "failed", "cancelled"];
 
-export async function render(root, { query }, signal) {
+export async function render(root, route, signal) {
+  const page = await list(root, route, signal);
+  if (page.items.some((job) => job.status === "queued" || job.status === "running")) {
+    setTimeout(() => {
+      if (!signal.aborted) render(root, route, signal).catch(() => {});
+    }, REFRESH_MS);
+  }
+}
+
+async function list(root, { query }, signal) {
   const offset = Number(query.get("offset") || 0);
   const wanted = query.get("status") || "";
   const filter = wanted ? `&status=${encodeURIComponent(wanted)}` : "";
@@ -35,4 +46,5 @@ export async function render(root, { query }, signal) {
       page.items.length ? table(["job", "status", "progress", "method", "task", "created", ""], rows) : h("p", { class: "muted" }, "No jobs yet."),
       pager(wanted ? `#/jobs?status=${wanted}` : "#/jobs", offset, PAGE, page.total)),
   );
+  return page;
 }
