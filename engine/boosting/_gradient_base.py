@@ -16,6 +16,7 @@ from engine.boosting._losses import Loss, get_loss
 from engine.boosting._packed_stages import PackedStagesMixin
 from engine.boosting._stages import TrainingSet, ValidationSet, fit_stages, holdout_split
 from engine.callbacks import Callback
+from engine.parallel import resolve_n_jobs
 from engine.tree._binning import BinMapper, categorical_mask
 from engine.tree._build import BinnedData, TreeSpec
 from engine.tree._classes import TREE_CONSTRAINTS, resolve_limits
@@ -171,11 +172,12 @@ class BaseGradientBoosting(PackedStagesMixin, BaseEstimator):
         if not self.estimators_:
             return raw
         batch = max(1, PREDICT_PAIRS // len(self.estimators_))
+        n_threads = resolve_n_jobs(self.n_jobs)
         for start in range(0, encoded.shape[0], batch):
             rows = encoded[start : start + batch]
             for k, packed in enumerate(self._packed()):
                 raw[start : start + batch, k] += (
-                    self.learning_rate * packed.leaf_value_sum(rows)[:, 0]
+                    self.learning_rate * packed.leaf_value_sum(rows, n_threads)[:, 0]
                 )
         return raw
 

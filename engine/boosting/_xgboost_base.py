@@ -26,6 +26,7 @@ from engine.boosting._objectives import Objective, resolve_objective
 from engine.boosting._packed_stages import PackedStagesMixin
 from engine.boosting._xgboost_rounds import Rounds
 from engine.callbacks import Callback
+from engine.parallel import resolve_n_jobs
 from engine.tree._binning import MAX_BINS, BinMapper, categorical_mask
 from engine.tree._build import BinnedData, TreeSpec
 from engine.tree._criteria import Newton
@@ -233,8 +234,9 @@ class BaseXGBoost(PackedStagesMixin, BaseEstimator):
         X = check_X(X, n_features=self.n_features_in_, estimator=type(self).__name__)
         encoded = self.bin_mapper_.encode_for_prediction(X)
         raw = np.tile(self.base_score_, (encoded.shape[0], 1))
+        n_threads = resolve_n_jobs(self.n_jobs)
         for k, packed in enumerate(self._packed()):
-            raw[:, k] += packed.leaf_value_sum(encoded)[:, 0]
+            raw[:, k] += packed.leaf_value_sum(encoded, n_threads)[:, 0]
         return raw
 
     def importance(self, importance_type: str = "gain") -> FloatArray:

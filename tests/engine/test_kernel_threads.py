@@ -12,6 +12,7 @@ import pytest
 
 import engine
 from engine.parallel import default_start_method
+from engine.tree._packed import MIN_ROWS_PER_THREAD
 
 
 def data(n: int = 3_000) -> tuple[np.ndarray, np.ndarray]:
@@ -80,3 +81,15 @@ def test_a_process_forked_after_threaded_kernels_ran_fits_again() -> None:
     child.join(timeout=60)
     assert child.exitcode == 0
     assert len(booster) == len(forest) == 5
+
+
+@pytest.mark.parametrize("make", BOOSTERS[:2], ids=NAMES[:2])
+def test_threads_share_a_large_batch_s_rows_with_the_same_result(make: Any) -> None:
+    # A batch past two threads' worth of rows is split among threads; each row's sum over
+    # the trees is the same to the last bit whichever thread adds it up.
+    X, y = data(3_000)
+    model = make(2).fit(X, y)
+    rows = np.random.default_rng(1).normal(size=(3 * MIN_ROWS_PER_THREAD + 17, X.shape[1]))
+    threaded = model.predict_proba(rows)
+    model.set_params(n_jobs=1)
+    np.testing.assert_array_equal(threaded, model.predict_proba(rows))
