@@ -25,6 +25,7 @@ from sqlalchemy import (
     CheckConstraint,
     Float,
     ForeignKey,
+    ForeignKeyConstraint,
     Index,
     Integer,
     LargeBinary,
@@ -236,3 +237,82 @@ class ImportanceRecord(Base):
     # {"features": [{"name", "importance", "std"}, ...]}, sorted by importance.
     payload: Mapped[dict[str, Any]] = mapped_column(JSON)
     created_at: Mapped[datetime] = mapped_column(UTCDateTime(), default=utc_now)
+
+
+# --- registered models: names, versions, aliases ------------------------------------------
+
+
+class RegisteredModelRecord(Base):
+    """A name a team deploys by ("churn"), with numbered versions and movable aliases.
+
+    ``last_version`` only grows: the next version is ``last_version + 1`` even after versions
+    are deleted, so "churn version 3" never comes to mean a different model.
+    """
+
+    __tablename__ = "registered_models"
+
+    name: Mapped[str] = mapped_column(String(128), primary_key=True)
+    description: Mapped[str] = mapped_column(Text, default="")
+    last_version: Mapped[int] = mapped_column(Integer, default=0)
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime(), default=utc_now)
+
+
+class RegisteredModelVersionRecord(Base):
+    """Version ``version`` of a registered name: one model, for good."""
+
+    __tablename__ = "registered_model_versions"
+    __table_args__ = (
+        # "Is this model a registered version?" before a model is deleted.
+        Index("ix_registered_model_versions_model_id", "model_id"),
+    )
+
+    name: Mapped[str] = mapped_column(
+        ForeignKey("registered_models.name", ondelete="CASCADE"), primary_key=True
+    )
+    version: Mapped[int] = mapped_column(Integer, primary_key=True)
+    # No ON DELETE: the database itself refuses to delete a model that is a registered version.
+    model_id: Mapped[str] = mapped_column(ForeignKey("models.id"))
+    created_by: Mapped[str | None] = mapped_column(Text)
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime(), default=utc_now)
+
+
+class RegisteredModelAliasRecord(Base):
+    """``name@alias`` → version: one alias names one version; a version may carry several."""
+
+    __tablename__ = "registered_model_aliases"
+    __table_args__ = (
+        # A version an alias points at cannot disappear from under it.
+        ForeignKeyConstraint(
+            ["name", "version"],
+            ["registered_model_versions.name", "registered_model_versions.version"],
+        ),
+    )
+
+    name: Mapped[str] = mapped_column(
+        ForeignKey("registered_models.name", ondelete="CASCADE"), primary_key=True
+    )
+    alias: Mapped[str] = mapped_column(String(64), primary_key=True)
+    version: Mapped[int] = mapped_column(Integer)
+    updated_at: Mapped[datetime] = mapped_column(UTCDateTime(), default=utc_now)
+
+
+class AliasMoveRecord(Base):
+    """One move of an alias (set, moved or removed): who, when, from which version to which.
+
+    Written in the transaction that moves the alias. The model ids are copied, not referenced,
+    so the record still says which model served after its version is deleted.
+    """
+
+    __tablename__ = "registered_model_alias_moves"
+    __table_args__ = (Index("ix_registered_model_alias_moves_name_id", "name", "id"),)
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    name: Mapped[str] = mapped_column(ForeignKey("registered_models.name", ondelete="CASCADE"))
+    alias: Mapped[str] = mapped_column(String(64))
+    from_version: Mapped[int | None] = mapped_column(Integer)
+    to_version: Mapped[int | None] = mapped_column(Integer)
+    from_model_id: Mapped[str | None] = mapped_column(String(ID_LENGTH))
+    to_model_id: Mapped[str | None] = mapped_column(String(ID_LENGTH))
+    # The API key's label, or NULL when the server runs without keys.
+    actor: Mapped[str | None] = mapped_column(Text)
+    moved_at: Mapped[datetime] = mapped_column(UTCDateTime(), default=utc_now)
