@@ -22,6 +22,7 @@ from service.methods.router import router as methods_router
 from service.models.cache import ModelCache
 from service.models.router import router as models_router
 from service.observability import install_observability
+from service.openapi import install_body_schemas
 from service.security import install_cors, install_security
 from service.worker import Supervisor, WorkerConfig
 
@@ -76,6 +77,7 @@ def create_app(settings: Settings) -> FastAPI:
     app.include_router(models_router)
     app.include_router(inference_router)
     install_console(app, settings)
+    install_body_schemas(app)
     # Middleware added last runs first: CORS answers preflights before anything else, the
     # request middleware (request id, access log, metrics) then sees every request, and the
     # key check runs in front of the routes, whichever router added them.

@@ -28,6 +28,7 @@ from service.inference.schemas import (
     ReadyResponse,
     ServerMetadataResponse,
 )
+from service.openapi import body_schema
 
 logger = logging.getLogger(__name__)
 
@@ -161,7 +162,7 @@ _INFER_OPENAPI: dict[str, Any] = {
             "(Triton's binary tensor data extension)."
         ),
         "content": {
-            "application/json": {"schema": InferenceRequest.model_json_schema()},
+            "application/json": {"schema": body_schema(InferenceRequest)},
             "application/octet-stream": {"schema": {"type": "string", "format": "binary"}},
         },
     }

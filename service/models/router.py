@@ -28,6 +28,7 @@ from service.models.schemas import (
     PredictRequest,
     PredictResponse,
 )
+from service.openapi import body_schema
 from service.paging import Limit, Offset
 
 router = APIRouter(prefix="/v1/models", tags=["models"], responses=problem_responses())
@@ -72,7 +73,7 @@ def get_curves(model_id: str, session: SessionDep) -> CurvesOut:
     openapi_extra={
         "requestBody": {
             "required": True,
-            "content": {"application/json": {"schema": PredictRequest.model_json_schema()}},
+            "content": {"application/json": {"schema": body_schema(PredictRequest)}},
         }
     },
     responses=problem_responses(

@@ -144,12 +144,6 @@ def test_swagger_ui_loads_from_the_package(tab: Watched) -> None:
     assert tab.errors == [] and tab.outside == []
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="/openapi.json: the /v2 infer request bodies point at '#/$defs/...', which is not "
-    "in the document (pydantic's model_json_schema() pasted into openapi_extra); ReDoc stops "
-    "on it. Swagger UI tolerates it.",
-)
 def test_redoc_loads_from_the_package(tab: Watched) -> None:
     tab.page.goto(f"{tab.base_url}/redoc")
     tab.page.wait_for_selector("#redoc > *", timeout=15_000)  # the docs, or ReDoc's error
