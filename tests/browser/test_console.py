@@ -148,7 +148,14 @@ def test_redoc_loads_from_the_package(tab: Watched) -> None:
     tab.page.goto(f"{tab.base_url}/redoc")
     tab.page.wait_for_selector("#redoc > *", timeout=15_000)  # the docs, or ReDoc's error
     tab.page.wait_for_load_state("networkidle")
-    assert tab.errors == [] and tab.outside == []
+    # ReDoc's menu always asks for Redocly's logo from their CDN (the vendored files stay
+    # unmodified): the page's policy blocks it, so nothing leaves the origin, and the browser
+    # logs the block. Anything else off the origin, or any other error, fails.
+    logo = "https://cdn.redoc.ly/redoc/logo-mini.svg"
+    blocks = [e for e in tab.errors if logo in e and "Content Security Policy" in e]
+    assert [e for e in tab.errors if e not in blocks] == []
+    assert [url for url in tab.outside if url != logo] == []
+    assert logo not in tab.outside or blocks, "the logo's request was not blocked"
     assert tab.page.locator(".menu-content").count() == 1
 
 
