@@ -178,6 +178,9 @@ class JobRecord(Base):
     started_at: Mapped[datetime | None] = mapped_column(UTCDateTime())
     finished_at: Mapped[datetime | None] = mapped_column(UTCDateTime())
     model_id: Mapped[str | None] = mapped_column(String(ID_LENGTH))
+    # The search this job is a candidate of; no foreign key, so adding the column never
+    # rebuilds the jobs table on SQLite (the models' foreign keys to jobs would refuse it).
+    search_id: Mapped[str | None] = mapped_column(String(ID_LENGTH), index=True)
 
 
 # --- models ---------------------------------------------------------------------------------
@@ -316,3 +319,103 @@ class AliasMoveRecord(Base):
     # The API key's label, or NULL when the server runs without keys.
     actor: Mapped[str | None] = mapped_column(Text)
     moved_at: Mapped[datetime] = mapped_column(UTCDateTime(), default=utc_now)
+
+
+# --- searches: hyper-parameter search, leaderboards, stacked ensembles -----------------------
+
+
+class SearchStatus(StrEnum):
+    RUNNING = "running"
+    # Every candidate has ended; one worker is building the stacked ensemble.
+    STACKING = "stacking"
+    SUCCEEDED = "succeeded"
+    FAILED = "failed"
+    CANCELLED = "cancelled"
+
+
+class SearchRecord(Base):
+    """A hyper-parameter search: its request, its plan, and where it stands.
+
+    The candidates are ordinary jobs (``JobRecord.search_id``); workers move a search on
+    (``service.searches.driver``): halving's next rung, the deadline, the stacked ensemble.
+    """
+
+    __tablename__ = "searches"
+    __table_args__ = (
+        CheckConstraint(_in("status", SearchStatus), name="status"),
+        Index("ix_searches_status", "status"),
+        Index("ix_searches_created_at", "created_at"),
+    )
+
+    id: Mapped[str] = mapped_column(String(ID_LENGTH), primary_key=True, default=new_id)
+    name: Mapped[str | None] = mapped_column(Text)
+    dataset_id: Mapped[str | None] = mapped_column(ForeignKey("datasets.id", ondelete="SET NULL"))
+    target: Mapped[str] = mapped_column(Text)
+    task: Mapped[str] = mapped_column(String(32))
+    features: Mapped[list[str]] = mapped_column(JSON)
+    strategy: Mapped[str] = mapped_column(String(16))
+    auto: Mapped[bool] = mapped_column(Boolean, default=False)
+    # The parameter spaces as asked for, or as "auto" chose them (with its reasons).
+    candidates: Mapped[list[dict[str, Any]]] = mapped_column(JSON)
+    plan: Mapped[dict[str, Any]] = mapped_column(JSON)
+    budget: Mapped[dict[str, Any]] = mapped_column(JSON)
+    folds: Mapped[int] = mapped_column(Integer)
+    metric: Mapped[str] = mapped_column(String(32))
+    stack: Mapped[bool] = mapped_column(Boolean, default=False)
+    register_as: Mapped[str | None] = mapped_column(Text)
+    # {"status": "pending" | "registered" | "failed", "name", "version", "model_id", "detail"}.
+    registration: Mapped[dict[str, Any] | None] = mapped_column(JSON)
+    # Every candidate's job uses this seed, so all share one fold assignment (stacking needs it).
+    seed: Mapped[int] = mapped_column(Integer)
+
+    status: Mapped[str] = mapped_column(String(16), default=SearchStatus.RUNNING)
+    # Successive halving's current rung (0 for the other strategies).
+    rung: Mapped[int] = mapped_column(Integer, default=0)
+    deadline_at: Mapped[datetime | None] = mapped_column(UTCDateTime())
+    best_model_id: Mapped[str | None] = mapped_column(String(ID_LENGTH))
+    stack_model_id: Mapped[str | None] = mapped_column(String(ID_LENGTH))
+    # Why the ensemble or the registration is missing, when it is.
+    notes: Mapped[list[str]] = mapped_column(JSON)
+    # When a worker took the STACKING step; another may take it over once it is stale.
+    stacking_started_at: Mapped[datetime | None] = mapped_column(UTCDateTime())
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime(), default=utc_now)
+    finished_at: Mapped[datetime | None] = mapped_column(UTCDateTime())
+
+
+class SearchCandidateRecord(Base):
+    """One candidate of a search: which job trains it, on which rung and how many rows."""
+
+    __tablename__ = "search_candidates"
+    __table_args__ = (Index("ix_search_candidates_search_id_rung", "search_id", "rung"),)
+
+    job_id: Mapped[str] = mapped_column(ForeignKey("jobs.id", ondelete="CASCADE"), primary_key=True)
+    search_id: Mapped[str] = mapped_column(ForeignKey("searches.id", ondelete="CASCADE"))
+    # Which configuration of the plan (several rungs of halving train the same one).
+    config_index: Mapped[int] = mapped_column(Integer)
+    rung: Mapped[int] = mapped_column(Integer, default=0)
+    # Rows the candidate trains on (halving's resource); NULL: all of them.
+    n_rows: Mapped[int | None] = mapped_column(Integer)
+    # "candidate", or "stack" for the stacked ensemble (a job recorded, never queued).
+    kind: Mapped[str] = mapped_column(String(16), default="candidate")
+
+
+class OutOfFoldRecord(Base):
+    """A candidate's out-of-fold predictions: the level-one data of the stacked ensemble.
+
+    ``data`` is zlib-compressed little-endian float64 of shape (n_rows, n_columns): class
+    probabilities (in the model's class order) or the regression prediction, each row
+    predicted by the fold model that did not train on it (``service.searches.predictions``).
+    Kept with the model, so a search can be stacked again later (H2O's lost frames:
+    h2oai/h2o-tutorials#168).
+    """
+
+    __tablename__ = "out_of_fold_predictions"
+
+    model_id: Mapped[str] = mapped_column(
+        ForeignKey("models.id", ondelete="CASCADE"), primary_key=True
+    )
+    job_id: Mapped[str] = mapped_column(String(ID_LENGTH), index=True)
+    n_rows: Mapped[int] = mapped_column(Integer)
+    n_columns: Mapped[int] = mapped_column(Integer)
+    folds: Mapped[int] = mapped_column(Integer)
+    data: Mapped[bytes] = mapped_column(LargeBinary, deferred=True)
