@@ -23,6 +23,9 @@ from service.models.cache import ModelCache
 from service.models.router import router as models_router
 from service.observability import install_observability
 from service.openapi import install_body_schemas
+from service.registry.cache import ReferenceCache
+from service.registry.listener import RegistryListener
+from service.registry.router import router as registry_router
 from service.security import install_cors, install_security
 from service.worker import Supervisor, WorkerConfig
 
@@ -48,13 +51,24 @@ def create_app(settings: Settings) -> FastAPI:
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         db_engine = create_db_engine(settings.resolved_database_url)
         model_cache = ModelCache(settings.model_cache_bytes)
+        references = ReferenceCache()
+        listener = None
+        if db_engine.dialect.name == "postgresql":
+            listener = RegistryListener(settings.resolved_database_url, references)
+            listener.start()
         worker = _start_embedded_worker(settings) if settings.embedded_worker else None
         app.state.resources = Resources(
-            settings=settings, db_engine=db_engine, model_cache=model_cache, worker=worker
+            settings=settings,
+            db_engine=db_engine,
+            model_cache=model_cache,
+            references=references,
+            worker=worker,
         )
         try:
             yield
         finally:
+            if listener is not None:
+                await asyncio.to_thread(listener.stop)
             if worker is not None:
                 # Stopping waits up to the shutdown grace for running fits; not on the loop.
                 await asyncio.to_thread(worker.stop)
@@ -75,6 +89,7 @@ def create_app(settings: Settings) -> FastAPI:
     app.include_router(methods_router)
     app.include_router(jobs_router)
     app.include_router(models_router)
+    app.include_router(registry_router)
     app.include_router(inference_router)
     install_console(app, settings)
     install_body_schemas(app)

@@ -17,6 +17,7 @@ from sqlalchemy.orm import Session
 
 from service.config import Settings
 from service.models.cache import ModelCache
+from service.registry.cache import ReferenceCache
 
 if TYPE_CHECKING:
     from service.worker import Supervisor
@@ -31,6 +32,8 @@ class Resources:
     # Loaded models for predict and importances, bounded by COPPICE_MODEL_CACHE_BYTES
     # (create_app sizes it; the default keeps nothing, for apps assembled by hand in tests).
     model_cache: ModelCache = field(default_factory=lambda: ModelCache(0))
+    # Reference (name@alias, name@N) → model id, briefly or until a notice drops it.
+    references: ReferenceCache = field(default_factory=ReferenceCache)
     # The embedded training worker, when `coppice serve` runs one (COPPICE_EMBEDDED_WORKER).
     worker: Supervisor | None = None
 
@@ -53,6 +56,10 @@ async def get_model_cache(request: Request) -> ModelCache:
     return get_resources(request).model_cache
 
 
+async def get_reference_cache(request: Request) -> ReferenceCache:
+    return get_resources(request).references
+
+
 def get_session(request: Request) -> Iterator[Session]:
     """One session per request, and the request's one transaction.
 
@@ -71,6 +78,7 @@ def get_session(request: Request) -> Iterator[Session]:
 SettingsDep = Annotated[Settings, Depends(get_settings)]
 DbEngineDep = Annotated[Engine, Depends(get_db_engine)]
 ModelCacheDep = Annotated[ModelCache, Depends(get_model_cache)]
+ReferenceCacheDep = Annotated[ReferenceCache, Depends(get_reference_cache)]
 # scope="function": the commit happens before the response is sent, so a failed commit is the
 # client's error response instead of a success that did not happen.
 SessionDep = Annotated[Session, Depends(get_session, scope="function")]

@@ -16,8 +16,8 @@ from sqlalchemy import text
 from sqlalchemy.exc import SQLAlchemyError
 
 from service.bodies import read_limited
-from service.deps import DbEngineDep, ModelCacheDep, SettingsDep
-from service.inference import service, wire
+from service.deps import DbEngineDep, ModelCacheDep, ReferenceCacheDep, SettingsDep
+from service.inference import service, serving, wire
 from service.inference.schemas import (
     ErrorResponse,
     InferenceRequest,
@@ -89,11 +89,14 @@ async def server_metadata(request: Request) -> ServerMetadataResponse:
 
 @router.get("/models/{model_id}", responses=_MODEL_ERRORS, response_model_exclude_none=True)
 def model_metadata(
-    model_id: str, db_engine: DbEngineDep, cache: ModelCacheDep
+    model_id: str, db_engine: DbEngineDep, cache: ModelCacheDep, refs: ReferenceCacheDep
 ) -> ModelMetadataResponse:
-    """The model's input tensor (features, kinds, category codes) and output tensors."""
-    model = service.loaded_model(db_engine, cache, model_id)
-    return ModelMetadataResponse.model_validate(service.model_metadata(model))
+    """The model's input tensor (features, kinds, category codes) and output tensors.
+
+    `model_id` may be a registered name (its `production` alias, else its latest version)."""
+    served = serving.served_model(db_engine, cache, refs, model_id)
+    document = serving.metadata(db_engine, served, service.model_metadata(served.model))
+    return ModelMetadataResponse.model_validate(document)
 
 
 @router.get(
@@ -102,11 +105,16 @@ def model_metadata(
     response_model_exclude_none=True,
 )
 def model_version_metadata(
-    model_id: str, version: str, db_engine: DbEngineDep, cache: ModelCacheDep
+    model_id: str,
+    version: str,
+    db_engine: DbEngineDep,
+    cache: ModelCacheDep,
+    refs: ReferenceCacheDep,
 ) -> ModelMetadataResponse:
-    """As `GET /v2/models/{model_id}`; a model's one version is `1`."""
-    model = service.loaded_model(db_engine, cache, model_id, version)
-    return ModelMetadataResponse.model_validate(service.model_metadata(model))
+    """As `GET /v2/models/{model_id}`: a registered name's version N; a model id's one, `1`."""
+    served = serving.served_model(db_engine, cache, refs, model_id, version)
+    document = serving.metadata(db_engine, served, service.model_metadata(served.model))
+    return ModelMetadataResponse.model_validate(document)
 
 
 # --- model readiness --------------------------------------------------------------------------
@@ -119,9 +127,11 @@ def model_version_metadata(
         503: {"model": ModelReadyResponse, "description": "The model cannot be loaded now."},
     },
 )
-def model_ready(model_id: str, db_engine: DbEngineDep, cache: ModelCacheDep) -> Response:
+def model_ready(
+    model_id: str, db_engine: DbEngineDep, cache: ModelCacheDep, refs: ReferenceCacheDep
+) -> Response:
     """The model is loaded (into the cache, if it was not) and can serve inferences."""
-    return _readiness(db_engine, cache, model_id, None)
+    return _readiness(db_engine, cache, refs, model_id, None)
 
 
 @router.get(
@@ -132,17 +142,25 @@ def model_ready(model_id: str, db_engine: DbEngineDep, cache: ModelCacheDep) -> 
     },
 )
 def model_version_ready(
-    model_id: str, version: str, db_engine: DbEngineDep, cache: ModelCacheDep
+    model_id: str,
+    version: str,
+    db_engine: DbEngineDep,
+    cache: ModelCacheDep,
+    refs: ReferenceCacheDep,
 ) -> Response:
-    """As `GET /v2/models/{model_id}/ready`; a model's one version is `1`."""
-    return _readiness(db_engine, cache, model_id, version)
+    """As `GET /v2/models/{model_id}/ready`, for one version (a model id's one version is `1`)."""
+    return _readiness(db_engine, cache, refs, model_id, version)
 
 
 def _readiness(
-    db_engine: DbEngineDep, cache: ModelCacheDep, model_id: str, version: str | None
+    db_engine: DbEngineDep,
+    cache: ModelCacheDep,
+    refs: ReferenceCacheDep,
+    model_id: str,
+    version: str | None,
 ) -> Response:
     try:
-        service.loaded_model(db_engine, cache, model_id, version)
+        serving.served_model(db_engine, cache, refs, model_id, version)
     except service.ModelNotReady as error:
         # Both shapes in one body: {"ready": false} for clients that read it, {"error"} for
         # clients (tritonclient) that turn any non-200 body into an exception message.
@@ -182,9 +200,12 @@ async def infer(
     db_engine: DbEngineDep,
     settings: SettingsDep,
     cache: ModelCacheDep,
+    refs: ReferenceCacheDep,
 ) -> Response:
-    """Predict the rows of the input tensor(s): `predictions` and, for classifiers, `probabilities`."""
-    return await _infer(request, db_engine, settings, cache, model_id, None)
+    """Predict the rows of the input tensor(s): `predictions` and, for classifiers, `probabilities`.
+
+    `model_id` may be a registered name: its `production` alias, else its latest version."""
+    return await _infer(request, db_engine, settings, cache, refs, model_id, None)
 
 
 @router.post(
@@ -201,9 +222,11 @@ async def infer_version(
     db_engine: DbEngineDep,
     settings: SettingsDep,
     cache: ModelCacheDep,
+    refs: ReferenceCacheDep,
 ) -> Response:
-    """As `POST /v2/models/{model_id}/infer`; a model's one version is `1`."""
-    return await _infer(request, db_engine, settings, cache, model_id, version)
+    """As `POST /v2/models/{model_id}/infer`: a registered name's version N; a model id's one
+    version is `1`."""
+    return await _infer(request, db_engine, settings, cache, refs, model_id, version)
 
 
 async def _infer(
@@ -211,6 +234,7 @@ async def _infer(
     db_engine: DbEngineDep,
     settings: SettingsDep,
     cache: ModelCacheDep,
+    refs: ReferenceCacheDep,
     model_id: str,
     version: str | None,
 ) -> Response:
@@ -221,16 +245,19 @@ async def _infer(
 
     # Decoding and predicting are CPU work: off the event loop, in a worker thread.
     def work() -> service.InferenceResult:
-        model = service.loaded_model(db_engine, cache, model_id, version)
+        served = serving.served_model(db_engine, cache, refs, model_id, version)
         body = wire.split_request(
             wire.decompress(raw, encoding, limit, setting=REQUEST_LIMIT_SETTING), header_length
         )
         return service.infer(
-            model,
+            served.model,
             body.header,
             body.binary,
             max_rows=settings.max_predict_rows,
             setting="COPPICE_MAX_PREDICT_ROWS",
+            served_as=None
+            if served.registered_name is None
+            else (served.name, served.version, served.parameters),
         )
 
     result = await to_thread.run_sync(work)

@@ -138,15 +138,22 @@ def model_metadata(model: LoadedModel) -> dict[str, Any]:
 
 
 def infer(
-    model: LoadedModel, header: dict[str, Any], binary: bytes, *, max_rows: int, setting: str
+    model: LoadedModel,
+    header: dict[str, Any],
+    binary: bytes,
+    *,
+    max_rows: int,
+    setting: str,
+    served_as: tuple[str, str, dict[str, Any]] | None = None,
 ) -> InferenceResult:
-    """Run one inference request (its JSON header and binary data) on ``model``."""
+    """Run one inference request (its JSON header and binary data) on ``model``; the answer
+    names it ``served_as`` (name, version, parameters) when it was reached by another name."""
     request = _parse(header)
     requested = _requested_outputs(model, request)
     layout = features.plan(model, request.inputs, max_rows, setting=setting)
     X = features.matrix(model, _decode_inputs(request.inputs, binary), layout)
     outputs = _predict(model, X, requested)
-    return _response(model, request, outputs)
+    return _response(model, request, outputs, served_as)
 
 
 def _parse(header: dict[str, Any]) -> InferenceRequest:
@@ -372,9 +379,15 @@ def _top_classes(
 
 
 def _response(
-    model: LoadedModel, request: InferenceRequest, outputs: list[OutputTensor]
+    model: LoadedModel,
+    request: InferenceRequest,
+    outputs: list[OutputTensor],
+    served_as: tuple[str, str, dict[str, Any]] | None,
 ) -> InferenceResult:
-    document: dict[str, Any] = {"model_name": model.id, "model_version": MODEL_VERSION}
+    name, version, parameters = served_as or (model.id, MODEL_VERSION, {})
+    document: dict[str, Any] = {"model_name": name, "model_version": version}
+    if parameters:
+        document["parameters"] = parameters
     if request.id is not None:
         document["id"] = request.id
     described = []

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Annotated, Any
 
 from anyio import to_thread
-from fastapi import APIRouter, Query, Request, Response
+from fastapi import APIRouter, Path, Query, Request, Response
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from pydantic import ValidationError
@@ -13,7 +13,13 @@ from sqlalchemy.orm import Session
 
 from service.bodies import parse_json, read_limited
 from service.db.tables import ModelRecord
-from service.deps import DbEngineDep, ModelCacheDep, SessionDep, SettingsDep
+from service.deps import (
+    DbEngineDep,
+    ModelCacheDep,
+    ReferenceCacheDep,
+    SessionDep,
+    SettingsDep,
+)
 from service.errors import PayloadTooLarge, problem_responses
 from service.methods.catalog import Task
 from service.models import service
@@ -30,8 +36,17 @@ from service.models.schemas import (
 )
 from service.openapi import body_schema
 from service.paging import Limit, Offset
+from service.registry.resolve import peek, resolve
 
 router = APIRouter(prefix="/v1/models", tags=["models"], responses=problem_responses())
+
+# Every route below takes a model reference; responses carry the id it resolved to.
+ModelRef = Annotated[
+    str,
+    Path(
+        description="A model id, or a registered model's `name@alias`, `name@N` or `name@latest`."
+    ),
+]
 
 # Largest predict body (bytes) answered on the event loop when its model is cached.
 INLINE_PREDICT_BYTES = 4096
@@ -50,21 +65,29 @@ def list_models(
 
 
 @router.get("/{model_id}")
-def get_model(model_id: str, session: SessionDep) -> ModelOut:
-    return model_out(service.get_model(session, model_id))
+def get_model(model_id: ModelRef, session: SessionDep, refs: ReferenceCacheDep) -> ModelOut:
+    return model_out(service.get_model(session, resolve(session, refs, model_id).model_id))
 
 
-@router.delete("/{model_id}", status_code=204)
-def delete_model(model_id: str, session: SessionDep, cache: ModelCacheDep) -> Response:
-    """Delete the model, its artifact and importances; its job keeps its history."""
-    service.delete_model(session, cache, model_id)
+@router.delete(
+    "/{model_id}",
+    status_code=204,
+    responses=problem_responses({409: "The model is a registered version."}),
+)
+def delete_model(
+    model_id: ModelRef, session: SessionDep, cache: ModelCacheDep, refs: ReferenceCacheDep
+) -> Response:
+    """Delete the model, its artifact and importances; its job keeps its history. A model that
+    is a registered version is kept until that version is deleted."""
+    service.delete_model(session, cache, resolve(session, refs, model_id).model_id)
     return Response(status_code=204)
 
 
 @router.get("/{model_id}/curves", responses=problem_responses({404: "Unknown id, or no curves."}))
-def get_curves(model_id: str, session: SessionDep) -> CurvesOut:
+def get_curves(model_id: ModelRef, session: SessionDep, refs: ReferenceCacheDep) -> CurvesOut:
     """Per-iteration learning curves; a series the method does not have is `[]`."""
-    return CurvesOut.model_validate(service.curves(session, model_id))
+    resolved = resolve(session, refs, model_id).model_id
+    return CurvesOut.model_validate(service.curves(session, resolved) | {"model_id": resolved})
 
 
 @router.post(
@@ -81,11 +104,12 @@ def get_curves(model_id: str, session: SessionDep) -> CurvesOut:
     ),
 )
 async def predict(
-    model_id: str,
+    model_id: ModelRef,
     request: Request,
     db_engine: DbEngineDep,
     settings: SettingsDep,
     cache: ModelCacheDep,
+    refs: ReferenceCacheDep,
 ) -> Response:
     """Predict rows; optionally with class probabilities and per-feature explanations."""
     raw = await read_limited(
@@ -98,14 +122,21 @@ async def predict(
             # No request session: predictions write nothing, and a Session connects on first
             # use, so a cached model is served without touching the database.
             with Session(db_engine) as session:
-                model = service.loaded_model(session, cache, model_id)
+                resolved = resolve(session, refs, model_id).model_id
+                model = service.loaded_model(session, cache, resolved)
         return service.predict(model, body)
 
-    if len(raw) <= INLINE_PREDICT_BYTES and b"explain" not in raw and model_id in cache:
+    known = peek(refs, model_id)
+    if (
+        len(raw) <= INLINE_PREDICT_BYTES
+        and b"explain" not in raw
+        and known is not None
+        and known.model_id in cache
+    ):
         # A few rows for a model in memory: a fraction of a millisecond of work, less than
         # handing it to a worker thread and back. Loading a model, large bodies and explanations
         # stay off the event loop.
-        cached = cache.get(model_id)
+        cached = cache.get(known.model_id)
         if cached is not None:  # unless another request evicted it just now
             return JSONResponse(work(cached))
     return JSONResponse(await to_thread.run_sync(work))
@@ -116,9 +147,10 @@ async def predict(
     responses=problem_responses({409: "The training data needed is gone, or artifact corrupt."}),
 )
 def get_feature_importance(
-    model_id: str,
+    model_id: ModelRef,
     session: SessionDep,
     cache: ModelCacheDep,
+    refs: ReferenceCacheDep,
     kind: str | None = Query(
         default=None,
         description=(
@@ -129,7 +161,7 @@ def get_feature_importance(
 ) -> FeatureImportanceOut:
     """Feature importances of one kind, sorted descending; computed once, then stored."""
     return FeatureImportanceOut.model_validate(
-        service.feature_importance(session, cache, model_id, kind)
+        service.feature_importance(session, cache, resolve(session, refs, model_id).model_id, kind)
     )
 
 

@@ -51,6 +51,7 @@ class ModelPage(BaseModel):
 
 
 class CurvesOut(BaseModel):
+    model_id: str = Field(description="The model's id (what a `name@alias` resolved to).")
     iterations: list[int]
     train: list[float | None]
     validation: list[float | None]

@@ -24,6 +24,7 @@ from service.models import importance as imp
 from service.models.cache import LoadedModel, ModelCache
 from service.models.encoding import encode_records, encode_rows
 from service.models.schemas import PredictRequest
+from service.registry import service as registry
 from service.training.data import prepare
 from service.training.spec import TrainingError, TrainingSpec
 from service.training.split import holdout_split
@@ -61,6 +62,7 @@ def list_models(
 
 
 def delete_model(session: Session, cache: ModelCache, model_id: str) -> None:
+    registry.ensure_deletable(session, model_id)
     if not repository.delete_model(session, model_id):
         raise NotFound(f"There is no model with id '{model_id}'.")
     cache.evict(model_id)

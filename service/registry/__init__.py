@@ -1,0 +1,1 @@
+"""Registered models: names with numbered versions and movable aliases (``name@alias``)."""
