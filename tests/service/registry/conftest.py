@@ -73,9 +73,16 @@ def sqlite_seed(
     return data_dir / "coppice.db", first, second
 
 
-@pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
+# Marks a test to run on PostgreSQL as well (tests run on SQLite only otherwise: training the
+# models for each PostgreSQL test costs a second or two).
+BOTH_BACKENDS = pytest.mark.parametrize(
+    "backend", ["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)], indirect=True
+)
+
+
+@pytest.fixture
 def backend(request: pytest.FixtureRequest) -> str:
-    return str(request.param)
+    return str(getattr(request, "param", "sqlite"))
 
 
 @pytest.fixture

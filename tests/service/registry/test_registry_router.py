@@ -6,7 +6,7 @@ import uuid
 
 import pytest
 
-from tests.service.registry.conftest import Registry
+from tests.service.registry.conftest import BOTH_BACKENDS, Registry
 
 pytestmark = pytest.mark.anyio
 
@@ -41,6 +41,7 @@ async def test_a_bad_name_is_a_422_naming_the_field(registry: Registry, name: st
     assert response.json()["errors"][0]["loc"] == ["body", "name"]
 
 
+@BOTH_BACKENDS
 async def test_versions_count_up_and_are_never_reused(registry: Registry) -> None:
     await registry.register("churn", registry.first, registry.second)
     client = registry.client
@@ -78,6 +79,7 @@ async def test_registering_an_unknown_model_or_under_an_unknown_name_is_a_404(
     assert unknown.json()["errors"] == [{"loc": ["body", "model_id"], "msg": "unknown model"}]
 
 
+@BOTH_BACKENDS
 async def test_alias_moves_are_atomic_and_every_one_is_recorded(registry: Registry) -> None:
     await registry.register("churn", registry.first, registry.second)
     client = registry.client
@@ -157,6 +159,7 @@ async def test_a_version_named_by_an_alias_cannot_be_deleted(registry: Registry)
     assert "'production'" in response.json()["detail"]
 
 
+@BOTH_BACKENDS
 async def test_a_registered_model_cannot_be_deleted_until_its_versions_are(
     registry: Registry,
 ) -> None:
