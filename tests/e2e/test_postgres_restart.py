@@ -28,10 +28,9 @@ from pathlib import Path
 
 import httpx
 import pytest
-from sqlalchemy.engine import make_url
 
 from tests.e2e.processes import Processes, Started, start_server, submit_job, wait_for_jobs
-from tests.postgres import DEFAULT_POSTGRES_URL, throwaway_database
+from tests.postgres import admin_url, server_to_myself, throwaway_database
 from tests.service.models.helpers import COLUMNS, dataset_rows
 
 pytestmark = [pytest.mark.postgres, pytest.mark.slow]
@@ -47,14 +46,23 @@ WORKER_SETTINGS = {
     "log_format": "text",
 }
 OUTAGE_SECONDS = 4.0
+# Fits mid-way when the server stops: the job row first shows progress 1 to 2 s into a fit
+# (the worker writes it at most once a second), and 2500 trees take 5 s of CPU here; the
+# server is stopped at the first look that finds both long fits running with progress.
+LONG_FIT = {"n_estimators": 2500}
+SHORT_FIT = {"n_estimators": 100}
 RECORDS = [{"x": 0.1, "z": -1.0, "colour": "red"}]
 JOB = {"target": "label", "features": ["x", "z", "colour"], "task": "classification", "seed": 0}
 
 
 @pytest.fixture
-def cluster() -> tuple[str, str]:
-    """``(version, name)`` of the local cluster tests use, or skip saying why there is none."""
-    url = make_url(os.environ.get("COPPICE_TEST_POSTGRES_URL", DEFAULT_POSTGRES_URL))
+def cluster() -> Iterator[tuple[str, str]]:
+    """``(version, name)`` of the local cluster tests use, or skip saying why there is none.
+
+    Held to this test alone while it lives: tests in other pytest-xdist workers (or another
+    pytest) that use the server finish first, and those that start meanwhile wait for it.
+    """
+    url = admin_url()
     if shutil.which("pg_ctlcluster") is None or shutil.which("pg_lsclusters") is None:
         pytest.skip("pg_ctlcluster is not installed: cannot restart PostgreSQL")
     if os.geteuid() != 0 and getpass.getuser() != "postgres":
@@ -65,7 +73,9 @@ def cluster() -> tuple[str, str]:
     for line in listing.stdout.splitlines():
         version, name, port, status = line.split()[:4]
         if int(port) == (url.port or 5432) and status == "online":
-            return version, name
+            with server_to_myself():
+                yield version, name
+            return
     pytest.skip(f"no online local cluster on port {url.port or 5432}: {listing.stdout!r}")
 
 
@@ -112,7 +122,8 @@ class Service:
 
 
 @pytest.fixture
-def service(tmp_path: Path) -> Iterator[Service]:
+def service(cluster: tuple[str, str], tmp_path: Path) -> Iterator[Service]:
+    # After `cluster`: its database is made while the server is held to this test.
     with throwaway_database() as database_url:
         processes = Processes(tmp_path / "logs", database_url=database_url, **WORKER_SETTINGS)
         try:
@@ -145,6 +156,18 @@ def _wait_for_ready(client: httpx.Client, wanted: int, timeout: float) -> float:
     return time.monotonic() - began
 
 
+def _wait_mid_fit(client: httpx.Client, job_ids: list[str], processes: Processes) -> None:
+    """Wait until every job is running and its fit has reported progress, at one look."""
+    deadline = time.monotonic() + 60
+    while True:
+        jobs = [client.get(f"/v1/jobs/{job_id}").json() for job_id in job_ids]
+        if all(job["status"] == "running" and job["progress"] > 0 for job in jobs):
+            return
+        assert all(job["status"] in ("queued", "running") for job in jobs), jobs
+        assert time.monotonic() < deadline, f"{jobs}\n{processes.logs()}"
+        time.sleep(0.1)
+
+
 def test_postgres_restart_loses_nothing_and_needs_no_coppice_restart(
     cluster: tuple[str, str], service: Service
 ) -> None:
@@ -153,18 +176,14 @@ def test_postgres_restart_loses_nothing_and_needs_no_coppice_restart(
     first = submit_job(client, **job, method="decision_tree", params={})
     model_id = wait_for_jobs(client, [first], timeout=60)[first]["model_id"]
     assert model_id is not None
-    # Fits of a few seconds each: two run through the outage, the others queue behind them.
-    jobs = [
-        submit_job(client, **job, method="random_forest", params={"n_estimators": 400})
-        for _ in range(4)
-    ]
-    deadline = time.monotonic() + 30
-    while client.get(f"/v1/jobs/{jobs[0]}").json()["progress"] <= 0:
-        assert time.monotonic() < deadline, service.processes.logs()
-        time.sleep(0.1)
     # Loaded once before the outage, the model is in the API's cache from then on.
     warm = client.post(f"/v1/models/{model_id}/predict", json={"records": RECORDS})
     assert warm.status_code == 200, warm.text
+    # Two long fits run through the outage (the worker runs two at a time); two short ones
+    # queue behind them and are claimed after it.
+    jobs = [submit_job(client, **job, method="random_forest", params=LONG_FIT) for _ in range(2)]
+    jobs += [submit_job(client, **job, method="random_forest", params=SHORT_FIT) for _ in range(2)]
+    _wait_mid_fit(client, jobs[:2], service.processes)
     predictor = Predictor(str(client.base_url), model_id)
     thread = threading.Thread(target=predictor.run, daemon=True)
     thread.start()

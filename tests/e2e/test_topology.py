@@ -34,16 +34,24 @@ FEATURES = ["x", "z", "colour"]
 TARGETS = {Task.CLASSIFICATION: "label", Task.REGRESSION: "amount"}
 # Two tasks each: twelve jobs.
 METHODS = ["random_forest", "extra_trees", "bagging", "adaboost", "gradient_boosting", "xgboost"]
-# A fit that takes seconds (~4 ms a tree here), so that a signal reliably lands in the middle.
-LONG_FIT = {"n_estimators": 600}
-# Worker timings for a test: quick polls and heartbeats; the default 30 s shutdown grace.
+# Fits that a signal cannot miss. The job row first shows progress 1 to 2 s into a fit (the
+# worker writes it at most once a second), so a fit must last several times that: each of these
+# takes 3.5 to 4 s of CPU here, model of about 8 MB (600 trees, once seconds, now end in one,
+# often before any progress shows). On a loaded machine a fit only lasts longer, and the tests
+# check that it was still running when signalled.
+LONG_FITS = {
+    Task.CLASSIFICATION: {"n_estimators": 2500},
+    Task.REGRESSION: {"n_estimators": 2500, "min_samples_leaf": 5},
+}
+# Worker timings for a test: quick polls and heartbeats; a shutdown grace far longer than the
+# long fit, even on a loaded machine.
 WORKER_SETTINGS = {
     "worker_concurrency": "1",
     "poll_seconds": "0.2",
     "heartbeat_seconds": "0.5",
     "job_lease_seconds": "10",
     "retry_backoff_seconds": "0",
-    "shutdown_grace_seconds": "30",
+    "shutdown_grace_seconds": "120",
 }
 
 
@@ -200,7 +208,7 @@ def test_two_workers_share_twelve_jobs_and_the_api_serves_them(topology: Topolog
 
 def test_sigterm_lets_the_running_fit_finish_within_the_grace(topology: Topology) -> None:
     assert len(topology.alive_workers()) == 2
-    long_job = topology.submit("random_forest", Task.CLASSIFICATION, LONG_FIT)
+    long_job = topology.submit("random_forest", Task.CLASSIFICATION, LONG_FITS[Task.CLASSIFICATION])
     mid_fit = topology.wait_mid_fit(long_job)
     holder = topology.owner(long_job)
 
@@ -210,11 +218,14 @@ def test_sigterm_lets_the_running_fit_finish_within_the_grace(topology: Topology
 
     # Meanwhile the other workers go on serving the queue.
     short_job = topology.submit("decision_tree", Task.CLASSIFICATION, {})
-    ended = wait_for_jobs(topology.client, [short_job, long_job], timeout=60)
+    ended = wait_for_jobs(topology.client, [short_job, long_job], timeout=120)
     assert ended[short_job]["status"] == "succeeded"
     assert topology.owner(short_job) is not holder
     # The fit was mid-way when the signal came and simply went on: same worker, one attempt.
     assert mid_fit["progress"] < 0.9
+    log = holder.log_text()
+    finished = log.find(f"job {long_job}: succeeded")
+    assert 0 <= log.find("SIGTERM: finishing running jobs") < finished, log
     assert (ended[long_job]["status"], ended[long_job]["attempts"]) == ("succeeded", 1)
     assert topology.owner(long_job) is holder
     assert topology.claimed_by(long_job) == [holder.name]
@@ -234,7 +245,7 @@ def test_a_second_sigterm_requeues_the_job_for_another_worker(topology: Topology
         topology.start_worker()
     for worker in topology.alive_workers():
         topology.worker_id(worker)
-    long_job = topology.submit("random_forest", Task.REGRESSION, LONG_FIT)
+    long_job = topology.submit("random_forest", Task.REGRESSION, LONG_FITS[Task.REGRESSION])
     topology.wait_mid_fit(long_job)
     holder = topology.owner(long_job)
 
@@ -247,7 +258,7 @@ def test_a_second_sigterm_requeues_the_job_for_another_worker(topology: Topology
 
     # The worker gives the job back at once and exits; another worker trains it from scratch.
     assert holder.process.wait(timeout=15) == 0, holder.log_text()
-    ended = wait_for_jobs(topology.client, [long_job], timeout=60)[long_job]
+    ended = wait_for_jobs(topology.client, [long_job], timeout=120)[long_job]
     assert ended["status"] == "succeeded", ended["error"]
     successor = topology.owner(long_job)
     assert successor is not holder

@@ -14,7 +14,13 @@ from fastapi import FastAPI
 from service.app import create_app
 from service.config import Settings
 from service.db.migrate import upgrade_to_head
-from tests.postgres import throwaway_database
+from tests.postgres import (
+    create_database,
+    database_url,
+    drop_database,
+    server_in_use,
+    throwaway_database,
+)
 
 
 @pytest.fixture(scope="session")
@@ -39,11 +45,34 @@ def settings(tmp_path: Path, migrated_sqlite_template: Path) -> Settings:
     return Settings(data_dir=data_dir, database_url=None, embedded_worker=False)
 
 
+@pytest.fixture(scope="session")
+def migrated_postgres_template() -> Iterator[str]:
+    """A PostgreSQL database at the newest revision, migrated once and copied by each test.
+
+    Its name, for ``CREATE DATABASE ... TEMPLATE``; nobody connects to it after the migration
+    (a template must have no connections). It holds the server only while it is created and
+    dropped, so a server restart may come in between.
+    """
+    with server_in_use():
+        name = create_database()
+        try:
+            upgrade_to_head(database_url(name))
+        except BaseException:
+            drop_database(name)
+            raise
+    yield name
+    with server_in_use():
+        drop_database(name)
+
+
 @pytest.fixture
-def postgres_settings(tmp_path: Path, postgres_url: str) -> Settings:
-    """Like ``settings``, on a throwaway PostgreSQL database migrated to the newest revision."""
-    upgrade_to_head(postgres_url)
-    return Settings(data_dir=tmp_path / "data", database_url=postgres_url, embedded_worker=False)
+def postgres_settings(tmp_path: Path, migrated_postgres_template: str) -> Iterator[Settings]:
+    """Like ``settings``, on a throwaway PostgreSQL database migrated to the newest revision.
+
+    The database is a copy of the migrated template, as ``settings`` copies a SQLite file.
+    """
+    with throwaway_database(template=migrated_postgres_template) as url:
+        yield Settings(data_dir=tmp_path / "data", database_url=url, embedded_worker=False)
 
 
 @pytest.fixture

@@ -79,12 +79,13 @@ LOOP_SETTINGS = {
 N_ROWS = 300
 FEATURES = ["x", "z", "colour"]
 TARGETS = {"classification": "label", "regression": "amount"}
-# Fits of a fraction of a second to a few seconds on two busy cores, so kills land anywhere.
-# Fits of one to a few seconds on two busy cores, so that kills land anywhere in them...
+# Fits of a few seconds (1.5 to 3 s of CPU here, models of 4 to 9 MB; longer on two busy
+# cores), so that kills land anywhere in them: the job row first shows progress 1 to 2 s into a
+# fit, and a kill aimed at a fit's end waits for one to pass 0.6, then up to 0.5 s more...
 LONG_JOBS = [
-    ("random_forest", "classification", {"n_estimators": 150}),
-    ("extra_trees", "regression", {"n_estimators": 150}),
-    ("gradient_boosting", "classification", {"n_estimators": 300}),
+    ("random_forest", "classification", {"n_estimators": 1500}),
+    ("extra_trees", "regression", {"n_estimators": 2000, "min_samples_leaf": 5}),
+    ("gradient_boosting", "classification", {"n_estimators": 5000}),
 ]
 # ... and one short fit a round, which often ends (and stores its model) just as a kill lands.
 SHORT_JOBS = [

@@ -31,7 +31,8 @@ def test_no_job_is_lost_to_killed_processes(database: str, tmp_path: Path) -> No
     report = run_loop(database, len(faults), seed=7, root=tmp_path, faults=faults)
 
     assert not report.problems, report.summary()
-    assert sum(report.faults.values()) == report.rounds == len(faults), report.summary()
-    # A fit kill finds no fit left when every fit has already ended ("fit (missed: ...)").
-    assert {kind.split()[0] for kind in report.faults} == set(faults), report.summary()
+    # Each fault struck once. A fit kill must find a fit to kill: the long fits outlast the
+    # moment it aims at (never "fit (missed: no fit left)", which the long loop tolerates).
+    assert report.faults == dict.fromkeys(faults, 1), report.summary()
+    assert report.rounds == len(faults), report.summary()
     assert report.outcomes["succeeded"] == report.predictions_checked > 0, report.summary()
