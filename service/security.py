@@ -184,7 +184,7 @@ def install_cors(app: FastAPI, settings: Settings) -> None:
     app.add_middleware(
         CORSMiddleware,
         allow_origins=settings.cors_origins,
-        allow_methods=["GET", "HEAD", "POST", "DELETE"],
+        allow_methods=["GET", "HEAD", "POST", "PUT", "DELETE"],
         allow_headers=["Authorization", "Content-Type", "X-Request-ID"],
         expose_headers=["Location", "X-Request-ID", "WWW-Authenticate"],
         # Keys travel in a header, never in cookies, so credentials mode is not needed.

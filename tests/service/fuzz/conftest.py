@@ -36,6 +36,9 @@ class Seed:
     job_id: str
     classifier_id: str  # random_forest on "label" from x, z, colour: explainable, with proba
     regressor_id: str  # gradient_boosting on "amount" from x, z, colour
+    # The classifier as version 1 of a registered model, with alias "production".
+    registered_name: str = "churn"
+    alias: str = "production"
 
 
 @pytest.fixture(scope="package")
@@ -70,6 +73,14 @@ async def _seed(settings: Settings) -> Seed:
             assert job.status_code == 202, job.text
             job_ids.append(job.json()["id"])
             model_ids.append(train_queued_job(app.state.resources.db_engine, job_ids[-1]))
+        registry = "/v1/registered-models"
+        for path, body in (
+            (registry, {"name": Seed.registered_name}),
+            (f"{registry}/{Seed.registered_name}/versions", {"model_id": model_ids[0]}),
+        ):
+            assert (await client.post(path, json=body)).status_code == 201
+        alias = f"{registry}/{Seed.registered_name}/aliases/{Seed.alias}"
+        assert (await client.put(alias, json={"version": 1})).status_code == 200
     return Seed(settings.data_dir / "coppice.db", dataset_id, job_ids[0], *model_ids)
 
 

@@ -63,13 +63,21 @@ def problem_details(ctx: CheckContext, response: Response, case: Case) -> bool |
 
 
 def use_seeded_ids(case: Case, seed: Seed) -> None:
-    """Point about half of the valid cases' path ids at the seed's dataset, job and classifier.
+    """Point about half of the valid cases' path ids at the seed's dataset, job, classifier and
+    registered model (its name, alias and version).
 
     Which half is decided by a hash of the generated ids, not by a Hypothesis draw: a strategy
     of its own (``schema.given``) would switch off Schemathesis's coverage phase, the one that
     tries the boundary values.
     """
-    real = {"dataset_id": seed.dataset_id, "job_id": seed.job_id, "model_id": seed.classifier_id}
+    real: dict[str, object] = {
+        "dataset_id": seed.dataset_id,
+        "job_id": seed.job_id,
+        "model_id": seed.classifier_id,
+        "name": seed.registered_name,
+        "alias": seed.alias,
+        "version": "1",
+    }
     generated = case.path_parameters or {}
     if (
         case.method.upper() == "DELETE"
