@@ -83,6 +83,20 @@ def _grouped_rows(
     return rows.astype(np.intp, copy=False), node_start
 
 
+def _feature_major(ctx: SplitContext) -> NDArray[np.unsignedinteger[Any]]:
+    """The tree's codes feature-major, as the row-search kernels read them: a node's rows are
+    ascending, so each feature's codes are read forwards down one column (the hardware
+    prefetches them). Transposed once per tree: the grower's cache keeps the last copy.
+
+    (Reading row-major instead, a pass over a node's rows serving several features from one
+    cache line, measured no faster for random forests, on 100k or 1M rows, and 30% slower for
+    extra trees, whose large upper nodes then read every row's whole record.)
+    """
+    from engine.tree._growth import feature_major  # the grower imports this module
+
+    return feature_major(ctx.binned)
+
+
 def compiled_find_splits(
     ctx: SplitContext,
     rows: NDArray[np.intp],
@@ -99,7 +113,7 @@ def compiled_find_splits(
     monotone, node_bounds = _monotone_args(ctx, bounds, n_slots)
     splits = _empty_splits(n_slots, ctx.n_codes)
     search_rows(
-        np.ascontiguousarray(ctx.binned),
+        _feature_major(ctx),
         rows,
         node_start,
         np.ascontiguousarray(features, dtype=np.int64),
@@ -142,7 +156,7 @@ def compiled_find_random_splits(
     )
     splits = _empty_splits(n_slots, ctx.n_codes)
     search_random_rows(
-        np.ascontiguousarray(ctx.binned),
+        _feature_major(ctx),
         rows,
         node_start,
         np.ascontiguousarray(features, dtype=np.int64),

@@ -20,10 +20,7 @@ from engine._kernels import kernel
 from engine.tree._criterion_kernels import class_score, class_weight, pair_score, pair_weight
 from engine.tree._scan_kernels import node_score
 
-__all__ = ["FEATURES_PER_PASS", "search_random_rows"]
-
-# Candidate features whose codes one pass over a node's rows gathers (see search_random_rows).
-FEATURES_PER_PASS = 8
+__all__ = ["search_random_rows"]
 
 
 @kernel
@@ -72,7 +69,7 @@ def _cut_gain(
 
 @kernel
 def search_random_rows(
-    binned: NDArray[Any],
+    columns: NDArray[Any],
     rows: NDArray[np.intp],
     node_start: NDArray[np.intp],
     features: NDArray[np.int64],
@@ -98,10 +95,6 @@ def search_random_rows(
     feature-major segment order); ``settings`` as for
     :func:`engine.tree._search_kernels.search_rows`. With ``classes`` non-empty, ``channels``
     is one column of row weights added to the row's class.
-
-    ``binned`` holds the codes row-major, (n_rows, n_features): the codes of up to
-    :data:`FEATURES_PER_PASS` candidates are gathered in one pass over a node's scattered rows
-    (one cache line per row for all of them, rather than one per row and feature).
     """
     n_slots, n_per_node = features.shape
     n_channels = parents.shape[1]
@@ -119,8 +112,7 @@ def search_random_rows(
     width = 1 if by_class else n_channels
     node_channels = np.empty((largest, width))
     node_classes = np.empty(largest if by_class else 0, dtype=np.int64)
-    group = min(n_per_node, FEATURES_PER_PASS)
-    node_codes = np.empty((group, largest), dtype=np.uint16)
+    node_codes = np.empty(largest, dtype=np.intp)
     for node in range(n_slots):
         parent = parents[node]
         parent_score = node_score(parent, criterion, l1, l2, 0.0, -np.inf, np.inf, False)
@@ -133,57 +125,67 @@ def search_random_rows(
             if by_class:
                 node_classes[i] = classes[row]
         best_gain, best_feature, best_cut, best_missing_left = -np.inf, -1, 0, False
-        for first in range(0, n_per_node, group):
-            n_pass = min(group, n_per_node - first)
+        for j in range(n_per_node):
+            feature = features[node, j]
+            if feature < 0:
+                continue
+            codes = columns[feature]
+            low, high = missing_code, -1
             for i in range(size):
-                row_codes = binned[rows[start + i]]
-                for g in range(n_pass):
-                    feature = features[node, first + g]
-                    if feature >= 0:
-                        node_codes[g, i] = row_codes[feature]
-            for g in range(n_pass):
-                j = first + g
-                feature = features[node, j]
-                if feature < 0:
-                    continue
-                codes = node_codes[g]
-                low, high = missing_code, -1
-                for i in range(size):
-                    code = int(codes[i])
-                    low = min(low, code)
-                    if code != missing_code:
-                        high = max(high, code)
-                if high < 0:
-                    continue  # every row missing: no present value to cut between
-                low_value = bin_values[feature, min(low, missing_code - 1)]
-                high_value = bin_values[feature, high]
-                threshold = low_value + uniforms[j * n_slots + node] * (high_value - low_value)
-                # The last representative ≤ threshold (searchsorted side="right", minus one).
-                lo, hi = 0, int(n_bins[feature])
-                while lo < hi:
-                    middle = (lo + hi) // 2
-                    if bin_values[feature, middle] <= threshold:
-                        lo = middle + 1
-                    else:
-                        hi = middle
-                # A cut at or past the largest present bin would leave no present value on
-                # the right: that happens only when the node's values are all equal.
-                cut = min(lo - 1, high - 1)
-                if cut < low:
-                    continue
-                sides[:] = 0.0
-                for i in range(size):
-                    code = int(codes[i])
-                    side = 2 if code == missing_code else (1 if code > cut else 0)
-                    sides[side, 0] += 1.0
-                    if by_class:
-                        sides[side, 1 + node_classes[i]] += node_channels[i, 0]
-                    else:
-                        for c in range(n_channels):
-                            sides[side, 1 + c] += node_channels[i, c]
-                cut_gain, left_weight, right_weight = _cut_gain(
+                code = int(codes[rows[start + i]])
+                node_codes[i] = code
+                low = min(low, code)
+                if code != missing_code:
+                    high = max(high, code)
+            if high < 0:
+                continue  # every row missing: no present value to cut between
+            low_value = bin_values[feature, min(low, missing_code - 1)]
+            high_value = bin_values[feature, high]
+            threshold = low_value + uniforms[j * n_slots + node] * (high_value - low_value)
+            # The last representative ≤ threshold (searchsorted side="right", minus one).
+            lo, hi = 0, int(n_bins[feature])
+            while lo < hi:
+                middle = (lo + hi) // 2
+                if bin_values[feature, middle] <= threshold:
+                    lo = middle + 1
+                else:
+                    hi = middle
+            # A cut at or past the largest present bin would leave no present value on
+            # the right: that happens only when the node's values are all equal.
+            cut = min(lo - 1, high - 1)
+            if cut < low:
+                continue
+            sides[:] = 0.0
+            for i in range(size):
+                code = node_codes[i]
+                side = 2 if code == missing_code else (1 if code > cut else 0)
+                sides[side, 0] += 1.0
+                if by_class:
+                    sides[side, 1 + node_classes[i]] += node_channels[i, 0]
+                else:
+                    for c in range(n_channels):
+                        sides[side, 1 + c] += node_channels[i, c]
+            cut_gain, left_weight, right_weight = _cut_gain(
+                sides,
+                False,
+                parents[node],
+                parent_counts[node],
+                parent_score,
+                criterion,
+                l1,
+                l2,
+                min_samples_leaf,
+                min_weight_leaf,
+                left,
+                right,
+            )
+            has_missing = sides[2, 0] > 0
+            goes_left = left_weight >= right_weight  # no missing rows: the heavier child
+            if has_missing:
+                goes_left = False
+                with_missing, _, _ = _cut_gain(
                     sides,
-                    False,
+                    True,
                     parents[node],
                     parent_counts[node],
                     parent_score,
@@ -195,29 +197,11 @@ def search_random_rows(
                     left,
                     right,
                 )
-                has_missing = sides[2, 0] > 0
-                goes_left = left_weight >= right_weight  # no missing rows: the heavier child
-                if has_missing:
-                    goes_left = False
-                    with_missing, _, _ = _cut_gain(
-                        sides,
-                        True,
-                        parents[node],
-                        parent_counts[node],
-                        parent_score,
-                        criterion,
-                        l1,
-                        l2,
-                        min_samples_leaf,
-                        min_weight_leaf,
-                        left,
-                        right,
-                    )
-                    if with_missing > cut_gain:
-                        cut_gain, goes_left = with_missing, True
-                if cut_gain > best_gain:
-                    best_gain, best_feature, best_cut = cut_gain, feature, max(cut, 0)
-                    best_missing_left = goes_left
+                if with_missing > cut_gain:
+                    cut_gain, goes_left = with_missing, True
+            if cut_gain > best_gain:
+                best_gain, best_feature, best_cut = cut_gain, feature, max(cut, 0)
+                best_missing_left = goes_left
         found[node] = np.isfinite(best_gain)
         if not found[node]:
             gain[node], split_feature[node], split_bin[node] = 0.0, -1, 0

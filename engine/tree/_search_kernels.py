@@ -26,7 +26,7 @@ from engine.tree._scan_kernels import (
     write_split,
 )
 
-__all__ = ["CELLS_PER_PASS", "search_histograms", "search_rows"]
+__all__ = ["search_histograms", "search_rows"]
 
 
 @kernel
@@ -133,20 +133,9 @@ def _finish_node(
     )
 
 
-# Per-bin cells of the candidate features accumulated in one pass over a node's rows: enough
-# features per pass that a row's codes are read from one cache line for several of them, few
-# enough that their cells stay in the core's L1/L2 cache (64 KB of float64s).
-CELLS_PER_PASS = 8192
-
-
-@kernel
-def _features_per_pass(n_per_node: int, n_codes: int, n_channels: int) -> int:
-    return max(1, min(n_per_node, CELLS_PER_PASS // (n_codes * (1 + n_channels))))
-
-
 @kernel
 def search_rows(
-    binned: NDArray[Any],
+    columns: NDArray[Any],
     rows: NDArray[np.intp],
     node_start: NDArray[np.intp],
     features: NDArray[np.int64],
@@ -169,13 +158,8 @@ def search_rows(
 ) -> None:
     """Best split of each node from its rows ``rows[node_start[s]:node_start[s + 1]]``.
 
-    ``binned`` holds the bin codes row-major, (n_rows, n_features). A deep node's rows are
-    scattered over the whole matrix, so each row read is a cache miss: one pass over the
-    node's rows fills the cells of several candidate features at once from the row's one
-    cache line (:data:`CELLS_PER_PASS`), instead of a pass per feature down its column with a
-    miss per row each time (2–3× faster per row on a million rows, where the matrix no longer
-    fits in cache). The cells of each feature still receive the node's rows in order, so the
-    sums, and the splits, are those of one pass per feature.
+    ``columns`` are the bin codes feature-major (``binned.T``): a node's rows are ascending,
+    so reading one feature of them walks one column forwards.
 
     ``settings`` = (criterion code, l1, l2, max_delta_step, min_samples_leaf,
     min_weight_leaf). With ``classes`` non-empty, a row adds its ``class_weights`` entry to
@@ -186,11 +170,8 @@ def search_rows(
     n_slots, n_per_node = features.shape
     n_channels = channels.shape[1]
     by_class = classes.size > 0
-    group = _features_per_pass(n_per_node, n_codes, n_channels)
-    # Per feature of a pass: row count, then channel sums, per bin; and the bins touched.
-    cells = np.zeros((group, n_codes, 1 + n_channels))
-    touched = np.empty((group, n_codes), dtype=np.int64)
-    n_touched = np.zeros(group, dtype=np.int64)
+    cells = np.zeros((n_codes, 1 + n_channels))  # row count, then channel sums, per bin
+    touched = np.empty(n_codes, dtype=np.int64)
     order = np.empty(n_codes, dtype=np.int64)
     best_order = np.empty(n_codes, dtype=np.int64)
     statistic = np.empty(n_codes)
@@ -222,62 +203,54 @@ def search_rows(
             else:
                 for c in range(n_channels):
                     node_channels[i, c] = channels[row, c]
-        for first in range(0, n_per_node, group):
-            width = min(group, n_per_node - first)
-            n_touched[:] = 0
+        for j in range(n_per_node):
+            feature = features[node, j]
+            if feature < 0:
+                continue
+            codes = columns[feature]
+            n_touched = 0
             for i in range(stop - start):
-                codes = binned[rows[start + i]]
-                for g in range(width):
-                    feature = features[node, first + g]
-                    if feature < 0:
-                        continue
-                    code = codes[feature]
-                    if cells[g, code, 0] == 0:
-                        touched[g, n_touched[g]] = code
-                        n_touched[g] += 1
-                    cells[g, code, 0] += 1.0
-                    if by_class:
-                        cells[g, code, 1 + node_classes[i]] += node_channels[i, 0]
-                    else:
-                        for c in range(n_channels):
-                            cells[g, code, 1 + c] += node_channels[i, c]
-            for g in range(width):
-                j = first + g
-                feature = features[node, j]
-                if feature < 0:
-                    continue
-                feature_cells = cells[g]
-                if 8 * n_touched[g] >= n_codes:
-                    n_present = present_bins(feature_cells, missing_code, order)
+                code = codes[rows[start + i]]
+                if cells[code, 0] == 0:
+                    touched[n_touched] = code
+                    n_touched += 1
+                cells[code, 0] += 1.0
+                if by_class:
+                    cells[code, 1 + node_classes[i]] += node_channels[i, 0]
                 else:
-                    present = np.sort(touched[g, : n_touched[g]])
-                    n_present = 0
-                    for code in present:
-                        if code != missing_code:
-                            order[n_present] = code
-                            n_present += 1
-                _search_node(
-                    node,
-                    feature_cells,
-                    n_present,
-                    order,
-                    j,
-                    feature,
-                    parent,
-                    parent_counts[node],
-                    parent_score,
-                    settings,
-                    is_categorical,
-                    monotone,
-                    bounds,
-                    missing_code,
-                    statistic,
-                    scratch,
-                    best,
-                    best_order,
-                )
-                for i in range(n_touched[g]):
-                    feature_cells[touched[g, i], :] = 0.0
+                    for c in range(n_channels):
+                        cells[code, 1 + c] += node_channels[i, c]
+            if 8 * n_touched >= n_codes:
+                n_present = present_bins(cells, missing_code, order)
+            else:
+                present = np.sort(touched[:n_touched])
+                n_present = 0
+                for code in present:
+                    if code != missing_code:
+                        order[n_present] = code
+                        n_present += 1
+            _search_node(
+                node,
+                cells,
+                n_present,
+                order,
+                j,
+                feature,
+                parent,
+                parent_counts[node],
+                parent_score,
+                settings,
+                is_categorical,
+                monotone,
+                bounds,
+                missing_code,
+                statistic,
+                scratch,
+                best,
+                best_order,
+            )
+            for i in range(n_touched):
+                cells[touched[i], :] = 0.0
         _finish_node(
             node,
             features,
