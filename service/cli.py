@@ -21,6 +21,22 @@ from service.logs import configure_logging
 STARTUP_FAILURE = 3
 
 
+# The shell's exit status for a command ended by Ctrl-C.
+INTERRUPTED = 130
+
+
+def _wait_for_database(settings: Settings) -> bool:
+    """False if Ctrl-C ended the wait (which may be long: the database may never come)."""
+    # Imported here so `coppice --help` stays fast and free of the database stack.
+    from service.db.wait import wait_for_database
+
+    try:
+        wait_for_database(settings.resolved_database_url)
+    except KeyboardInterrupt:
+        return False
+    return True
+
+
 def _migrate(settings: Settings) -> None:
     # Imported here so `coppice --help` stays fast and free of the database stack.
     from service.db.migrate import upgrade_to_head
@@ -43,6 +59,9 @@ def _cmd_serve(args: argparse.Namespace, settings: Settings) -> int:
     }
     # model_validate, unlike model_copy, range-checks the command-line values too.
     settings = Settings.model_validate(settings.model_dump() | overrides)
+    # A database that starts after the server (compose, a cluster) is waited for, not fatal.
+    if not _wait_for_database(settings):
+        return INTERRUPTED
     # Migrating first means a fresh data dir or an upgraded release serves at once.
     _migrate(settings)
     # log_config=None: uvicorn's records go through configure_logging's handler like all
@@ -64,6 +83,8 @@ def _cmd_serve(args: argparse.Namespace, settings: Settings) -> int:
 def _cmd_worker(args: argparse.Namespace, settings: Settings) -> int:
     from service.worker import run_worker
 
+    if not _wait_for_database(settings):
+        return INTERRUPTED
     return run_worker(settings)
 
 
