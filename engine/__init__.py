@@ -52,6 +52,7 @@ from engine.inspection import permutation_importance
 from engine.linear import LinearRegression, LogisticRegression, Perceptron, Ridge
 from engine.naive_bayes import GaussianNB
 from engine.neighbors import KNeighborsClassifier, KNeighborsRegressor
+from engine.parallel import parallel_backend
 from engine.persistence import ModelFormatError, load_model, model_manifest, save_model
 from engine.preprocessing import EncodedClassifier, EncodedRegressor
 from engine.shap import tree_contributions
@@ -108,6 +109,7 @@ __all__ = [
     "explain",
     "load_model",
     "model_manifest",
+    "parallel_backend",
     "permutation_importance",
     "save_model",
     "tree_contributions",

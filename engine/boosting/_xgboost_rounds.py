@@ -8,6 +8,7 @@ the training rows and of every ``eval_set``.
 
 from __future__ import annotations
 
+import contextlib
 from concurrent.futures import Executor
 from typing import TYPE_CHECKING
 
@@ -18,6 +19,7 @@ from engine._threads import kernel_threads
 from engine.boosting._losses import grouped_weighted_quantile
 from engine.boosting._objectives import Objective, softmax
 from engine.callbacks import Callback, ProgressEvent, notify
+from engine.parallel import HistogramSource, active_backend
 from engine.tree._build import BinnedData, build_newton_tree
 from engine.tree._tree import Tree
 
@@ -66,14 +68,25 @@ class Rounds:
         self.best_score: float | None = None
 
     def run(self, rng: np.random.Generator, callbacks: list[Callback] | None) -> None:
-        with kernel_threads(self.model.n_jobs) as threads:
-            self._run(rng, callbacks, threads)
+        backend = active_backend()
+        # On a cluster (engine.parallel_backend) the rows' histograms are built where the
+        # rows' partitions live; exact binning's uint16 codes never use histograms.
+        distributed = backend is not None and self.data.binned.dtype == np.uint8
+        with contextlib.ExitStack() as stack:
+            threads = stack.enter_context(kernel_threads(self.model.n_jobs))
+            histograms = (
+                stack.enter_context(backend.histograms(self.data.binned))
+                if backend is not None and distributed
+                else None
+            )
+            self._run(rng, callbacks, threads, histograms)
 
     def _run(
         self,
         rng: np.random.Generator,
         callbacks: list[Callback] | None,
         threads: Executor | None,
+        histograms: HistogramSource | None = None,
     ) -> None:
         model = self.model
         n_rows, n_features = self.X_encoded.shape
@@ -104,6 +117,7 @@ class Rounds:
                     subset,
                     threads,
                     leaves,
+                    histograms,
                 )
                 self._refresh_leaves(tree, weights)
                 tree.values *= model.learning_rate

@@ -13,7 +13,9 @@ Results arrive in task order as soon as they (and all earlier ones) are ready, s
 report progress and stop early. Leaving the ``with`` block, or abandoning a ``map`` before its end
 (the consumer stops, a task raises, a worker dies), terminates the workers at once and frees the
 shared memory. The serial and the process executor compute the same results in the same order;
-any other backend (a distributed one, say) only has to honour :class:`Executor`.
+any other backend only has to honour :class:`Executor`. Inside ``with parallel_backend(client)``
+the executors run their tasks on a Dask cluster instead (:mod:`engine.parallel._dask`, imported
+only then), with the same results in the same order.
 """
 
 from __future__ import annotations
@@ -25,6 +27,13 @@ from typing import Any
 
 from numpy.typing import NDArray
 
+from engine.parallel._backend import (
+    Backend,
+    HistogramSource,
+    TreeHistograms,
+    active_backend,
+    parallel_backend,
+)
 from engine.parallel._executor import (
     Executor,
     SerialExecutor,
@@ -35,12 +44,17 @@ from engine.parallel._process import ProcessExecutor
 from engine.parallel._process import default_start_method as default_start_method
 
 __all__ = [
+    "Backend",
     "Executor",
+    "HistogramSource",
     "ProcessExecutor",
     "SerialExecutor",
     "SharedData",
+    "TreeHistograms",
     "WorkerCrashedError",
+    "active_backend",
     "make_executor",
+    "parallel_backend",
     "resolve_n_jobs",
 ]
 
@@ -74,7 +88,12 @@ def make_executor(shared: Mapping[str, NDArray[Any]], n_jobs: int | None, n_task
     """The executor for ``n_tasks`` tasks under ``n_jobs``: in-process unless it can help.
 
     Never starts more workers than there are tasks; one worker or one task runs serially.
+    Inside :func:`parallel_backend` more than one task runs on that backend, whatever
+    ``n_jobs`` says (the cluster's size decides).
     """
+    backend = active_backend()
+    if backend is not None and n_tasks > 1:
+        return backend.executor(shared, n_tasks)
     n_workers = min(resolve_n_jobs(n_jobs), n_tasks)
     if n_workers <= 1:
         return SerialExecutor(shared)

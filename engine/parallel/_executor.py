@@ -51,6 +51,24 @@ class Executor(Protocol):
     ) -> None: ...
 
 
+class ShutsDownOnExit:
+    """``with`` support for anything with a ``shutdown()``: leaving the block calls it."""
+
+    def shutdown(self) -> None:
+        raise NotImplementedError
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.shutdown()
+
+
 def _read_only(shared: Mapping[str, NDArray[Any]]) -> SharedData:
     views = {}
     for name, array in shared.items():
@@ -60,7 +78,7 @@ def _read_only(shared: Mapping[str, NDArray[Any]]) -> SharedData:
     return MappingProxyType(views)
 
 
-class SerialExecutor:
+class SerialExecutor(ShutsDownOnExit):
     """Runs every task in the calling process, lazily, on read-only views of the arrays.
 
     Parameters
@@ -93,14 +111,3 @@ class SerialExecutor:
 
     def shutdown(self) -> None:
         self._closed = True
-
-    def __enter__(self) -> Self:
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.shutdown()

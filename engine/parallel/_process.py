@@ -11,13 +11,12 @@ from dataclasses import dataclass
 from multiprocessing import get_all_start_methods, get_context, shared_memory
 from multiprocessing.connection import Connection, wait
 from multiprocessing.process import BaseProcess
-from types import TracebackType
-from typing import Any, Self
+from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
 
-from engine.parallel._executor import R, SharedData, T, WorkerCrashedError
+from engine.parallel._executor import R, SharedData, ShutsDownOnExit, T, WorkerCrashedError
 from engine.parallel._shared import _reserve, _SegmentSpec, _shareable
 from engine.parallel._worker import _Reply, _unwrap, _worker_main
 
@@ -46,7 +45,7 @@ def default_start_method() -> str:
     return "forkserver" if "forkserver" in methods else "spawn"
 
 
-class ProcessExecutor:
+class ProcessExecutor(ShutsDownOnExit):
     """Runs tasks in ``n_workers`` processes that see the arrays through shared memory.
 
     Each array is copied once into its own ``multiprocessing.shared_memory`` segment; workers
@@ -219,17 +218,6 @@ class ProcessExecutor:
 
     def shutdown(self) -> None:
         self._finalizer()
-
-    def __enter__(self) -> Self:
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.shutdown()
 
 
 def _describe_exit(code: int | None) -> str:

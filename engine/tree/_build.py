@@ -10,7 +10,7 @@ from __future__ import annotations
 import math
 from concurrent.futures import Executor
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from numpy.typing import NDArray
@@ -21,6 +21,9 @@ from engine.tree._grower import grow_tree
 from engine.tree._growth import GrowthLimits
 from engine.tree._split_context import SplitContext
 from engine.tree._tree import Tree
+
+if TYPE_CHECKING:
+    from engine.parallel._backend import HistogramSource
 
 __all__ = ["BinnedData", "TreeSpec", "build_tree", "resolve_max_features"]
 
@@ -152,6 +155,7 @@ def build_newton_tree(
     feature_subset: NDArray[np.int64] | None = None,
     threads: Executor | None = None,
     leaves: NDArray[np.intp] | None = None,
+    histograms: HistogramSource | None = None,
 ) -> Tree:
     """Grow one second-order tree (``spec.criterion`` a :class:`Newton`) on ``(g, h)``.
 
@@ -164,6 +168,9 @@ def build_newton_tree(
     leaves : ndarray of intp, shape (n_samples,), optional
         Filled with each row's leaf where growth learnt it, −1 elsewhere (rows of weight 0,
         best-first trees).
+    histograms : HistogramSource, optional
+        Builds the tree's histograms from partitions of ``data.binned`` held elsewhere (a
+        Dask cluster's workers; :mod:`engine.parallel`); None builds them here.
     """
     rows = np.flatnonzero(weights > 0)
     row_weights = weights[rows]
@@ -182,6 +189,7 @@ def build_newton_tree(
         has_missing=has_missing_codes(binned),
         monotone=spec.monotone,
         threads=threads,
+        remote_histograms=None if histograms is None else histograms.tree(rows, channels),
     )
     return _grow(ctx, None, data, spec, rng, feature_subset, rows, leaves)
 

@@ -262,6 +262,8 @@ class Growth:
         """Dense histograms of a batch, (S, F, 256, 1 + C): each bin's row count, then its
         channel sums."""
         ctx = self.ctx
+        if ctx.remote_histograms is not None:
+            return ctx.remote_histograms(rows, slot_of_row, n_slots, self.candidates)
         if ctx.classes is not None and ctx.weights is not None:
             return build_histograms(
                 self.columns,

@@ -1,0 +1,211 @@
+"""The Dask backend on a real ``distributed.LocalCluster`` of two worker processes.
+
+One cluster serves the module (starting one costs ~2 s); tests that kill a worker wait for its
+nanny to bring a replacement up before they return, so the next test finds two workers again.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+from collections.abc import Iterator
+from typing import Any
+
+import numpy as np
+import pytest
+
+from engine import (
+    RandomForestClassifier,
+    StackingClassifier,
+    TrainingInterrupted,
+    XGBoostClassifier,
+    XGBoostRegressor,
+    parallel_backend,
+)
+from engine.callbacks import ProgressEvent
+from engine.linear import LogisticRegression
+from engine.parallel import make_executor
+from engine.tree import DecisionTreeClassifier
+
+distributed = pytest.importorskip("distributed")
+
+
+@pytest.fixture(scope="module")
+def client() -> Iterator[Any]:
+    cluster = distributed.LocalCluster(
+        n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None
+    )
+    with distributed.Client(cluster) as client:
+        yield client
+    cluster.close()
+
+
+@pytest.fixture
+def healthy(client: Any) -> Any:
+    """The module's client, with both workers up (a test before may have killed one)."""
+    client.wait_for_workers(2, timeout=60)
+    return client
+
+
+def _classification(n: int = 600, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(n, 6))
+    return X, (X[:, 0] + X[:, 1] * X[:, 2] > 0).astype(int)
+
+
+def _kill_worker_at(client: Any, iteration: int) -> Any:
+    """A callback that SIGKILLs one Dask worker when ``iteration`` is reported (mid-fit)."""
+    pids = sorted(client.run(os.getpid).values())
+
+    def callback(event: ProgressEvent) -> None:
+        if event.done == iteration:
+            os.kill(pids[0], signal.SIGKILL)
+
+    return callback
+
+
+def test_forest_matches_local_and_reports_progress(healthy: Any) -> None:
+    X, y = _classification()
+    local_events: list[ProgressEvent] = []
+    dask_events: list[ProgressEvent] = []
+    local = RandomForestClassifier(n_estimators=6, max_depth=5, random_state=7, oob_score=True)
+    local.fit(X, y, callbacks=[local_events.append])
+    remote = RandomForestClassifier(n_estimators=6, max_depth=5, random_state=7, oob_score=True)
+    with parallel_backend(healthy):
+        remote.fit(X, y, callbacks=[dask_events.append])
+    np.testing.assert_array_equal(local.predict_proba(X), remote.predict_proba(X))
+    assert local.oob_score_ == remote.oob_score_
+    assert [(e.done, e.total, dict(e.metrics)) for e in dask_events] == [
+        (e.done, e.total, dict(e.metrics)) for e in local_events
+    ]
+
+
+def test_stacking_members_and_folds_match_local(healthy: Any) -> None:
+    X, y = _classification(300)
+    members = [
+        ("tree", DecisionTreeClassifier(max_depth=3, random_state=0)),
+        ("linear", LogisticRegression()),
+    ]
+    local = StackingClassifier(members, cv=3, random_state=0).fit(X, y)
+    with parallel_backend(healthy):
+        remote = StackingClassifier(members, cv=3, random_state=0).fit(X, y)
+    np.testing.assert_array_equal(local.predict_proba(X), remote.predict_proba(X))
+
+
+def test_tasks_see_read_only_arrays_and_errors_come_back(healthy: Any) -> None:
+    # Defined here: the workers cannot import this test module (pytest's importlib mode), and
+    # a local function travels by value.
+    def _square(shared: Any, task: int) -> float:
+        return float(shared["x"].sum()) * task
+
+    def _write(shared: Any, task: int) -> None:
+        shared["x"][0] = task
+
+    with parallel_backend(healthy):
+        with make_executor({"x": np.arange(4.0)}, 1, 3) as executor:
+            assert list(executor.map(_square, [1, 2, 3])) == [6.0, 12.0, 18.0]
+        with (
+            make_executor({"x": np.arange(4.0)}, 1, 2) as executor,
+            pytest.raises(ValueError, match="read-only"),
+        ):
+            list(executor.map(_write, [1, 2]))
+
+
+def test_cancelling_a_fit_cancels_its_outstanding_tasks(healthy: Any) -> None:
+    X, y = _classification()
+
+    def cancel(event: ProgressEvent) -> None:
+        if event.done == 2:
+            raise TrainingInterrupted("cancelled")
+
+    forest = RandomForestClassifier(n_estimators=40, random_state=0)
+    with parallel_backend(healthy), pytest.raises(TrainingInterrupted):
+        forest.fit(X, y, callbacks=[cancel])
+    assert not hasattr(forest, "members_")
+
+    def scheduler_tasks(dask_scheduler: Any) -> int:
+        return len(dask_scheduler.tasks)
+
+    # The remaining trees and the scattered arrays are released, not left running.
+    deadline = time.monotonic() + 5
+    while healthy.run_on_scheduler(scheduler_tasks) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert healthy.run_on_scheduler(scheduler_tasks) == 0
+
+
+def test_forest_survives_a_worker_killed_mid_fit(healthy: Any) -> None:
+    X, y = _classification(2000)
+    local = RandomForestClassifier(n_estimators=24, random_state=3).fit(X, y)
+    remote = RandomForestClassifier(n_estimators=24, random_state=3)
+    # Killed at the first tree back, while most trees are still queued or running.
+    with parallel_backend(healthy):
+        remote.fit(X, y, callbacks=[_kill_worker_at(healthy, 1)])
+    np.testing.assert_array_equal(local.predict_proba(X), remote.predict_proba(X))
+
+
+def test_boosting_builds_histograms_on_the_workers_and_matches_local(healthy: Any) -> None:
+    """Data-parallel boosting equals the local model up to summation order.
+
+    Leaf values come from the driver's own row sums, identical to the local fit's; only the
+    split gains read the summed partition histograms, whose bins add the same rows in another
+    association (partition by partition, then across partitions). A change of order moves a
+    sum by a few ulps, so a split could differ only where two candidates' gains tie to
+    ~1e-12 relative, which random continuous data does not produce: the trees are expected
+    identical, and predictions are held to 1e-12.
+    """
+    rng = np.random.default_rng(1)
+    X = rng.normal(size=(3000, 8))
+    y = 2 * X[:, 0] + np.sin(3 * X[:, 1]) + 0.1 * rng.normal(size=3000)
+    params: dict[str, Any] = {"n_estimators": 8, "max_depth": 4, "random_state": 1}
+    local = XGBoostRegressor(**params).fit(X, y)
+    with parallel_backend(healthy):
+        remote = XGBoostRegressor(**params).fit(X, y)
+    np.testing.assert_allclose(remote.predict(X), local.predict(X), rtol=0, atol=1e-12)
+    for local_stage, remote_stage in zip(local.estimators_, remote.estimators_, strict=True):
+        for a, b in zip(local_stage, remote_stage, strict=True):
+            np.testing.assert_array_equal(a.nodes["feature"], b.nodes["feature"])
+            np.testing.assert_array_equal(a.nodes["threshold"], b.nodes["threshold"])
+
+    yc = (y > np.median(y)).astype(int)
+    params.update(subsample=0.7, colsample_bytree=0.8)
+    local_c = XGBoostClassifier(**params).fit(X, yc)
+    with parallel_backend(healthy):
+        remote_c = XGBoostClassifier(**params).fit(X, yc)
+    np.testing.assert_allclose(
+        remote_c.predict_proba(X), local_c.predict_proba(X), rtol=0, atol=1e-12
+    )
+
+
+def test_boosting_survives_a_worker_killed_mid_fit(healthy: Any) -> None:
+    rng = np.random.default_rng(2)
+    X = rng.normal(size=(2000, 6))
+    y = X[:, 0] - X[:, 2] ** 2
+    params: dict[str, Any] = {"n_estimators": 6, "max_depth": 3, "random_state": 0}
+    local = XGBoostRegressor(**params).fit(X, y)
+    with parallel_backend(healthy):
+        remote = XGBoostRegressor(**params).fit(X, y, callbacks=[_kill_worker_at(healthy, 2)])
+    np.testing.assert_allclose(remote.predict(X), local.predict(X), rtol=0, atol=1e-12)
+
+
+def test_parallel_backend_refuses_what_is_not_a_client() -> None:
+    with pytest.raises(TypeError, match=r"distributed\.Client"), parallel_backend("tcp://x:8786"):
+        pass
+
+
+def test_the_engine_imports_no_dask_without_a_client() -> None:
+    script = textwrap.dedent(
+        """
+        import sys
+        import numpy as np
+        from engine import RandomForestClassifier
+        X = np.random.default_rng(0).normal(size=(200, 3))
+        RandomForestClassifier(n_estimators=4, n_jobs=2).fit(X, X[:, 0] > 0)
+        loaded = sorted(m for m in sys.modules if m.split(".")[0] in ("dask", "distributed"))
+        assert not loaded, loaded
+        """
+    )
+    subprocess.run([sys.executable, "-c", script], check=True, timeout=120)
