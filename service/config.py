@@ -145,6 +145,22 @@ class Settings(BaseSettings):
             "a job estimated above it is a 422."
         ),
     )
+    dask_scheduler: str | None = Field(
+        default=None,
+        description=(
+            "Address of a Dask scheduler (tcp://host:8786) on whose cluster every fit runs its "
+            "parallel part (trees, members, folds, boosting histograms); the fit process is "
+            "the client. Unset means the worker's own processes. Needs coppice[dask]."
+        ),
+    )
+    dask_connect_timeout_seconds: float = Field(
+        default=10.0,
+        gt=0,
+        description=(
+            "How long a fit waits for the Dask scheduler when its job starts; an unreachable "
+            "scheduler fails the job with 'dask_unreachable'."
+        ),
+    )
 
     # NoDecode: these arrive as plain strings too, not only as JSON; the validators parse them.
     # repr=False: even digests of keys stay out of tracebacks and debug output.
@@ -185,6 +201,12 @@ class Settings(BaseSettings):
     def _unique_api_keys(cls, keys: list[ApiKey]) -> list[ApiKey]:
         check_unique(keys)
         return keys
+
+    @field_validator("dask_scheduler", mode="before")
+    @classmethod
+    def _blank_is_unset(cls, value: Any) -> Any:
+        # COPPICE_DASK_SCHEDULER= (as compose files leave it) means no cluster.
+        return (value.strip() or None) if isinstance(value, str) else value
 
     @field_validator("cors_origins", mode="before")
     @classmethod

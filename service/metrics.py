@@ -42,6 +42,7 @@ from sqlalchemy.sql.elements import ColumnElement
 from service.db.tables import JobRecord, JobStatus
 from service.db.types import utc_now
 from service.deps import Resources
+from service.training.cluster import DASK_STAGE_PREFIX
 
 logger = logging.getLogger(__name__)
 
@@ -193,8 +194,14 @@ class JobsCollector(Collector):
             "coppice_job_queue_oldest_age_seconds",
             "Age of the oldest claimable queued job; 0 when there is none.",
         )
+        backends = GaugeMetricFamily(
+            "coppice_jobs_running_by_backend",
+            "Running jobs by where their fit runs: 'dask' (COPPICE_DASK_SCHEDULER's cluster, "
+            "as the job's stage says) or 'local' (the worker's own processes).",
+            labels=["backend"],
+        )
         if engine is None:
-            return [jobs, depth, oldest]
+            return [jobs, depth, oldest, backends]
         now = utc_now()
         claimable = (
             JobRecord.status == JobStatus.QUEUED,
@@ -210,11 +217,19 @@ class JobsCollector(Collector):
             queued, first = connection.execute(
                 select(func.count(), func.min(JobRecord.created_at)).where(*claimable)
             ).one()
+            on_dask = connection.execute(
+                select(func.count()).where(
+                    JobRecord.status == JobStatus.RUNNING,
+                    JobRecord.stage.startswith(DASK_STAGE_PREFIX, autoescape=True),
+                )
+            ).scalar_one()
         for status in JobStatus:
             jobs.add_metric([status.value], counts.get(status.value, 0))
         depth.add_metric([], queued)
         oldest.add_metric([], _age(first, now))
-        return [jobs, depth, oldest]
+        backends.add_metric(["dask"], on_dask)
+        backends.add_metric(["local"], counts.get(JobStatus.RUNNING.value, 0) - on_dask)
+        return [jobs, depth, oldest, backends]
 
     @staticmethod
     def _training_families(engine: Engine | None = None) -> list[Metric]:

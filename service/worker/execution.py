@@ -57,9 +57,19 @@ class JobSnapshot:
     attempts: int
     n_jobs: int
     max_runtime_seconds: float | None = None
+    # Where the fit's parallel part runs (COPPICE_DASK_SCHEDULER); None: the worker's processes.
+    dask_scheduler: str | None = None
+    dask_connect_timeout: float = 10.0
 
     @classmethod
-    def of(cls, job: JobRecord, *, n_jobs: int) -> JobSnapshot:
+    def of(
+        cls,
+        job: JobRecord,
+        *,
+        n_jobs: int,
+        dask_scheduler: str | None = None,
+        dask_connect_timeout: float = 10.0,
+    ) -> JobSnapshot:
         return cls(
             id=job.id,
             dataset_id=job.dataset_id,
@@ -74,6 +84,8 @@ class JobSnapshot:
             attempts=job.attempts,
             n_jobs=n_jobs,
             max_runtime_seconds=job.max_runtime_seconds,
+            dask_scheduler=dask_scheduler,
+            dask_connect_timeout=dask_connect_timeout,
         )
 
 
@@ -131,6 +143,7 @@ def default_train(
 ) -> TrainingOutcomeLike:
     """Train with ``service.training``: the function every production worker runs."""
     from service.training import TrainingError, TrainingSpec, run_training
+    from service.training.cluster import fit_cluster, stage_on
 
     if job.seed is None:  # the API records a seed for every job
         raise JobFailed("no_seed", f"Job '{job.id}' has no seed recorded.")
@@ -145,7 +158,13 @@ def default_train(
             seed=job.seed,
             n_jobs=job.n_jobs,
         )
-        return run_training(spec, columns, on_progress, should_stop)
+        address = job.dask_scheduler
+
+        def report(fraction: float, stage: str) -> None:
+            on_progress(fraction, stage_on(address, stage))  # the job shows where it runs
+
+        with fit_cluster(address, job.dask_connect_timeout):
+            return run_training(spec, columns, report, should_stop)
     except TrainingError as error:
         raise JobFailed(error.code, error.message) from error
 

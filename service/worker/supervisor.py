@@ -51,6 +51,8 @@ class WorkerConfig:
     poll_seconds: float
     shutdown_grace_seconds: float
     max_runtime_seconds: float | None = None
+    dask_scheduler: str | None = None
+    dask_connect_timeout_seconds: float = 10.0
 
     @classmethod
     def from_settings(cls, settings: Settings) -> WorkerConfig:
@@ -65,6 +67,8 @@ class WorkerConfig:
             poll_seconds=settings.poll_seconds,
             shutdown_grace_seconds=settings.shutdown_grace_seconds,
             max_runtime_seconds=settings.max_runtime_seconds,
+            dask_scheduler=settings.dask_scheduler,
+            dask_connect_timeout_seconds=settings.dask_connect_timeout_seconds,
         )
 
 
@@ -220,7 +224,12 @@ class Supervisor:
                 )
                 if job is None:
                     return
-                snapshot = JobSnapshot.of(job, n_jobs=self.config.processes_per_job)
+                snapshot = JobSnapshot.of(
+                    job,
+                    n_jobs=self.config.processes_per_job,
+                    dask_scheduler=self.config.dask_scheduler,
+                    dask_connect_timeout=self.config.dask_connect_timeout_seconds,
+                )
             logger.info(
                 "job %s: claimed (attempt %d)",
                 snapshot.id,
