@@ -26,6 +26,7 @@ from service.openapi import install_body_schemas
 from service.registry.cache import ReferenceCache
 from service.registry.listener import RegistryListener
 from service.registry.router import router as registry_router
+from service.searches.router import router as searches_router
 from service.security import install_cors, install_security
 from service.worker import Supervisor, WorkerConfig
 
@@ -91,6 +92,7 @@ def create_app(settings: Settings) -> FastAPI:
     app.include_router(models_router)
     app.include_router(registry_router)
     app.include_router(inference_router)
+    app.include_router(searches_router)
     install_console(app, settings)
     install_body_schemas(app)
     # Middleware added last runs first: CORS answers preflights before anything else, the

@@ -28,7 +28,12 @@ def get(session: Session, job_id: str) -> JobRecord | None:
 
 
 def list_page(
-    session: Session, *, status: JobStatus | None, limit: int, offset: int
+    session: Session,
+    *,
+    status: JobStatus | None,
+    limit: int,
+    offset: int,
+    search_id: str | None = None,
 ) -> tuple[list[JobRecord], int]:
     """Newest first; the id breaks ties so pages are stable."""
     count = select(func.count()).select_from(JobRecord)
@@ -36,6 +41,9 @@ def list_page(
     if status is not None:
         count = count.where(JobRecord.status == status)
         page = page.where(JobRecord.status == status)
+    if search_id is not None:
+        count = count.where(JobRecord.search_id == search_id)
+        page = page.where(JobRecord.search_id == search_id)
     total = session.scalar(count) or 0
     records = session.scalars(
         page.order_by(JobRecord.created_at.desc(), JobRecord.id).limit(limit).offset(offset)

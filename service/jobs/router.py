@@ -52,11 +52,16 @@ def create_job(
 def list_jobs(
     session: SessionDep,
     status: JobStatus | None = None,
+    search_id: Annotated[
+        str | None, Query(description="Only the candidates of this search (POST /v1/searches).")
+    ] = None,
     limit: Limit = 50,
     offset: Offset = 0,
 ) -> JobPage:
-    """List jobs, newest first, optionally only those in one status."""
-    records, total = service.list_jobs(session, status=status, limit=limit, offset=offset)
+    """List jobs, newest first, optionally only those in one status or of one search."""
+    records, total = service.list_jobs(
+        session, status=status, limit=limit, offset=offset, search_id=search_id
+    )
     return JobPage(items=[job_out(record) for record in records], total=total)
 
 
@@ -124,6 +129,7 @@ def job_out(job: JobRecord) -> JobOut:
         seed=job.seed,
         max_runtime_seconds=job.max_runtime_seconds,
         model_id=job.model_id,
+        search_id=job.search_id,
         error=JobError(**error) if error else None,
         cancel_requested=job.cancel_requested,
         attempts=job.attempts,

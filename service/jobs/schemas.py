@@ -93,6 +93,9 @@ class JobOut(BaseModel):
         description="The job's own limit on its fit's seconds; null: the server's limit."
     )
     model_id: str | None
+    search_id: str | None = Field(
+        default=None, description="The search this job is a candidate of (/v1/searches)."
+    )
     error: JobError | None
     cancel_requested: bool
     attempts: int

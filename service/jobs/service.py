@@ -102,9 +102,16 @@ def get_job(session: Session, job_id: str) -> JobRecord:
 
 
 def list_jobs(
-    session: Session, *, status: JobStatus | None, limit: int, offset: int
+    session: Session,
+    *,
+    status: JobStatus | None,
+    limit: int,
+    offset: int,
+    search_id: str | None = None,
 ) -> tuple[list[JobRecord], int]:
-    return repository.list_page(session, status=status, limit=limit, offset=offset)
+    return repository.list_page(
+        session, status=status, limit=limit, offset=offset, search_id=search_id
+    )
 
 
 def cancel_job(session: Session, job_id: str) -> JobRecord:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Callable, Mapping
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
@@ -49,6 +50,8 @@ def run_training(
     method, task, resolved = _resolve(spec)
     data = prepare(spec, columns)
     classification = task == Task.CLASSIFICATION
+    if spec.validation.get("rows"):  # successive halving's early rungs (service.searches)
+        data = subsample(data, int(spec.validation["rows"]), classification, spec.seed)
     n_rows = data.y.shape[0]
     all_rows = np.arange(n_rows, dtype=np.intp)
     folds = int(spec.validation["folds"]) if "folds" in spec.validation else 0
@@ -56,6 +59,13 @@ def run_training(
     progress = _Progress(on_progress, should_stop, method.progress_unit, folds + 1)
 
     metrics: dict[str, Any] = {"train": None, "validation": None, "oob": None, "cv": None}
+    # A search's candidates keep what each fold model predicted for its held-out rows: the
+    # level-one data a stacked ensemble learns from without refitting them (Wolpert 1992).
+    out_of_fold = (
+        np.full((n_rows, len(data.classes) if classification and data.classes else 1), np.nan)
+        if folds and spec.validation.get("keep_predictions")
+        else None
+    )
     if folds:
         assignment = fold_assignments(data.y, folds, classification=classification, seed=spec.seed)
         per_fold = []
@@ -64,7 +74,7 @@ def run_training(
             held_out = np.flatnonzero(assignment == fold).astype(np.intp)
             progress.start(fold, f"fold {fold + 1}/{folds}: ")
             model = _fit(method, task, resolved, data, train_rows, spec, progress)
-            per_fold.append(_evaluate(model, data, held_out, classification))
+            per_fold.append(_evaluate(model, data, held_out, classification, out_of_fold))
         metrics["cv"] = summarise_folds(per_fold)
         train_rows, validation_rows = all_rows, None
     elif holdout > 0:
@@ -110,6 +120,8 @@ def run_training(
         n_rows=n_rows,
         n_train_rows=int(train_rows.size),
         n_validation_rows=0 if validation_rows is None else int(validation_rows.size),
+        # NaN left over: a classifier without probabilities, which cannot be stacked.
+        out_of_fold=None if out_of_fold is None or np.isnan(out_of_fold).any() else out_of_fold,
     )
 
 
@@ -221,15 +233,41 @@ def scored_training_rows(
     return train_rows[sample]
 
 
-def _evaluate(model: Any, data: TrainingData, rows: Rows, classification: bool) -> dict[str, Any]:
+def _evaluate(
+    model: Any,
+    data: TrainingData,
+    rows: Rows,
+    classification: bool,
+    out_of_fold: npt.NDArray[np.float64] | None = None,
+) -> dict[str, Any]:
+    """Metrics of ``model`` on ``rows``; its outputs there also go into ``out_of_fold``."""
     X, y = data.X[rows], data.y[rows]
     if classification:
         assert data.classes is not None
         if not hasattr(model, "predict_proba"):
             labels = np.asarray([str(label) for label in np.asarray(model.predict(X)).tolist()])
             return classification_metrics(y, None, data.classes, predicted=labels)
-        return classification_metrics(y, _proba(model, X, data.classes), data.classes)
-    return regression_metrics(y, np.asarray(model.predict(X), dtype=np.float64))
+        proba = _proba(model, X, data.classes)
+        if out_of_fold is not None:
+            out_of_fold[rows] = proba
+        return classification_metrics(y, proba, data.classes)
+    predicted = np.asarray(model.predict(X), dtype=np.float64)
+    if out_of_fold is not None:
+        out_of_fold[rows, 0] = predicted
+    return regression_metrics(y, predicted)
+
+
+def subsample(data: TrainingData, n_rows: int, classification: bool, seed: int) -> TrainingData:
+    """``n_rows`` of the rows (stratified for classification), drawn with the job's seed.
+
+    Successive halving trains its early rungs on such a share of the rows (Jamieson &
+    Talwalkar 2016); the class list stays that of all rows, so every rung's models agree.
+    """
+    total = data.y.shape[0]
+    if n_rows >= total:
+        return data
+    _, rows = holdout_split(data.y, n_rows / total, classification=classification, seed=seed)
+    return replace(data, X=data.X[rows], y=data.y[rows])
 
 
 def _proba(model: Any, X: npt.NDArray[np.float64], classes: list[str]) -> npt.NDArray[np.float64]:

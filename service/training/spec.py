@@ -6,6 +6,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+import numpy as np
+import numpy.typing as npt
+
 if TYPE_CHECKING:
     from service.db.tables import JobRecord
 
@@ -32,7 +35,8 @@ class TrainingSpec:
     target: str
     features: tuple[str, ...]
     params: Mapping[str, Any]  # as the job asked; defaults are filled in by the run
-    validation: Mapping[str, Any]  # {"holdout": f} or {"folds": k}
+    # {"holdout": f} or {"folds": k}; a search adds "keep_predictions" and halving "rows".
+    validation: Mapping[str, Any]
     seed: int
     n_jobs: int = 1
 
@@ -85,6 +89,9 @@ class TrainingOutcome:
     n_estimators : members actually fitted (1 for a single tree).
     n_rows : rows used (rows whose target is missing are left out); n_train_rows,
         n_validation_rows: the split.
+    out_of_fold : with ``validation = {"folds": k, "keep_predictions": True}``, float64 of
+        shape (n_rows, n_classes) (probabilities) or (n_rows, 1) (regression): each row as
+        predicted by the fold model that did not train on it; None otherwise.
     """
 
     artifact: bytes
@@ -101,3 +108,4 @@ class TrainingOutcome:
     n_rows: int = 0
     n_train_rows: int = 0
     n_validation_rows: int = 0
+    out_of_fold: npt.NDArray[np.float64] | None = None

@@ -35,6 +35,7 @@ from service.db.tables import (
     ModelRecord,
     new_id,
 )
+from service.searches import predictions
 from service.worker.execution import JobSnapshot, TrainingOutcomeLike
 from service.worker.lease import LeasePolicy
 
@@ -227,6 +228,16 @@ def finish_succeeded(
             ImportanceRecord(
                 model_id=model_id, kind=kind, payload={"features": features}, created_at=now
             )
+        )
+    # A search's candidate keeps its held-out predictions for the stacked ensemble.
+    out_of_fold = getattr(outcome, "out_of_fold", None)
+    if out_of_fold is not None:
+        predictions.add(
+            session,
+            model_id=model_id,
+            job_id=job.id,
+            folds=int(job.validation.get("folds", 0)),
+            values=out_of_fold,
         )
     session.flush()
     return model_id

@@ -28,6 +28,7 @@ from sqlalchemy import Engine
 from service.config import Settings
 from service.db.session import create_db_engine
 from service.db.types import utc_now
+from service.searches.driver import advance_searches
 from service.worker import queue, recovery
 from service.worker.execution import (
     JobSnapshot,
@@ -183,6 +184,9 @@ class Supervisor:
         while not self._stopping.is_set():
             try:
                 self._reap()
+                # Searches have no process of their own: each worker moves them on (halving's
+                # next rung, the deadline, the stacked ensemble) before it claims.
+                advance_searches(self._engine)
                 self._fill_slots()
             except Exception:
                 # Most likely the database is away; leases protect the jobs meanwhile.

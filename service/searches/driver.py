@@ -1,0 +1,217 @@
+"""Moving searches on: every worker calls :func:`advance_searches` from its claim loop.
+
+A search has no process of its own. Whichever worker looks next does the step that is due,
+under a guarded update so that exactly one does it: stop the candidates once the deadline
+has passed; queue halving's next rung once a rung has ended; and once every candidate has
+ended, build the stacked ensemble, rank, register the best model and end the search. A worker
+that dies in the last step leaves the search ``stacking``; after ``STACKING_LEASE`` another
+takes it over, so, like a candidate whose worker dies, no search is ever stranded.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+from datetime import datetime, timedelta
+
+from sqlalchemy import Engine
+from sqlalchemy.orm import Session
+
+from service.db.tables import (
+    JobRecord,
+    JobStatus,
+    ModelArtifactRecord,
+    ModelRecord,
+    SearchCandidateRecord,
+    SearchRecord,
+    SearchStatus,
+    new_id,
+)
+from service.db.types import utc_now
+from service.searches import leaderboard, planner, queueing, registration, repository, stacking
+
+logger = logging.getLogger(__name__)
+
+STACKING_LEASE = timedelta(minutes=10)
+ACTIVE = (JobStatus.QUEUED, JobStatus.RUNNING)
+
+
+def advance_searches(db_engine: Engine) -> None:
+    """Do every step that is due on every running search (cheap when none is)."""
+    with Session(db_engine) as session:
+        search_ids = repository.active_ids(session)
+    for search_id in search_ids:
+        try:
+            _advance(db_engine, search_id)
+        except Exception:
+            logger.exception("search %s: could not move it on; will try again", search_id)
+
+
+def _advance(db_engine: Engine, search_id: str) -> None:
+    now = utc_now()
+    with Session(db_engine, expire_on_commit=False) as session, session.begin():
+        search = repository.get(session, search_id)
+        if search is None:
+            return
+        if search.status == SearchStatus.RUNNING and not _candidates_ended(session, search, now):
+            return
+        if not repository.claim_stacking(session, search_id, now=now, stale=now - STACKING_LEASE):
+            return
+    _finish(db_engine, search_id)
+
+
+def _candidates_ended(session: Session, search: SearchRecord, now: datetime) -> bool:
+    """Whether every candidate has ended; queues halving's next rung when a rung has."""
+    rows = repository.candidates(session, search.id)
+    past_deadline = search.deadline_at is not None and now >= search.deadline_at
+    if any(job.status in ACTIVE for _, job, _ in rows):
+        if past_deadline:
+            repository.stop_jobs(session, search.id, now=now)
+        return False
+    rungs = search.plan.get("rungs") or []
+    if search.strategy != "halving" or search.rung >= len(rungs) - 1 or past_deadline:
+        return True
+    this_rung = [(c, job, model) for c, job, model in rows if c.rung == search.rung]
+    ranked = leaderboard.entries(this_rung, search.metric)
+    if not ranked:
+        return True
+    if not repository.claim_rung(session, search.id, search.rung):
+        return False
+    kept = ranked[: planner.survivors(len(ranked))]
+    rung = search.rung + 1
+    last = rung == len(rungs) - 1
+    queueing.queue_again(
+        session,
+        search,
+        [(entry.candidate, entry.job) for entry in kept],
+        rung=rung,
+        rows=None if last else int(rungs[rung]["rows"]),
+    )
+    logger.info("search %s: rung %d with %d candidates", search.id, rung, len(kept))
+    return False
+
+
+def _finish(db_engine: Engine, search_id: str) -> None:
+    """Stack, rank, register and end a search this worker has claimed."""
+    notes: list[str] = []
+    built = None
+    with Session(db_engine) as session:
+        search = repository.get(session, search_id)
+        assert search is not None
+        ranked = leaderboard.entries(repository.candidates(session, search_id), search.metric)
+        if search.stack and ranked:
+            try:
+                built = stacking.build(session, search, ranked)
+            except stacking.StackingSkipped as skipped:
+                notes.append(str(skipped))
+            except Exception as error:  # an ensemble is a bonus: the search still ends
+                logger.exception("search %s: stacking failed", search_id)
+                notes.append(f"no ensemble: stacking failed ({type(error).__name__}: {error})")
+    now = utc_now()
+    with Session(db_engine, expire_on_commit=False) as session, session.begin():
+        search = repository.get(session, search_id)
+        if search is None or search.status != SearchStatus.STACKING:
+            return  # cancelled meanwhile
+        stack_id = _store_stack(session, search, built, now) if built is not None else None
+        ranked = leaderboard.entries(repository.candidates(session, search_id), search.metric)
+        best = ranked[0].model.id if ranked else None
+        registered = search.registration
+        if search.register_as and best is not None:
+            registered = registration.register(session, search.register_as, best)
+        elif search.register_as:
+            registered = {
+                "status": "failed",
+                "name": search.register_as,
+                "detail": "no candidate succeeded",
+            }
+        repository.transition(
+            session,
+            search_id,
+            from_statuses=(SearchStatus.STACKING,),
+            status=SearchStatus.SUCCEEDED if best else SearchStatus.FAILED,
+            best_model_id=best,
+            stack_model_id=stack_id,
+            registration=registered,
+            notes=[*search.notes, *notes],
+            finished_at=now,
+        )
+    logger.info("search %s: ended; best model %s", search_id, best)
+
+
+def _store_stack(
+    session: Session, search: SearchRecord, built: stacking.BuiltStack, now: datetime
+) -> str:
+    """The ensemble as a job (recorded as succeeded, never queued), a model and an artifact."""
+    first = built.members[0]
+    job_id, model_id = new_id(), new_id()
+    params = {
+        "members": [{"model_id": m.id, "method": m.method} for m in built.members],
+        "final_estimator": built.final_estimator,
+    }
+    session.add(
+        JobRecord(
+            id=job_id,
+            name=f"{search.name or f'search {search.id[:8]}'}: stacked ensemble",
+            dataset_id=search.dataset_id,
+            method="stacking",
+            task=search.task,
+            target=search.target,
+            features=list(search.features),
+            params=params,
+            validation={"folds": search.folds},
+            seed=search.seed,
+            status=JobStatus.SUCCEEDED,
+            progress=1.0,
+            stage="done",
+            attempts=1,
+            max_attempts=1,
+            cancel_requested=False,
+            created_at=search.stacking_started_at or now,
+            started_at=search.stacking_started_at or now,
+            finished_at=now,
+            model_id=model_id,
+            search_id=search.id,
+        )
+    )
+    session.flush()
+    session.add(
+        ModelRecord(
+            id=model_id,
+            name=f"{search.name or f'search {search.id[:8]}'}: stacked ensemble",
+            job_id=job_id,
+            dataset_id=search.dataset_id or "",
+            method="stacking",
+            task=search.task,
+            target=search.target,
+            features=list(first.features),
+            classes=None if first.classes is None else list(first.classes),
+            params=params,
+            encoding=dict(first.encoding),
+            metrics=built.metrics,
+            curves=None,
+            n_estimators=len(built.members),
+            size_bytes=len(built.artifact),
+            created_at=now,
+        )
+    )
+    session.flush()
+    session.add(
+        ModelArtifactRecord(
+            model_id=model_id,
+            data=built.artifact,
+            size_bytes=len(built.artifact),
+            sha256=hashlib.sha256(built.artifact).hexdigest(),
+        )
+    )
+    session.add(
+        SearchCandidateRecord(
+            job_id=job_id,
+            search_id=search.id,
+            config_index=-1,
+            rung=search.rung,
+            n_rows=None,
+            kind="stack",
+        )
+    )
+    session.flush()
+    return model_id

@@ -1,0 +1,254 @@
+"""Searches run by real workers: two workers share one, the stacked ensemble holds the
+candidates' own models, halving promotes the best, cancel keeps what finished, and a worker
+killed mid-search costs no candidate."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import anyio
+import numpy as np
+import pytest
+from sqlalchemy import select
+from sqlalchemy.orm import Session
+
+import engine
+from service.config import Settings
+from service.db.session import create_db_engine
+from service.db.tables import JobRecord, ModelArtifactRecord, OutOfFoldRecord
+from service.searches import predictions
+from service.worker import Supervisor
+from tests.service.jobs.conftest import app_client
+from tests.service.searches.helpers import (
+    add_dataset,
+    fast_worker_config,
+    rows,
+    running_worker,
+    wait_for_search,
+)
+
+pytestmark = pytest.mark.anyio
+
+
+def _artifact(settings: Settings, model_id: str) -> Any:
+    db = create_db_engine(settings.resolved_database_url)
+    try:
+        with Session(db) as session:
+            data = session.scalar(
+                select(ModelArtifactRecord.data).where(ModelArtifactRecord.model_id == model_id)
+            )
+            assert data is not None
+            return engine.load_model(data)
+    finally:
+        db.dispose()
+
+
+def _jobs(settings: Settings, search_id: str) -> list[JobRecord]:
+    db = create_db_engine(settings.resolved_database_url)
+    try:
+        with Session(db) as session:
+            return list(session.scalars(select(JobRecord).where(JobRecord.search_id == search_id)))
+    finally:
+        db.dispose()
+
+
+async def test_two_workers_run_a_search_to_a_stacked_leaderboard(
+    backend_settings: Settings,
+) -> None:
+    async with app_client(backend_settings) as client:
+        dataset_id = await add_dataset(client)
+        created = await client.post(
+            "/v1/searches",
+            json={
+                "dataset_id": dataset_id,
+                "target": "label",
+                "candidates": [
+                    {"method": "logistic_regression", "params": {"C": {"log_uniform": [0.01, 10]}}},
+                    {"method": "decision_tree", "params": {"max_depth": [2, 4]}},
+                ],
+                "budget": {"max_models": 4},
+                "validation": {"folds": 3},
+                "stack": True,
+                "register_as": "churn",
+                "seed": 3,
+            },
+        )
+        assert created.status_code == 202, created.text
+        search_id = created.json()["id"]
+        workers = [
+            Supervisor(backend_settings.resolved_database_url, fast_worker_config(1))
+            for _ in range(2)
+        ]
+        for worker in workers:
+            worker.start()
+        try:
+            search = await wait_for_search(client, search_id)
+        finally:
+            for worker in workers:
+                worker.stop(grace=0)
+
+    assert search["status"] == "succeeded", search
+    board = search["leaderboard"]
+    assert [row["rank"] for row in board] == list(range(1, 6))  # four candidates, one ensemble
+    scores = [row["metric"]["mean"] for row in board]
+    assert scores == sorted(scores, reverse=True)  # roc_auc: higher first
+    assert all(row["metric"]["std"] is not None and row["source"] == "cv" for row in board)
+    assert search["best_model_id"] == board[0]["model_id"] and search["n_models"] == 5
+    assert search["progress"] == 1.0 and search["jobs"]["succeeded"] == 5
+    jobs = _jobs(backend_settings, search_id)
+    assert len({job.lease_owner for job in jobs if job.method != "stacking"}) == 2
+
+    stack = next(row for row in board if row["kind"] == "stack")
+    assert stack["model_id"] == search["stack_model_id"]
+    members = stack["params"]["members"]
+    assert {m["method"] for m in members} == {row["method"] for row in board} - {"stacking"}
+    # The ensemble's members are the candidates' own fitted models, never refitted.
+    ensemble = _artifact(backend_settings, stack["model_id"])
+    X = np.asarray([r[:3] for r in rows(20, seed=5)])
+    for member, fitted in zip(members, ensemble.estimators_, strict=True):
+        alone = _artifact(backend_settings, member["model_id"])
+        assert np.array_equal(fitted.predict_proba(X), alone.predict_proba(X))
+
+    registration = search["registration"]
+    assert registration["name"] == "churn" and registration["model_id"] == board[0]["model_id"]
+    assert registration["status"] in ("registered", "pending")
+
+
+async def test_halving_trains_the_best_third_on_every_row(settings: Settings) -> None:
+    async with app_client(settings) as client:
+        dataset_id = await add_dataset(client, n=240)
+        created = await client.post(
+            "/v1/searches",
+            json={
+                "dataset_id": dataset_id,
+                "target": "label",
+                "candidates": [
+                    {"method": "decision_tree", "params": {"min_samples_leaf": {"int": [1, 40]}}}
+                ],
+                "strategy": "halving",
+                "budget": {"max_models": 6},
+                "validation": {"folds": 2},
+                "stack": True,
+                "seed": 1,
+            },
+        )
+        assert created.status_code == 202, created.text
+        with running_worker(settings):
+            search = await wait_for_search(client, created.json()["id"])
+
+    board = search["leaderboard"]
+    assert [(row["iter"], row["n_resources"]) for row in board] == [(1, None)] * 2 + [(0, 80)] * 6
+    assert board[0]["model_id"] == search["best_model_id"]  # the winner is from the last rung
+    last_rung = {str(row["params"]) for row in board[:2]}
+    first_rung = [row for row in board if row["iter"] == 0]
+    assert last_rung == {str(row["params"]) for row in first_rung[:2]}  # the best third went on
+    assert any("at least two methods" in note for note in search["notes"])  # one family only
+
+
+async def test_cancel_keeps_what_finished(settings: Settings) -> None:
+    async with app_client(settings) as client:
+        dataset_id = await add_dataset(client)
+        created = await client.post(
+            "/v1/searches",
+            json={
+                "dataset_id": dataset_id,
+                "target": "label",
+                "candidates": [{"method": "logistic_regression", "params": {"C": [0.1, 1, 10]}}],
+                "strategy": "grid",
+                "validation": {"folds": 2},
+                "stack": True,
+            },
+        )
+        search_id = created.json()["id"]
+        with running_worker(settings, concurrency=1):
+            deadline = time.monotonic() + 30
+            while (await client.get(f"/v1/searches/{search_id}")).json()["n_models"] < 1:
+                assert time.monotonic() < deadline, "no candidate finished"
+                await anyio.sleep(0.05)
+            cancelled = await client.post(f"/v1/searches/{search_id}/cancel")
+            assert cancelled.status_code == 202
+            # A running candidate stops within seconds (the worker polls its cancel flag).
+            while True:
+                search = (await client.get(f"/v1/searches/{search_id}")).json()
+                if search["jobs"]["queued"] == search["jobs"]["running"] == 0:
+                    break
+                assert time.monotonic() < deadline + 30, search["jobs"]
+                await anyio.sleep(0.05)
+
+    assert search["status"] == "cancelled" and search["n_models"] >= 1
+    assert len(search["leaderboard"]) == search["n_models"] == search["jobs"]["succeeded"]
+    assert search["stack_model_id"] is None  # a cancelled search builds no ensemble
+
+
+def _start_worker(database_url: str, log: Path) -> subprocess.Popen[bytes]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("COPPICE_")} | {
+        "COPPICE_DATABASE_URL": database_url,
+        "COPPICE_WORKER_CONCURRENCY": "2",
+        "COPPICE_JOB_LEASE_SECONDS": "2",
+        "COPPICE_HEARTBEAT_SECONDS": "0.5",
+        "COPPICE_POLL_SECONDS": "0.1",
+        "COPPICE_RETRY_BACKOFF_SECONDS": "0",
+    }
+    return subprocess.Popen(
+        [sys.executable, "-m", "service", "worker"],
+        env=env,
+        stdout=log.open("wb"),
+        stderr=subprocess.STDOUT,
+        start_new_session=True,  # its own group: the kill takes its fit processes too
+    )
+
+
+async def test_a_worker_killed_mid_search_loses_no_candidate(
+    settings: Settings, tmp_path: Path
+) -> None:
+    url = settings.resolved_database_url
+    async with app_client(settings) as client:
+        dataset_id = await add_dataset(client)
+        created = await client.post(
+            "/v1/searches",
+            json={
+                "dataset_id": dataset_id,
+                "target": "label",
+                "candidates": [
+                    {"method": "random_forest", "params": {"n_estimators": 200}},
+                    {"method": "logistic_regression", "params": {"C": [0.1, 1.0]}},
+                ],
+                "strategy": "grid",
+                "validation": {"folds": 2},
+                "stack": True,
+            },
+        )
+        search_id = created.json()["id"]
+        doomed = _start_worker(url, tmp_path / "killed.log")
+        try:
+            deadline = time.monotonic() + 60
+            while not any(job.status == "running" for job in _jobs(settings, search_id)):
+                assert time.monotonic() < deadline and doomed.poll() is None, "nothing ran"
+                await anyio.sleep(0.05)
+            os.killpg(doomed.pid, signal.SIGKILL)
+            doomed.wait()
+            # The survivor takes the dead worker's job back once its lease (2 s) has lapsed.
+            with running_worker(settings):
+                search = await wait_for_search(client, search_id, timeout=90)
+        finally:
+            if doomed.poll() is None:
+                os.killpg(doomed.pid, signal.SIGKILL)
+                doomed.wait()
+
+    assert search["status"] == "succeeded", search
+    assert search["jobs"]["succeeded"] == 4 and search["jobs"]["failed"] == 0
+    assert len(search["leaderboard"]) == 4  # three candidates and the ensemble
+    assert any(job.attempts == 2 for job in _jobs(settings, search_id))  # retried, not lost
+    db = create_db_engine(url)
+    try:
+        with Session(db) as session:
+            kept = session.scalars(select(OutOfFoldRecord.model_id)).all()
+            assert len(predictions.load(session, kept)) == 3
+    finally:
+        db.dispose()
