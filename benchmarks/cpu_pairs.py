@@ -6,7 +6,7 @@ fit uses moves far less, so this script fits every library with one thread, alte
 reports medians of the per-round ratios. It complements ``benchmarks.run`` (fresh processes,
 ``n_jobs=2``, memory), it does not replace it.
 
-    python -m benchmarks.cpu_pairs [--trees 20] [--repeats 2] [--only rf,et,xgb,gb,ada]
+    python -m benchmarks.cpu_pairs [--trees 20] [--repeats 2] [--only rf,et,bag,xgb,gb,ada]
 """
 
 from __future__ import annotations
@@ -37,6 +37,10 @@ def _pairs() -> dict[str, list[tuple[str, Factory]]]:
         "et": [
             ("coppice", lambda t: engine.ExtraTreesClassifier(t, max_features="sqrt", n_jobs=1)),
             ("scikit-learn", lambda t: sk.ExtraTreesClassifier(t, max_features="sqrt", n_jobs=1)),
+        ],
+        "bag": [
+            ("coppice", lambda t: engine.BaggingClassifier(n_estimators=t, n_jobs=1)),
+            ("scikit-learn", lambda t: sk.BaggingClassifier(n_estimators=t, n_jobs=1)),
         ],
         "xgb": [
             ("coppice", lambda t: engine.XGBoostClassifier(t, max_depth=6, learning_rate=0.1)),
