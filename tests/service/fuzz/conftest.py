@@ -39,6 +39,8 @@ class Seed:
     # The classifier as version 1 of a registered model, with alias "production".
     registered_name: str = "churn"
     alias: str = "production"
+    # A search of two queued candidates (no worker runs them), so /v1/searches/{id} is found.
+    search_id: str = ""
 
 
 @pytest.fixture(scope="package")
@@ -81,7 +83,25 @@ async def _seed(settings: Settings) -> Seed:
             assert (await client.post(path, json=body)).status_code == 201
         alias = f"{registry}/{Seed.registered_name}/aliases/{Seed.alias}"
         assert (await client.put(alias, json={"version": 1})).status_code == 200
-    return Seed(settings.data_dir / "coppice.db", dataset_id, job_ids[0], *model_ids)
+        search = await client.post(
+            "/v1/searches",
+            json={
+                "dataset_id": dataset_id,
+                "target": "label",
+                "features": ["x", "z", "colour"],
+                "candidates": [{"method": "decision_tree", "params": {"max_depth": [2, 3]}}],
+                "strategy": "grid",
+                "validation": {"folds": 2},
+            },
+        )
+        assert search.status_code == 202, search.text
+    return Seed(
+        settings.data_dir / "coppice.db",
+        dataset_id,
+        job_ids[0],
+        *model_ids,
+        search_id=search.json()["id"],
+    )
 
 
 def _settings(data_dir: Path) -> Settings:

@@ -63,8 +63,8 @@ def problem_details(ctx: CheckContext, response: Response, case: Case) -> bool |
 
 
 def use_seeded_ids(case: Case, seed: Seed) -> None:
-    """Point about half of the valid cases' path ids at the seed's dataset, job, classifier and
-    registered model (its name, alias and version).
+    """Point about half of the valid cases' path ids at the seed's dataset, job, classifier,
+    registered model (its name, alias and version) and search.
 
     Which half is decided by a hash of the generated ids, not by a Hypothesis draw: a strategy
     of its own (``schema.given``) would switch off Schemathesis's coverage phase, the one that
@@ -77,6 +77,7 @@ def use_seeded_ids(case: Case, seed: Seed) -> None:
         "name": seed.registered_name,
         "alias": seed.alias,
         "version": "1",
+        "search_id": seed.search_id,
     }
     generated = case.path_parameters or {}
     if (
