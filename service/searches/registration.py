@@ -12,6 +12,7 @@ import importlib
 import re
 from typing import Any
 
+from sqlalchemy.exc import SQLAlchemyError
 from sqlalchemy.orm import Session
 
 from service.errors import CoppiceError, InvalidInput
@@ -47,8 +48,8 @@ def check_name(name: str) -> None:
 def register(session: Session, name: str, model_id: str) -> dict[str, Any]:
     """Register ``model_id`` under ``name`` with alias ``candidate``; the registration's state.
 
-    A registry error (say, the name was taken by an incompatible model meanwhile) is reported
-    in the search, not raised: the search's models are worth keeping either way.
+    A registry error is reported in the search, not raised (its savepoint rolled back): the
+    search's models are worth keeping either way, and a raise would leave the search unended.
     """
     registry = _registry()
     if registry is None:
@@ -63,6 +64,9 @@ def register(session: Session, name: str, model_id: str) -> dict[str, Any]:
             version = registry[0](session, name, model_id, alias=ALIAS)
     except CoppiceError as error:
         return {"status": "failed", "name": name, "model_id": model_id, "detail": error.detail}
+    except SQLAlchemyError as error:  # a constraint the registry did not foresee
+        detail = f"the registry refused it ({type(error).__name__})"
+        return {"status": "failed", "name": name, "model_id": model_id, "detail": detail}
     return {
         "status": "registered",
         "name": name,

@@ -252,3 +252,60 @@ async def test_a_worker_killed_mid_search_loses_no_candidate(
             assert len(predictions.load(session, kept)) == 3
     finally:
         db.dispose()
+
+
+async def test_a_regression_search_ranks_by_rmse_ascending_and_stacks_with_ridge(
+    settings: Settings,
+) -> None:
+    async with app_client(settings) as client:
+        dataset_id = await add_dataset(client)
+        created = await client.post(
+            "/v1/searches",
+            json={
+                "dataset_id": dataset_id,
+                "target": "x1",
+                "features": ["x2", "noise", "label"],
+                "candidates": [
+                    {"method": "ridge", "params": {"alpha": [0.1, 100.0]}},
+                    {"method": "decision_tree", "params": {"max_depth": 2}},
+                ],
+                "strategy": "grid",
+                "validation": {"folds": 2},
+                "stack": True,
+            },
+        )
+        assert created.status_code == 202, created.text
+        with running_worker(settings):
+            search = await wait_for_search(client, created.json()["id"])
+
+    assert search["metric"] == "rmse" and search["direction"] == "minimize"
+    scores = [row["metric"]["mean"] for row in search["leaderboard"]]
+    assert len(scores) == 4 and scores == sorted(scores)
+    stack = next(row for row in search["leaderboard"] if row["kind"] == "stack")
+    assert stack["params"]["final_estimator"] == "ridge"
+
+
+async def test_the_deadline_stops_the_rest_and_keeps_what_finished(settings: Settings) -> None:
+    async with app_client(settings) as client:
+        dataset_id = await add_dataset(client)
+        created = await client.post(
+            "/v1/searches",
+            json={
+                "dataset_id": dataset_id,
+                "target": "label",
+                "candidates": [
+                    {"method": "random_forest", "params": {"n_estimators": [100, 101, 102]}}
+                ],
+                "strategy": "grid",
+                "validation": {"folds": 5},
+                "budget": {"max_seconds": 1.5},
+            },
+        )
+        assert created.status_code == 202, created.text
+        with running_worker(settings, concurrency=1):
+            search = await wait_for_search(client, created.json()["id"])
+
+    jobs = search["jobs"]
+    assert jobs["cancelled"] >= 1 and jobs["queued"] == jobs["running"] == 0
+    assert len(search["leaderboard"]) == jobs["succeeded"]
+    assert search["status"] == ("succeeded" if jobs["succeeded"] else "failed")
