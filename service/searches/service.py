@@ -36,7 +36,7 @@ from service.searches import (
     spaces,
     validation,
 )
-from service.searches.schemas import CandidateSpace, SearchCreate, Strategy
+from service.searches.schemas import MAX_MODELS, CandidateSpace, SearchCreate, Strategy
 
 ENDED = (SearchStatus.SUCCEEDED, SearchStatus.FAILED, SearchStatus.CANCELLED)
 
@@ -96,6 +96,12 @@ def create_search(session: Session, request: SearchCreate, settings: Settings) -
     configs = first + (
         planner.configurations(entries, strategy, remaining, rng) if remaining != 0 else []
     )
+    if len(configs) > MAX_MODELS:
+        raise InvalidInput(
+            f"The grid has {len(configs)} points; a search trains at most {MAX_MODELS}. "
+            "Shorten the lists, or set budget.max_models.",
+            errors=[{"loc": ["body", "budget", "max_models"], "msg": "grid above the limit"}],
+        )
     for index, config in enumerate(configs):
         validation.check_config(
             CATALOG[config.method], task, config.params, settings, ["body", "candidates", index]

@@ -137,6 +137,23 @@ async def test_unknown_ids_are_404(any_client: httpx.AsyncClient) -> None:
         ({"candidates": [FOREST], "register_as": "no spaces"}, ["body", "register_as"], ""),
         ({"candidates": [FOREST], "target": "nope"}, ["body", "target"], "no column"),
         ({"candidates": [FOREST], "validation": {"folds": 500}}, None, ""),
+        (
+            {
+                "strategy": "grid",
+                "candidates": [
+                    {"method": "decision_tree", "params": {"max_depth": list(range(1, 21))}},
+                    {
+                        "method": "random_forest",
+                        "params": {
+                            "min_samples_leaf": list(range(1, 30)),
+                            "n_estimators": list(range(1, 20)),
+                        },
+                    },
+                ],
+            },
+            ["body", "budget", "max_models"],
+            "at most 500",
+        ),
     ],
 )
 async def test_every_problem_is_a_422_naming_its_field_and_nothing_is_queued(
