@@ -18,11 +18,13 @@ if TYPE_CHECKING:
 
 @dataclass(frozen=True)
 class Explanation:
-    """Per-row additive contributions to the raw score (TreeSHAP), as the server computed them.
+    """Per-row additive contributions to the model's explained output, as the server computed
+    them: exact (TreeSHAP, linear terms, ...) or sampled Shapley values, as ``method`` says.
 
     ``contributions`` is ``(n_rows, n_features)`` (a DataFrame for DataFrame input), or
     ``(n_rows, n_features, n_classes)`` for multiclass models; with ``bias``, each row's
-    contributions sum to its raw score.
+    contributions sum to the explained output (docs/api.md says which output each method
+    explains).
     """
 
     predictions: Any
@@ -30,6 +32,25 @@ class Explanation:
     bias: Any
     features: list[str]
     classes: list[str] | None
+    method: str = "exact"  # "exact" or "sampled"
+
+    def plot(self, row: int = 0, *, output: int = 0, top: int = 20, ax: Any = None) -> Any:
+        """Bars of one row's contributions, largest magnitude at the top (matplotlib).
+        ``output`` picks the class of a multiclass model's contributions."""
+        from coppice.plots import plot_contributions
+
+        values = np.asarray(self.contributions, dtype=float)[row]
+        if values.ndim == 2:
+            values = values[:, output]
+        bias = np.asarray(self.bias, dtype=float).reshape(-1)
+        return plot_contributions(
+            self.features,
+            values,
+            float(bias[min(output, bias.size - 1)]),
+            title=f"row {row}: {self.method} contributions",
+            top=top,
+            ax=ax,
+        )
 
 
 class Model:
@@ -91,7 +112,7 @@ class Model:
             self._curves = self._client._transport.json("GET", f"{self._path}/curves")
         return self._curves
 
-    def _predict(self, data: Any, **options: bool) -> tuple[Rows, dict[str, Any]]:
+    def _predict(self, data: Any, **options: Any) -> tuple[Rows, dict[str, Any]]:
         rows = rows_of(data, self.features)
         answer = self._client._transport.json(
             "POST",
@@ -116,9 +137,16 @@ class Model:
         rows, answer = self._predict(data, return_proba=True)
         return table_out(answer["probabilities"], answer["classes"], rows)
 
-    def explain(self, data: Any) -> Explanation:
-        """Predictions with each feature's TreeSHAP contribution (see :class:`Explanation`)."""
-        rows, answer = self._predict(data, explain=True)
+    def explain(self, data: Any, *, samples: int | None = None) -> Explanation:
+        """Predictions with each feature's contribution (see :class:`Explanation`).
+
+        ``samples`` bounds the permutations per row for models explained by sampling (the
+        server's ``explain_samples``; its default when None); exact methods ignore it.
+        """
+        options: dict[str, Any] = {"explain": True}
+        if samples is not None:
+            options["explain_samples"] = samples
+        rows, answer = self._predict(data, **options)
         contributions = answer["contributions"]
         multiclass = bool(contributions) and isinstance(contributions[0][0], list)
         if multiclass:
@@ -131,6 +159,7 @@ class Model:
             bias=np.asarray(answer["bias"], dtype=float),
             features=self.features,
             classes=answer.get("classes"),
+            method=str(answer.get("explanation", "exact")),
         )
 
     def feature_importance(self, kind: str | None = None) -> Any:

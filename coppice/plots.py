@@ -49,3 +49,30 @@ def plot_curves(curves: dict[str, Any], *, title: str, ax: Any = None) -> Any:
     ax.set_title(title)
     ax.legend()
     return ax
+
+
+def plot_contributions(
+    features: Sequence[str],
+    values: Sequence[float],
+    bias: float,
+    *,
+    title: str,
+    top: int = 20,
+    ax: Any = None,
+) -> Any:
+    """One row's contributions as bars, the largest magnitudes at the top; the features left
+    out are summed into one bar so the bars and the bias still add up to the output."""
+    ax = _axes(ax)
+    order = sorted(range(len(values)), key=lambda i: abs(values[i]), reverse=True)
+    shown = order[:top]
+    names = [str(features[i]) for i in shown]
+    heights = [float(values[i]) for i in shown]
+    if len(order) > top:
+        names.append(f"{len(order) - top} other features")
+        heights.append(float(sum(values[i] for i in order[top:])))
+    names, heights = names[::-1], heights[::-1]
+    ax.barh(names, heights, color=["tab:red" if h > 0 else "tab:blue" for h in heights])
+    ax.axvline(0.0, color="black", linewidth=0.8)
+    ax.set_xlabel(f"contribution (bias {bias:.4g}; bias + bars = {bias + sum(heights):.4g})")
+    ax.set_title(title)
+    return ax

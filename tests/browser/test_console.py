@@ -90,6 +90,8 @@ def test_upload_train_watch_and_use_a_model(tab: Watched, data_file: Path) -> No
     page.click("#predict-submit")
     expect(page.locator("#predict-value")).to_have_text(re.compile("^(yes|no)$"))
     assert page.locator("#predict-shap .bar-row").count() == 3
+    # A forest is explained exactly (TreeSHAP); the page says how its contributions were made.
+    expect(page.locator("h2", has_text="Why:")).to_have_text("Why: exact contributions")
     screenshot = os.environ.get("COPPICE_CONSOLE_SCREENSHOT")
     if screenshot:  # docs/console-model.png is made this way; see docs/console.md
         page.screenshot(path=screenshot, full_page=True)

@@ -90,6 +90,30 @@ def test_explain_gives_contributions_that_sum_to_the_raw_score(
     assert isinstance(churn_model.explain(rows.to_numpy()).contributions, np.ndarray)
 
 
+def test_explain_says_how_and_plots_a_row(
+    churn_model: Model, client: Client, rows: pd.DataFrame
+) -> None:
+    exact = churn_model.explain(rows)
+    assert exact.method == "exact"
+    # k-NN has no structure to explain exactly: sampled Shapley values, the bound passed on.
+    dataset = client.upload(churn_frame(80), name="knn")
+    knn = client.train(dataset, target="churned", method="k_neighbors").wait(timeout=60)
+    sampled = knn.explain(rows.iloc[:2], samples=8)
+    assert sampled.method == "sampled"
+    np.testing.assert_allclose(
+        sampled.contributions.sum(axis=1).to_numpy() + sampled.bias,
+        knn.predict_proba(rows.iloc[:2])["yes"],
+        atol=1e-9,
+    )
+    axes = exact.plot(row=1, top=2)
+    heights = [patch.get_width() for patch in axes.patches]
+    assert len(heights) == 3  # the two largest and the rest summed
+    assert sum(heights) + exact.bias[1] == pytest.approx(
+        exact.contributions.iloc[1].sum() + exact.bias[1]
+    )
+    knn.delete()
+
+
 @pytest.mark.parametrize("kind", [None, "impurity", "permutation", "shap"])
 def test_feature_importance_is_a_dataframe(churn_model: Model, kind: str | None) -> None:
     importance = churn_model.feature_importance(kind)

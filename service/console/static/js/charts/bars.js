@@ -1,4 +1,4 @@
-// Bar charts (importances, TreeSHAP contributions, column distributions) and the confusion
+// Bar charts (importances, per-row contributions, column distributions) and the confusion
 // matrix as a heat map.
 
 import { chartWidth, extent, s, scale, tickText, ticks } from "./svg.js";

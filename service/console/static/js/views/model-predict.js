@@ -1,5 +1,6 @@
 // Predict one row typed into a form built from the model's features, and explain it: the
-// per-feature TreeSHAP contributions, which with the bias add up to the model's raw score.
+// per-feature contributions (exact, or sampled Shapley values: the answer's `explanation`),
+// which with the bias add up to the output the method explains (docs/api.md).
 
 import { post } from "../api.js";
 import { barChart } from "../charts/bars.js";
@@ -36,6 +37,11 @@ function contributionsOf(answer, classIndex) {
   return { values: row, bias: Array.isArray(bias) ? bias[0] : bias };
 }
 
+/** What produced the contributions, in words. */
+function methodOf(answer) {
+  return answer.explanation === "sampled" ? "sampled Shapley values" : "exact contributions";
+}
+
 function explanation(model, answer) {
   const box = h("div", { id: "predict-shap" });
   const multiclass = Array.isArray(answer.contributions[0][0]);
@@ -50,12 +56,12 @@ function explanation(model, answer) {
       .slice(0, SHOWN_CONTRIBUTIONS);
     const total = values.reduce((sum, v) => sum + v, bias);
     replace(box,
-      h("p", { class: "small muted" }, `bias ${number(bias)} + contributions = raw score ${number(total)}`),
-      barChart(items, { signed: true, label: "TreeSHAP contributions", valueLabel: "contribution to the raw score" }));
+      h("p", { class: "small muted" }, `bias ${number(bias)} + contributions = explained output ${number(total)}`),
+      barChart(items, { signed: true, label: methodOf(answer), valueLabel: "contribution to the explained output" }));
   };
   classInput?.addEventListener("change", draw);
   draw();
-  return h("div", { class: "stack" }, h("h2", {}, "Why: TreeSHAP contributions"),
+  return h("div", { class: "stack" }, h("h2", {}, `Why: ${methodOf(answer)}`),
     classInput ? h("div", { class: "row" }, h("label", { for: "shap-class" }, "Class"), classInput) : null, box);
 }
 
@@ -91,6 +97,6 @@ export function predictCard(model) {
       h("div", { class: "fields" }, model.features.map((f, i) => field(`${f.name} (${f.kind})`, inputs[i]))),
       h("div", { class: "row" },
         h("button", { type: "submit", id: "predict-submit" }, "Predict"),
-        h("span", { class: "field check" }, explainInput, h("label", { for: "predict-explain" }, "explain (TreeSHAP)")))),
+        h("span", { class: "field check" }, explainInput, h("label", { for: "predict-explain" }, "explain")))),
     result);
 }

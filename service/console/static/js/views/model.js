@@ -1,5 +1,5 @@
 // One model: what it is, its metrics, learning curves, confusion matrix, importances, and
-// (from model-predict.js and model-batch.js) predictions, TreeSHAP and batch scoring.
+// (from model-predict.js and model-batch.js) predictions, explanations and batch scoring.
 
 import { ApiError, del, get, isAdmin } from "../api.js";
 import { barChart, confusionMatrix } from "../charts/bars.js";
