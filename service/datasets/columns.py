@@ -21,13 +21,19 @@ import math
 import struct
 import zlib
 from array import array
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 
+from service.datasets.categories import (
+    CategoryIndex,
+    category_counts,
+    json_list_bytes,
+    top_indices,
+)
 from service.db.tables import ColumnKind
 
 # Cell texts that mean "no value", compared after surrounding whitespace is removed.
@@ -65,11 +71,14 @@ class NumericColumn:
 
 @dataclass(frozen=True, slots=True, eq=False)
 class CategoricalColumn:
-    """A categorical column: int32 codes, shape (n_rows,), into ``categories``; -1 is missing."""
+    """A categorical column: int32 codes, shape (n_rows,), into ``categories``; -1 is missing.
+
+    ``categories`` is a tuple, or (for many categories, just parsed) a ``PackedStrings``.
+    """
 
     name: str
     codes: npt.NDArray[np.int32]
-    categories: tuple[str, ...]
+    categories: Sequence[str]
 
     kind = ColumnKind.CATEGORICAL
 
@@ -140,7 +149,7 @@ class ColumnBuilder:
         self._odd_texts = _OddTexts()  # texts _canonical_text would not reproduce
         self._first_infinite: int | None = None
         self._codes = array("i")
-        self._lookup: dict[str, int] = {}
+        self._categories = CategoryIndex()
 
     def add_text(self, text: str) -> None:
         """Add a cell given as text; surrounding whitespace is not part of the value."""
@@ -193,13 +202,14 @@ class ColumnBuilder:
             # No copy: the array becomes the column's buffer (finish is the builder's end).
             values = np.frombuffer(self._numbers, dtype=np.float64) if self.n_rows else _NO_VALUES
             return NumericColumn(self.name, values)
-        return _sorted_categorical(self.name, self._codes, self._lookup)
+        raw = np.frombuffer(self._codes, dtype=np.int32) if self.n_rows else np.empty(0, np.int32)
+        codes, categories = self._categories.finish(raw)
+        return CategoricalColumn(self.name, codes, categories)
 
     def _add_category(self, text: str) -> None:
         if self._numbers is not None:
             self._to_categorical()
-        code = self._lookup.setdefault(text, len(self._lookup))
-        self._codes.append(code)
+        self._codes.append(self._categories.code(text))
         self.n_rows += 1
 
     def _to_categorical(self) -> None:
@@ -217,7 +227,7 @@ class ColumnBuilder:
                 next_odd = next(odd_rows, None)
             else:
                 text = _canonical_text(value)
-            self._codes.append(self._lookup.setdefault(text, len(self._lookup)))
+            self._codes.append(self._categories.code(text))
 
 
 def _read_number(text: str) -> float | None:
@@ -229,17 +239,6 @@ def _read_number(text: str) -> float | None:
         return float(text)
     except ValueError:
         return None
-
-
-def _sorted_categorical(name: str, codes: array[int], lookup: dict[str, int]) -> CategoricalColumn:
-    # Sorted categories make the codes independent of row order.
-    categories = sorted(lookup)
-    remap = np.empty(len(lookup) + 1, dtype=np.int32)
-    remap[-1] = -1  # index -1 keeps missing missing
-    for new_code, category in enumerate(categories):
-        remap[lookup[category]] = new_code
-    raw = np.frombuffer(codes, dtype=np.int32) if len(codes) else np.empty(0, np.int32)
-    return CategoricalColumn(name, remap[raw], tuple(categories))
 
 
 # --- summaries ------------------------------------------------------------------------------
@@ -271,12 +270,13 @@ def summarize(column: ColumnData) -> ColumnSummary:
             n_unique=int(np.unique(present).size),
             stats=stats,
         )
-    present_codes = column.codes[column.codes >= 0]
-    counts = np.bincount(present_codes, minlength=len(column.categories))
-    # Stable sort on negated counts: ties keep the categories' sorted order.
-    top = np.argsort(-counts, kind="stable")[:TOP_CATEGORIES]
+    counts = category_counts(column.codes, len(column.categories))
+    n_missing = int(counts[-1])
+    counts = counts[:-1]
+    # Ties keep the categories' sorted order.
+    top = top_indices(counts, TOP_CATEGORIES).tolist()
     return ColumnSummary(
-        n_missing=int(column.codes.size - present_codes.size),
+        n_missing=n_missing,
         n_unique=len(column.categories),
         stats={"top": [{"value": column.categories[i], "count": int(counts[i])} for i in top]},
     )
@@ -289,14 +289,27 @@ class ColumnDataError(ValueError):
     """Stored column bytes cannot be read back."""
 
 
-def encode_column(column: ColumnData) -> bytes:
+def encode_column(column: ColumnData) -> bytes | bytearray:
     """The column's data in the stored format (see the module docstring)."""
     if isinstance(column, NumericColumn):
-        payload = column.values.astype("<f8", copy=False).tobytes()
-    else:
-        header = json.dumps(list(column.categories)).encode("utf-8")
-        payload = _LENGTH.pack(len(header)) + header + column.codes.astype("<i4").tobytes()
-    return zlib.compress(payload, level=6)
+        return zlib.compress(column.values.astype("<f8", copy=False).data, level=6)
+    # Fed to the compressor in pieces, so neither the categories' JSON nor a copy of the
+    # codes exists whole: with many categories each would cost more than the column.
+    compressor = zlib.compressobj(level=6)
+    length = sum(len(piece) for piece in json_list_bytes(column.categories))
+    out = bytearray(compressor.compress(_LENGTH.pack(length)))
+    pending = bytearray()
+    for piece in json_list_bytes(column.categories):
+        pending += piece
+        if len(pending) >= 65536:
+            out += compressor.compress(pending)
+            pending.clear()
+    out += compressor.compress(pending)
+    out += compressor.compress(np.ascontiguousarray(column.codes, dtype="<i4").data)
+    out += compressor.flush()
+    # Not copied into bytes: the drivers store a bytearray as it is, and a copy would hold
+    # the compressed column twice at the peak.
+    return out
 
 
 def decode_column(name: str, kind: str, data: bytes, data_format: int = DATA_FORMAT) -> ColumnData:
