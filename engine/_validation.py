@@ -1,4 +1,9 @@
-"""Input checks shared by all estimators: arrays, targets, weights and seeds."""
+"""Input checks shared by all estimators: arrays, targets, weights, seeds and fittedness.
+
+The lowest of the engine's shared modules: :mod:`engine.base` and :mod:`engine.metrics` both
+import it, and it imports neither (``NotFittedError`` and ``check_is_fitted`` live here for that
+reason, as in scikit-learn's ``utils.validation``; :mod:`engine.base` re-exports them).
+"""
 
 from __future__ import annotations
 
@@ -9,17 +14,29 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from engine.base import check_is_fitted
-
 __all__ = [
     "CompleteInputMixin",
     "DataConversionWarning",
+    "NotFittedError",
     "check_X",
+    "check_is_fitted",
     "check_sample_weight",
     "check_target",
     "resolve_seed_sequence",
     "spawn_seeds",
 ]
+
+
+class NotFittedError(ValueError, AttributeError):
+    """Raised when a fitted attribute is needed before ``fit`` was called."""
+
+
+def check_is_fitted(estimator: Any, attribute: str = "n_features_in_") -> None:
+    if not hasattr(estimator, attribute):
+        raise NotFittedError(
+            f"This {type(estimator).__name__} instance is not fitted yet. "
+            "Call 'fit' with appropriate arguments before using this estimator."
+        )
 
 
 class DataConversionWarning(UserWarning):

@@ -14,6 +14,8 @@ from typing import Any, ClassVar
 import numpy as np
 
 from engine._params import Constraint, InvalidParameterError, validate_parameter
+from engine._validation import NotFittedError, check_is_fitted
+from engine.metrics import r2_score
 
 __all__ = [
     "BaseEstimator",
@@ -23,10 +25,6 @@ __all__ = [
     "check_is_fitted",
     "clone",
 ]
-
-
-class NotFittedError(ValueError, AttributeError):
-    """Raised when a fitted attribute is needed before ``fit`` was called."""
 
 
 class BaseEstimator:
@@ -153,14 +151,6 @@ def clone(estimator: Any) -> Any:
     return type(estimator)(**cloned)
 
 
-def check_is_fitted(estimator: Any, attribute: str = "n_features_in_") -> None:
-    if not hasattr(estimator, attribute):
-        raise NotFittedError(
-            f"This {type(estimator).__name__} instance is not fitted yet. "
-            "Call 'fit' with appropriate arguments before using this estimator."
-        )
-
-
 class ClassifierMixin:
     """Accuracy as the default score."""
 
@@ -178,6 +168,4 @@ class RegressorMixin:
     _estimator_type = "regressor"
 
     def score(self, X: Any, y: Any, sample_weight: Any = None) -> float:
-        from engine.metrics import r2_score
-
         return r2_score(y, self.predict(X), sample_weight=sample_weight)  # type: ignore[attr-defined]

@@ -29,6 +29,7 @@ from numpy.typing import NDArray
 from engine.tree._criteria import Newton, score
 from engine.tree._monotone import bounded_weight, score_given_weight
 from engine.tree._naive_splitter import find_splits_naive as find_splits_naive
+from engine.tree._random_splitter import find_random_splits
 from engine.tree._split_context import SplitContext, Splits
 from engine.tree._split_gains import (
     _checked_gains,
@@ -161,8 +162,6 @@ def find_splits(
         Each node's ``[lower, upper]`` leaf-weight bounds; used when ``ctx.monotone`` is set.
     """
     if ctx.random_splits and rng is not None and not ctx.is_categorical.any():
-        from engine.tree._random_splitter import find_random_splits
-
         return find_random_splits(
             ctx, rows, slot_of_row, features, parent_channels, parent_counts, rng
         )
