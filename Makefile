@@ -8,6 +8,11 @@ HOST ?= 127.0.0.1
 PORT ?= 8000
 # Narrow the test run without editing the recipe, e.g. `make test PYTEST_ARGS=tests/service`.
 PYTEST_ARGS ?=
+# pytest-xdist processes for `make test` (auto: one per core; 0 runs the suite in one process).
+# Most of the suite's time is spent waiting on servers, fits and PostgreSQL, so even two cores
+# shared by two workers finish far sooner. Tests that share a module's fixture run together
+# in one worker (tests/conftest.py), and tests/postgres.py keeps the server restart apart.
+PYTEST_WORKERS ?= auto
 # Examples per operation and per fuzz test in `make fuzz`; `make test` runs a few dozen.
 FUZZ_EXAMPLES ?= 500
 
@@ -67,7 +72,7 @@ test: $(VENV)/.installed compose-checker browser kernels
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 	$(BIN)/mypy
-	$(BIN)/pytest $(PYTEST_ARGS)
+	$(BIN)/pytest -n $(PYTEST_WORKERS) --dist loadgroup $(PYTEST_ARGS)
 
 lint: $(VENV)/.installed
 	$(BIN)/ruff check .

@@ -21,34 +21,41 @@ def pytest_configure(config: pytest.Config) -> None:
     limit_blas_threads()
 
 
+# Folders whose tests share one server that stops when the run leaves the folder (a session
+# fixture; see tests/client/conftest.py): their tests must run together, in one worker.
+SHARED_SERVER_FOLDERS = ("tests/client/",)
+
+
 @pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Order and group the tests for ``make test``'s pytest-xdist workers (``--dist loadgroup``).
+    """Group and order the tests for ``make test``'s pytest-xdist workers (``--dist loadgroup``).
 
-    A module (or package) with a fixture of that scope, such as a server that its tests share,
-    runs whole in one worker: its fixture is set up once, and its tests run in their order.
-    Tried first, so that pytest-xdist's own hook sees the groups.
+    Tests that share a fixture wider than a test (a module's or a package's, such as a server)
+    form one group, run whole by one worker, in order: the fixture is set up once. So do the
+    folders of :data:`SHARED_SERVER_FOLDERS`. Tried first, so pytest-xdist's hook sees the marks.
 
-    Modules holding a test marked ``slow`` run first, in their order, so that no minute-long
-    test is left to start last while the other worker has nothing to do.
+    Groups and modules holding a test marked ``slow`` run first (in their order, and this
+    order within them), so that no minute-long test starts last while the other worker idles.
     """
-    for item in items:
-        group = _shared_fixture_group(item)
-        if group is not None:
-            item.add_marker(pytest.mark.xdist_group(group))
-    slow_modules = {item.path for item in items if item.get_closest_marker("slow")}
-    items.sort(key=lambda item: item.path not in slow_modules)  # stable: order kept within
+    units = {item: _unit(item) for item in items}
+    for item, (name, grouped) in units.items():
+        if grouped:
+            item.add_marker(pytest.mark.xdist_group(name))
+    slow = {units[item][0] for item in items if item.get_closest_marker("slow")}
+    items.sort(key=lambda item: units[item][0] not in slow)  # stable
 
 
-def _shared_fixture_group(item: pytest.Item) -> str | None:
-    """The module's or package's path, when a fixture of that scope is shared by its tests."""
+def _unit(item: pytest.Item) -> tuple[str, bool]:
+    """The group a test must run in (and True), else its module (and False)."""
+    module = item.nodeid.split("::")[0]
+    for folder in SHARED_SERVER_FOLDERS:
+        if module.startswith(folder):
+            return folder, True
     info = getattr(item, "_fixtureinfo", None)
-    if info is None:
-        return None
-    defs = [d for defs in info.name2fixturedefs.values() for d in defs]
+    defs = [d for ds in info.name2fixturedefs.values() for d in ds] if info is not None else []
     packages = sorted(d.baseid for d in defs if d.scope == "package")
     if packages:
-        return packages[0] or "."
+        return packages[0] or ".", True
     if any(d.scope in ("module", "class") for d in defs):
-        return str(item.path)
-    return None
+        return module, True
+    return module, False

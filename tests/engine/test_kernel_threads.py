@@ -50,6 +50,9 @@ def _output(model: Any, X: np.ndarray) -> np.ndarray:
 
 @pytest.mark.parametrize("make", BOOSTERS, ids=NAMES)
 def test_any_number_of_threads_gives_the_same_model(make: Any) -> None:
+    # Threads an earlier test left in this process (AnyIO keeps idle worker threads for some
+    # seconds after a service test, which a pytest-xdist worker may have run) are not the fit's.
+    before = set(threading.enumerate())
     X, y = data()
     serial = make(1).fit(X, y)
     threaded = make(2).fit(X, y)
@@ -57,8 +60,9 @@ def test_any_number_of_threads_gives_the_same_model(make: Any) -> None:
     for model in (threaded, all_cpus):
         np.testing.assert_array_equal(_output(model, X), _output(serial, X))
     # Threads end with the fit, so the engine's process pools may still fork.
-    assert threading.active_count() == 1
-    assert default_start_method() == "fork"
+    assert set(threading.enumerate()) <= before
+    if before == {threading.main_thread()}:
+        assert default_start_method() == "fork"
 
 
 def _fit_in_child(queue: Any) -> None:
