@@ -1,18 +1,17 @@
-"""Arcing (Arc-x4) and RegionBoost, the two AdaBoost relatives of seed 003.
+"""Arcing (Arc-x4) and RegionBoost, two relatives of AdaBoost (Freund and Schapire 1997).
 
 **Arc-x4** (Breiman, 1998, "Arcing classifiers"). After t members, m(i) counts how many of
 them misclassify training row i; member t + 1 is fitted on a bootstrap sample drawn with
-probabilities p(i) = (1 + m(i)^4) / Σ_j (1 + m(j)^4). Members vote unweighted (seed 003,
-eq. 10: plain majority). Seed 003's eq. 9 prints the weight without the exponent,
-``(1 + Σ I(y_n ≠ h_t(x_n)))/Z``; ``power`` is that exponent: 4 is Arc-x4 as Breiman defines
-it and as the method's name says, 1 reproduces the slide literally.
+probabilities p(i) = (1 + m(i)^4) / Σ_j (1 + m(j)^4). Members vote unweighted (plain
+majority, as Breiman's arc-x4 does). ``power`` is the exponent: 4 is Arc-x4 as Breiman
+defines it and as the method's name says; 1 weights rows by the plain count, (1 + m(i))/Z.
 
 **RegionBoost** (Maclin, 1998). Trained as AdaBoost, but a member's vote weight depends on
-the input: at x it is the member's accuracy on the K training rows nearest x (seed 003,
-eq. 12), kNN(K, C_t, x) = (1/K) Σ_{x_s ∈ N(K, x)} I(C_t(x_s) = y_s), and the class is
-argmax_k (1/T) Σ_t kNN(K, C_t, x) · I(C_t(x) = k) (eq. 11 averages the weights over the T
-members). The model keeps what this needs: the training rows and, per member, which training
-rows it classifies correctly.
+the input: at x it is the member's local accuracy on the K training rows nearest x,
+kNN(K, C_t, x) = (1/K) Σ_{x_s ∈ N(K, x)} I(C_t(x_s) = y_s), and the class is
+argmax_k (1/T) Σ_t kNN(K, C_t, x) · I(C_t(x) = k) (the weights averaged over the T members;
+Khanchel and Limam 2000 compare it with the other arcing algorithms). The model keeps what
+this needs: the training rows and, per member, which training rows it classifies correctly.
 """
 
 from __future__ import annotations
@@ -172,7 +171,7 @@ class ArcX4Classifier(ThreadedRounds, ClassifierMixin, BaseEstimator):
 
 
 def local_accuracy(correct: NDArray[np.bool_], neighbours: NDArray[np.intp]) -> NDArray[np.float64]:
-    """kNN(K, C_t, x) of seed 003's eq. 12 for every query and member.
+    """RegionBoost's local accuracy kNN(K, C_t, x) (Maclin 1998) for every query and member.
 
     Parameters
     ----------

@@ -1,7 +1,7 @@
 """Loss functions of gradient boosting, looked up by name.
 
-Each loss knows four things (Friedman 2001, "Greedy Function Approximation"; the seeds'
-"Gradient Tree Boosting" algorithm):
+Each loss knows four things (Friedman 2001, "Greedy Function Approximation"; Hastie,
+Tibshirani and Friedman 2009, Algorithm 10.3, "Gradient Tree Boosting"):
 
 - ``init_raw``: F0, the constant raw score minimising the loss;
 - ``gradient``: dL/dF per row, whose negative a regression tree is fitted to;
@@ -355,7 +355,8 @@ class MultinomialDeviance(NewtonLoss):
 class ExponentialLoss(NewtonLoss):
     """AdaBoost's loss L = e^{−ỹF} with ỹ = 2y − 1 ∈ {−1, 1}; F0 = ½ logit(ȳ).
 
-    F estimates half the log-odds, so P(y = 1 | x) = e^{2F} / (1 + e^{2F}) (seed 001).
+    F estimates half the log-odds, so P(y = 1 | x) = e^{2F} / (1 + e^{2F}) (Friedman, Hastie
+    and Tibshirani 2000, Lemma 1).
     """
 
     name = "exponential"

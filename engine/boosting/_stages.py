@@ -1,4 +1,4 @@
-"""The stage loop of gradient tree boosting (Friedman 2001; the seeds' algorithm).
+"""The stage loop of gradient tree boosting (Friedman 2001; Hastie et al. 2009, Algorithm 10.3).
 
     F0 = argmin_γ Σ L(y_i, γ)
     for m = 1..M:

@@ -1,13 +1,15 @@
-"""XGBoost-style boosting: second-order trees with regularised leaf weights (seeds 002/003).
+"""XGBoost-style boosting: second-order trees with regularised leaf weights (Chen and Guestrin
+2016).
 
 Each round computes every row's gradient g and hessian h of the loss at the current raw
 score, grows a tree with the :class:`~engine.tree._criteria.Newton` criterion — split gain
 ``½[G_L²/(H_L+λ) + G_R²/(H_R+λ) − (G_L+G_R)²/(H_L+H_R+λ)] − γ``, leaf weight
 ``w* = −G/(H+λ)`` (L1 ``reg_alpha`` soft-thresholds G), ``min_child_weight`` on the hessian
 cover — and adds ``learning_rate · w*`` of the row's leaf to its score. Features are binned
-once per fit: into quantile bins (``tree_method="hist"``, seed 003's approximate global split
-finding) or one bin per distinct value (``"exact"``, exact greedy search). Seed 002 prints the
-gain with H_L where H_R belongs in the second term; the correct form is used.
+once per fit: into quantile bins (``tree_method="hist"``, the approximate algorithm of Chen and
+Guestrin's §3.2 with candidates proposed once, their "global" variant) or one bin per distinct
+value (``"exact"``, their exact greedy algorithm, §3.1). The gain is their eq. (7); note H_R,
+not H_L, under G_R² (a common misprint).
 """
 
 from __future__ import annotations
@@ -63,10 +65,11 @@ class XGBoostRegressor(RegressorMixin, BaseXGBoost):
         Row fraction per round; feature fraction per tree, of those per depth level, and of
         those per split (the samples nest, as in XGBoost).
     tree_method : {"hist", "exact"}
-        ``"hist"``: split search over ``max_bins`` quantile bins per feature (seed 003's
-        approximate global method). ``"exact"``: every distinct value is its own bin (up to
-        65,535 per feature; ``max_bins`` is ignored), so every midpoint between consecutive
-        sorted values is a candidate threshold — exact greedy search, for small data.
+        ``"hist"``: split search over ``max_bins`` quantile bins per feature (the approximate
+        global method of Chen and Guestrin 2016, §3.2). ``"exact"``: every distinct value
+        is its own bin (up to 65,535 per feature; ``max_bins`` is ignored), so every midpoint
+        between consecutive sorted values is a candidate threshold — exact greedy search
+        (ibid., §3.1), for small data.
     monotone_constraints : sequence of {-1, 0, 1} or None
         Per feature: the raw score must not decrease (1) or not increase (−1) in it, all
         other features fixed. Enforced as XGBoost does (leaf-weight bounds propagated from

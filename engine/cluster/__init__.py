@@ -1,8 +1,9 @@
 """Clustering and cluster ensembles: k-means, consensus clustering, stability, agreement.
 
-Seed 003 ("Miscellaneous"): a cluster ensemble combines many partitions through their
-co-association matrix (:class:`ConsensusClustering`), and the "model explorer" algorithm
-rates a number of clusters by how reproducible it is across subsamples
+A cluster ensemble combines many partitions through their co-association matrix
+(:class:`ConsensusClustering`; Strehl and Ghosh 2002, Monti et al. 2003, Fred and Jain 2005),
+and the "model explorer" algorithm (Ben-Hur, Elisseeff and Guyon 2002) rates a number of
+clusters by how reproducible it is across subsamples
 (:func:`clustering_stability`), comparing partitions with :func:`adjusted_rand_score`.
 """
 

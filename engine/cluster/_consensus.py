@@ -1,11 +1,12 @@
 """Consensus clustering: a cluster ensemble combined through its co-association matrix.
 
-Seed 003 ("Miscellaneous — cluster ensembles"): generate L partitions of the data, form the
-co-association matrix of each, ``m_ij = 1`` when rows i and j share a cluster, combine them
-into one consensus matrix M and derive the final clustering from M. Here each partition is
-k-means on a random subsample (so the partitions differ), and ``M_ij`` is the fraction of the
-partitions that sampled both rows in which the two share a cluster. The final partition is
-average-linkage agglomerative clustering of the distances ``1 − M`` (Fred and Jain's
+A cluster ensemble (Strehl and Ghosh 2002) generates L partitions of the data, forms the
+co-association matrix of each, ``m_ij = 1`` when rows i and j share a cluster, combines them
+into one consensus matrix M and derives the final clustering from M. Here, as in Monti,
+Tamayo, Mesirov and Golub's (2003) consensus clustering, each partition is k-means on a random
+subsample (so the partitions differ), and ``M_ij`` is the fraction of the partitions that
+sampled both rows in which the two share a cluster. The final partition is
+average-linkage agglomerative clustering of the distances ``1 − M`` (Fred and Jain's 2005
 "evidence accumulation"), cut at ``n_clusters``.
 """
 

@@ -1,4 +1,5 @@
-"""Clustering stability by paired subsamples: seed 003's "model explorer" algorithm.
+"""Clustering stability by paired subsamples: the "model explorer" of Ben-Hur, Elisseeff and
+Guyon (2002).
 
 For a candidate number of clusters c: draw two subsamples S₁ and S₂ of a proportion f of
 the rows (without replacement), cluster each into c clusters, restrict both partitions to

@@ -1,4 +1,5 @@
-"""Combiners of heterogeneous members: voting, stacking and grading (seeds 003 and 004).
+"""Combiners of heterogeneous members: voting (Kuncheva 2004, ch. 4), stacking (Wolpert 1992)
+and grading (Seewald and Fürnkranz 2001).
 
 - :class:`VotingClassifier` / :class:`VotingRegressor`: majority or weighted vote, probability
   or prediction averaging, with given weights or log-odds weights learned on held-out folds.

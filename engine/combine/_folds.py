@@ -1,9 +1,9 @@
 """Folds for out-of-fold (held-out) outputs, the training data of every learned combiner.
 
-Stacking, grading, log-odds voting (seed 004: "we can train the fusion model on a validation
-set or a portion of training data that we have not used in training the initial models") and
-the label-fusion combiners of :mod:`engine.fusion` learn how to combine members from outputs
-the members gave for rows they were *not* fitted on. Each row is given one of ``k`` folds; the
+Stacking, grading, log-odds voting and the label-fusion combiners of :mod:`engine.fusion`
+learn how to combine members from outputs the members gave for rows they were *not* fitted on
+(trained on the members' outputs for their own training rows, a combiner favours the members
+that overfit most; Wolpert 1992). Each row is given one of ``k`` folds; the
 member fitted on the other ``k − 1`` folds gives its output.
 
 Rows are shuffled once from ``random_state`` and then dealt round-robin, after a stable sort

@@ -1,9 +1,9 @@
-"""Grading (seed 003; Seewald & Fürnkranz, 2001): learn, per member, *where* it is right.
+"""Grading (Seewald and Fürnkranz 2001): learn, per member, *where* it is right.
 
 Stacking trains one combiner on the members' predictions. Grading keeps the original attributes
-and changes the target: each member's out-of-fold predictions are *graded* (right or wrong,
-seed 003's "graded predictions" table), and one meta-classifier per member — its grader — learns
-from the attributes whether that member will be right. To predict, every member predicts, every
+and changes the target: each member's out-of-fold predictions are *graded* (right or wrong),
+and one meta-classifier per member — its grader — learns from the attributes whether that
+member will be right. To predict, every member predicts, every
 grader estimates the probability ``gᵢ(x)`` that its member is right, and the members graded
 right (``gᵢ(x) > 1/2``) vote, each with weight ``gᵢ(x)``. When no member is graded right the vote
 falls back to all members with equal weights.

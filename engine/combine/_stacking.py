@@ -1,12 +1,13 @@
-"""Stacking: a final estimator learns to combine the members' held-out outputs (seeds 003, 004).
+"""Stacking: a final estimator learns to combine the members' held-out outputs (Wolpert 1992).
 
-Seed 004: "treat the output of each model as a feature and train a model on that … on a portion
-of training data that we have not used in training the initial models, because otherwise it will
-always be biased towards the models that had a better performance on the training data". So the
-meta-features of every training row are the *out-of-fold* outputs of the members (``cv`` folds,
-stratified for classification, shuffled by ``random_state``); the final estimator is fitted on
-them (plus the original features with ``passthrough``), and the members are then refitted on all
-rows to produce the meta-features of new data.
+The members' outputs are the final estimator's features, and they must come from rows the
+members were not fitted on: outputs on their own training rows would favour the members that
+fit (or overfit) the training data best (Wolpert 1992; Breiman 1996, "Stacked regressions";
+Ting and Witten 1999 for class probabilities as the outputs). So the meta-features of every
+training row are the *out-of-fold* outputs of the members (``cv`` folds, stratified for
+classification, shuffled by ``random_state``); the final estimator is fitted on them (plus the
+original features with ``passthrough``), and the members are then refitted on all rows to
+produce the meta-features of new data.
 """
 
 from __future__ import annotations

@@ -1,8 +1,8 @@
-"""Voting: fixed combiners of heterogeneous members (seeds 003 and 004, "simple ensembles").
+"""Voting: fixed combiners of heterogeneous members (Kuncheva 2004, §4.2–4.3 and ch. 5).
 
 Classification takes the (weighted) majority of the members' predicted classes (``"hard"``) or
 the (weighted) average of their class probabilities (``"soft"``); regression takes the
-(weighted) average of their predictions (seed 003, eq. 1: ``C̄(x) = Σᵢ wᵢ Cᵢ(x)``). Weights
+(weighted) average of their predictions, ``C̄(x) = Σᵢ wᵢ Cᵢ(x)``. Weights
 are given, or, for classification, learned as ``wᵢ ∝ log(pᵢ / (1 − pᵢ))`` from each member's
 accuracy ``pᵢ`` on held-out folds (see :mod:`engine.combine._weights`).
 """
@@ -111,7 +111,8 @@ class VotingClassifier(ClassifierMixin, _BaseVoting):
         One non-negative weight per entry of ``estimators`` (dropped ones included); None is
         equal weights. ``"log_odds"`` learns ``wᵢ = log((K − 1) pᵢ / (1 − pᵢ))`` (the log-odds
         ``log(pᵢ / (1 − pᵢ))`` for two classes) from each member's accuracy ``pᵢ`` on ``cv``
-        stratified held-out folds, clipped at 0 for members no better than chance (seed 003).
+        stratified held-out folds, clipped at 0 for members no better than chance (the
+        optimal weights of independent members, Kuncheva 2004, §4.3).
     cv : int or sequence of (train_rows, test_rows) pairs
         Folds for ``weights="log_odds"`` (unused otherwise): a number of stratified folds, or
         explicit splits whose test sets partition the rows (training set = the other rows).

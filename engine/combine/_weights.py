@@ -1,4 +1,4 @@
-"""Vote weights from member accuracies, and the exact accuracy of a vote (seed 003).
+"""Vote weights from member accuracies, and the exact accuracy of a vote (Kuncheva 2004, §4.3).
 
 For ``T`` independent members of accuracies ``pᵢ`` voting between two classes, the weighted
 majority vote is right exactly when the members that are right carry more weight than those
@@ -6,10 +6,11 @@ that are wrong. Its accuracy is therefore a sum over the 2^T right/wrong pattern
 
     P = Σ_s  Πᵢ pᵢ^{sᵢ} (1 − pᵢ)^{1 − sᵢ} · [Σᵢ wᵢ sᵢ > Σᵢ wᵢ (1 − sᵢ)]
 
-Seed 003 works the example ``p = (0.9, 0.9, 0.6, 0.6, 0.6)``: the plain majority is right with
-probability ≈ 0.877 and the weighted vote with weights (1/3, 1/3, 1/9, 1/9, 1/9) with ≈ 0.927.
-The weights that maximise ``P`` for independent members are ``wᵢ ∝ log(pᵢ / (1 − pᵢ))``
-(Kuncheva, *Combining Pattern Classifiers*); they give the same 0.927 on the seed's example.
+Kuncheva (*Combining Pattern Classifiers*, 2004, §4.3) works the example
+``p = (0.9, 0.9, 0.6, 0.6, 0.6)``: the plain majority is right with probability ≈ 0.877 and the
+weighted vote with weights (1/3, 1/3, 1/9, 1/9, 1/9) with ≈ 0.927. The weights that maximise
+``P`` for independent members are ``wᵢ ∝ log(pᵢ / (1 − pᵢ))`` (ibid., after Shapley and
+Grofman 1984); they give the same 0.927 on that example.
 With ``K`` classes and errors spread over the wrong classes the optimum is
 ``wᵢ ∝ log((K − 1) pᵢ / (1 − pᵢ))``, which is the two-class formula for K = 2 and positive
 exactly when a member beats chance (pᵢ > 1/K).

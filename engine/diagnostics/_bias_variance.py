@@ -1,4 +1,8 @@
-"""Bias–variance decomposition of a learner's test error by bootstrap rounds (seeds 001, 004).
+"""Bias–variance decomposition of a learner's test error by bootstrap rounds.
+
+Squared loss splits as Geman, Bienenstock and Doursat (1992) give it; 0-1 loss as Domingos
+(2000) does (Kohavi and Wolpert 1996 give another split of it). Bagging lowers the variance
+term and leaves the bias (Breiman 1996), which is what these figures let one see.
 
 The learner is refitted on R bootstrap samples of the training set (each standing in for a
 fresh training set drawn from the same distribution) and each refit predicts the same test
@@ -17,7 +21,7 @@ targets f(x) = E[y | x], the bias is measured against f and the noise (y − f)�
                     bias²                  noise      cross term
 
 The cross term has mean zero over the noise, so in expectation loss = bias² + variance +
-noise (seed 004's "total expected error ≈ bias² + variance" with the irreducible part); with
+noise (Geman, Bienenstock and Doursat 1992; Hastie, Tibshirani and Friedman 2009, §7.3); with
 one noisy target per row it is small but not zero, and it is reported so the sum is exact.
 
 0-1 loss: Domingos' unified decomposition (Domingos, 2000). The main prediction y_m is the

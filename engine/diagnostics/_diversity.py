@@ -1,4 +1,4 @@
-"""Diversity of an ensemble's classifiers, from their oracle outputs (seed 003).
+"""Diversity of an ensemble's classifiers, from their oracle outputs (Kuncheva 2004, ch. 10).
 
 The oracle output of member i on row j is 1 when it classifies the row correctly, 0 when
 not. For a pair of members (i, k), N^{ab} counts the rows where i's oracle output is a and
@@ -15,7 +15,8 @@ The ensemble figures average each over the L(L−1)/2 pairs. Q and ρ are undefi
 a pair in which one member is always right or always wrong (or, for Q, both agree on every
 row); such pairs are left out of the average, which is NaN if no pair is defined.
 
-Seed 003's "pattern of success" and "pattern of failure": with members of equal accuracy p,
+The "pattern of success" and "pattern of failure" (Kuncheva, Whitaker, Shipp and Duin 2003;
+Kuncheva 2004, §4.2): with members of equal accuracy p,
 the majority vote can be far better (P_maj − p > 0: errors spread so that a majority is right
 on most rows; negatively related members) or worse (P_maj − p < 0: the members' errors pile
 up on the same rows in just-too-large groups) than a single member.

@@ -1,9 +1,9 @@
-"""Bagging (bootstrap aggregating, seed 000): B members, each fitted on a bootstrap sample.
+"""Bagging (bootstrap aggregating; Breiman 1996): B members, each fitted on a bootstrap sample.
 
 Members may also draw a random subspace of features (``max_features``, optionally with
-replacement) and a smaller sample (``max_samples``, m' ≤ m). Classification combines members
-by averaging their probabilities (``voting="soft"``) or by majority vote (``"hard"``);
-regression averages.
+replacement: Ho 1998's random subspace method) and a smaller sample (``max_samples``,
+m' ≤ m). Classification combines members by averaging their probabilities
+(``voting="soft"``) or by majority vote (``"hard"``); regression averages.
 
 When the member is an engine decision tree, bagging takes the forest path: one binned
 matrix shared with all workers. Any other engine estimator is fitted on its rows and

@@ -1,9 +1,10 @@
 """Random forests and extremely randomised trees.
 
-Random forest (seeds 000/001): B trees, each grown on a bootstrap sample, each split choosing
+Random forest (Breiman 2001): B trees, each grown on a bootstrap sample, each split choosing
 the best of ``m`` features drawn at random; ``m = ⌊√p⌋`` for classification and ``⌊p/3⌋``
-for regression by default, as the seeds give them. Extra trees draw the threshold of each
-candidate feature at random too, and use the whole sample by default.
+for regression by default, the defaults Hastie, Tibshirani and Friedman (2009, §15.3)
+recommend. Extra trees (Geurts, Ernst and Wehenkel 2006) draw the threshold of each candidate
+feature at random too, and use the whole sample by default.
 """
 
 from __future__ import annotations
@@ -159,7 +160,8 @@ class RandomForestClassifier(_ForestClassifier):
     class_weight : "balanced", "balanced_subsample", mapping or None
     early_stopping : "oob" or None
         Stop adding trees once the OOB error has not improved by ``tol`` over the last
-        ``n_iter_no_change`` trees (seed 001: grow until the OOB error stops decreasing).
+        ``n_iter_no_change`` trees (Hastie, Tibshirani and Friedman 2009, §15.3.1: the OOB
+        error tracks cross-validation, so a forest can be grown until it stabilises).
     n_jobs : int or None
         Worker processes (-1: all cores); results do not depend on it.
     random_state : int, Generator or None
@@ -221,7 +223,7 @@ class RandomForestClassifier(_ForestClassifier):
 
 
 class RandomForestRegressor(_ForestRegressor):
-    """Random forest regressor; ``max_features`` defaults to ⌊p/3⌋ (seed 001).
+    """Random forest regressor; ``max_features`` defaults to ⌊p/3⌋ (Hastie et al. 2009, §15.3).
 
     Parameters as :class:`RandomForestClassifier` without ``class_weight``; ``oob_score_``
     is R² and ``oob_prediction_`` holds the OOB predictions; ``oob_curve_`` the OOB MSE.

@@ -1,4 +1,4 @@
-"""Fusion of member classifiers' labels, and the mixture of experts (seeds 003 and 004).
+"""Fusion of member classifiers' labels (Kuncheva 2004, ch. 4), and the mixture of experts.
 
 Label-fusion combiners (Kuncheva, *Combining Pattern Classifiers*, ch. 4) learn, from the
 labels the members give to rows they were not fitted on, how to turn a vector of member labels
@@ -10,8 +10,9 @@ into a class:
 * :class:`DependenceTreeCombiner` — Bayes with a Chow–Liu dependence tree over the members;
 * :class:`SVDCombiner` — correspondence analysis of the decision profiles (Merz).
 
-:class:`MixtureOfExpertsRegressor` and :class:`MixtureOfExpertsClassifier` sit between fusion
-and selection: a softmax gate over the inputs weights the experts, all trained together by EM.
+:class:`MixtureOfExpertsRegressor` and :class:`MixtureOfExpertsClassifier` (Jacobs et al.
+1991) sit between fusion and selection (Kuncheva 2004, ch. 6): a softmax gate over the inputs
+weights the experts, all trained together by EM (Jordan and Jacobs 1994).
 """
 
 from engine.fusion._bks import BKSCombiner

@@ -1,13 +1,14 @@
 """What every label-fusion combiner shares: members, out-of-fold labels, and the predict path.
 
-A fusion combiner (seed 003: every member "is supposed to have knowledge of the whole feature
-space") sees each member only through its crisp label ``s_i = D_i(x)``. It learns how to map
-the label vector ``s = (s_1, …, s_L)`` to a class from labels the members gave to rows they
-were *not* fitted on: the rows are dealt into ``cv`` stratified folds, each member is fitted on
-``cv − 1`` folds and labels the held-out one, and afterwards every member is refitted on all
-rows (Kuncheva, *Combining Pattern Classifiers*, ch. 4, trains the combiner on data the members
-did not see; cross-validation uses every row for both). With ``prefit=True`` the members are
-used as given and the combiner is fitted on their labels of the rows passed to ``fit``.
+A fusion combiner (fusion, as opposed to selection, takes every member to be competent over
+the whole feature space; Kuncheva 2004) sees each member only through its crisp label
+``s_i = D_i(x)``. It learns how to map the label vector ``s = (s_1, …, s_L)`` to a class from
+labels the members gave to rows they were *not* fitted on: the rows are dealt into ``cv``
+stratified folds, each member is fitted on ``cv − 1`` folds and labels the held-out one, and
+afterwards every member is refitted on all rows (Kuncheva, *Combining Pattern Classifiers*,
+ch. 4, trains the combiner on data the members did not see; cross-validation uses every row for
+both). With ``prefit=True`` the members are used as given and the combiner is fitted on their
+labels of the rows passed to ``fit``.
 Folds, member fitting and member parameters are those of :mod:`engine.combine`.
 Rows of zero weight take no fold (see :mod:`engine.combine._folds`), so zero weight means
 "not there" for the members, the folds and the combiner's tables alike.

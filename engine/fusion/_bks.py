@@ -1,5 +1,5 @@
-"""Behaviour knowledge space (BKS; Huang and Suen; seed 003; Kuncheva, *Combining Pattern
-Classifiers*, §4.5.1).
+"""Behaviour knowledge space (BKS; Huang and Suen 1995; Kuncheva, *Combining Pattern
+Classifiers*, 2004, §4.5.1).
 
 Every possible label vector ``s = (s_1, …, s_L)`` is a cell of a look-up table. Fitting counts,
 in each cell, the (weighted) training rows of each true class, ``n_k(s)``; a new row falls in

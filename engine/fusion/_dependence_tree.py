@@ -1,5 +1,5 @@
-"""First-order dependence tree (seed 003; Kuncheva, *Combining Pattern Classifiers*, §4.6,
-after Kang, Kim and Kim).
+"""First-order dependence tree (Kuncheva, *Combining Pattern Classifiers*, 2004, §4.6, after
+Kang, Kim and Kim 1997; the tree is Chow and Liu's 1968).
 
 Naive Bayes (§4.4) assumes the members' labels independent given the class. The dependence
 tree keeps the strongest dependencies: it approximates

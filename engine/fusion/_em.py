@@ -1,5 +1,6 @@
-"""EM for the mixture of experts (seed 004: a weight ``α_i(x)`` indicating "expertise" divides the feature
-space into regions; Jacobs, Jordan, Nowlan and Hinton), trained by EM.
+"""EM for the mixture of experts (Jacobs, Jordan, Nowlan and Hinton 1991: a gate's weight
+``g_k(x)`` says how expert member ``k`` is at ``x``, dividing the input space into regions),
+fitted as Jordan and Jacobs (1994) fit it.
 
 The model is a softmax *gate* over the inputs, linear in ``x`` (multinomial logistic),
 weighting ``K`` experts:

@@ -1,4 +1,4 @@
-"""Mixture of experts (seed 004): the regressor and the classifier.
+"""Mixture of experts (Jacobs, Jordan, Nowlan and Hinton 1991): the regressor and the classifier.
 
 Both are :class:`~engine.fusion._em.BaseMixtureOfExperts` (a softmax gate over the inputs,
 experts, EM; see that module) with their experts' likelihood: Gaussian around a regressor's

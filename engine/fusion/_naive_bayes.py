@@ -1,5 +1,5 @@
-"""Naive Bayes combination of label outputs (seed 003; Kuncheva, *Combining Pattern
-Classifiers*, §4.4).
+"""Naive Bayes combination of label outputs (Xu, Krzyżak and Suen 1992; Kuncheva, *Combining
+Pattern Classifiers*, 2004, §4.4).
 
 Assuming the members' labels independent given the class,
 

@@ -1,5 +1,5 @@
-"""SVD combination: correspondence analysis of the decision profiles (seed 003; Merz's SCANN,
-as Kuncheva, *Combining Pattern Classifiers*, §4.7, describes it).
+"""SVD combination: correspondence analysis of the decision profiles (Merz 1999's SCANN, as
+Kuncheva, *Combining Pattern Classifiers*, 2004, §4.7, describes it).
 
 Each training row becomes a 0/1 indicator row of ``(L + 1)·c`` columns: one block of ``c``
 per member (a 1 at the label it gave) and a last block for the true class. Correspondence

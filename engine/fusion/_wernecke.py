@@ -1,4 +1,4 @@
-"""Wernecke's method (seed 003; Kuncheva, *Combining Pattern Classifiers*, §4.5.2).
+"""Wernecke's method (Wernecke 1992; Kuncheva, *Combining Pattern Classifiers*, 2004, §4.5.2).
 
 A behaviour-knowledge-space table that resists overtraining: a cell is labelled by its most
 frequent class only when that class *dominates* it, i.e. the 95 % confidence interval of its

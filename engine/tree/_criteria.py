@@ -12,7 +12,7 @@ the weighted impurity decrease of a split is ``score(left) + score(right) − sc
 
 Dividing a decrease by the root's weight gives scikit-learn's ``min_impurity_decrease`` units.
 
-:class:`Newton` is the second-order criterion of XGBoost-style boosting (seeds 002/003): the
+:class:`Newton` is the second-order criterion of XGBoost (Chen and Guestrin 2016, §2.2): the
 channels are the summed gradients and hessians ``(G, H)`` of the loss, and
 ``score = ½·T(G)² / (H + λ)`` with ``T`` the L1 soft-threshold, so that a split's decrease is
 XGBoost's gain ``½[G_L²/(H_L+λ) + G_R²/(H_R+λ) − (G_L+G_R)²/(H_L+H_R+λ)]`` (before γ). A
