@@ -273,7 +273,8 @@ class AdaBoostClassifier(BaseAdaBoostClassifier):
         sample_weight: Any = None,
         callbacks: list[Callback] | None = None,
     ) -> AdaBoostClassifier:
-        """Boost up to ``n_estimators`` learners; reports ``train_error`` after each round."""
+        """Boost up to ``n_estimators`` learners; reports ``train_error`` after each round
+        when callbacks are given."""
         X, encoded, weights, classes = self._check_fit_input(X, y, sample_weight)
         n_classes = int(classes.size)
         rounds: list[BoostRound] = []
@@ -281,6 +282,8 @@ class AdaBoostClassifier(BaseAdaBoostClassifier):
         rows = np.arange(X.shape[0])
         for boost_round in self._boost(X, encoded, weights, n_classes):
             rounds.append(boost_round)
+            if not callbacks:
+                continue  # the training error is a report: no one to report to, no pass over X
             votes[rows, boost_round.predicted] += boost_round.alpha
             wrong = votes.argmax(axis=1) != encoded
             metrics = {

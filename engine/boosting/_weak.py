@@ -21,7 +21,9 @@ thresholds and encode categories alike.
 
 from __future__ import annotations
 
+import functools
 import inspect
+from collections.abc import Callable
 from concurrent.futures import Executor
 from dataclasses import dataclass
 from typing import Any, ClassVar
@@ -77,7 +79,16 @@ class ThreadedRounds:
 
 def accepts_sample_weight(estimator: Any) -> bool:
     """Whether ``estimator.fit`` takes a ``sample_weight`` argument."""
-    return "sample_weight" in inspect.signature(estimator.fit).parameters
+    fit = getattr(type(estimator), "fit", None)
+    if fit is None:  # fit set on the instance: nothing to share between rounds
+        return "sample_weight" in inspect.signature(estimator.fit).parameters
+    return _fit_takes_sample_weight(fit)
+
+
+@functools.cache
+def _fit_takes_sample_weight(fit: Callable[..., Any]) -> bool:
+    # Asked every boosting round; reading a signature costs more than a stump's split search.
+    return "sample_weight" in inspect.signature(fit).parameters
 
 
 def weighted_bootstrap_counts(
@@ -215,10 +226,11 @@ def _with_predictions(
     all of ``X`` again, every round, was a third of a stump-boosting fit."""
     if leaves is None or leaves.size == 0 or leaves.min() < 0:
         return WeakFit(estimator, np.asarray(estimator.predict(X)))
-    values = estimator.tree_.values[leaves]
+    values = estimator.tree_.values
     if isinstance(estimator, DecisionTreeClassifier):
-        return WeakFit(estimator, estimator.classes_[values.argmax(axis=1)])
-    return WeakFit(estimator, values[:, 0])
+        # Each node's class once, then gathered per row: the rows of a leaf share its values.
+        return WeakFit(estimator, estimator.classes_[values.argmax(axis=1)][leaves])
+    return WeakFit(estimator, values[leaves, 0])
 
 
 def softmax(scores: NDArray[np.float64]) -> NDArray[np.float64]:

@@ -21,6 +21,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from engine.tree._binning_kernels import bin_codes, present_values
+from engine.tree._memo import LastMatrixMemo
 
 __all__ = ["MAX_EXACT_BINS", "MISSING_BIN", "BinMapper", "has_missing_codes"]
 
@@ -218,9 +219,13 @@ def midpoint_quantiles(
     return np.where(gamma >= 0.5, high - step * (1 - gamma), low + step * gamma)
 
 
-def has_missing_codes(binned: NDArray[np.unsignedinteger[Any]]) -> bool:
-    """Whether any code is the missing-value code of its dtype (255 or 65535)."""
+def _has_missing_codes(binned: NDArray[np.unsignedinteger[Any]]) -> bool:
     return bool((binned == np.iinfo(binned.dtype).max).any())
+
+
+# Whether any code is the missing-value code of its dtype (255 or 65535). Asked once a tree;
+# boosting rounds ask it of the same matrix, a pass over all of it each time.
+has_missing_codes: LastMatrixMemo[bool] = LastMatrixMemo(_has_missing_codes)
 
 
 def categorical_mask(categorical_features: Any, n_features: int) -> NDArray[np.bool_]:
