@@ -3,6 +3,7 @@ requests that leave the server's origin, and the bytes it downloaded."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from urllib.parse import urlsplit
 
@@ -61,3 +62,26 @@ def open_page(
         lambda r: None if same_origin(r.url, base_url) else watched.outside.append(r.url),
     )
     return watched
+
+
+PAGE_BUDGET_BYTES = 300 * 1024
+
+
+def check_pages(new_tab: Callable[[], Watched], paths: list[str]) -> dict[str, int]:
+    """Load each page in a fresh context (an empty cache, so every file is counted), all at
+    once (the browser waits out their quiet periods together); each must show no console
+    error, request nothing off the origin and download under the page budget. Returns the
+    bytes of files per page (printed too: shown with ``pytest -s``)."""
+    opened = [(path, new_tab()) for path in paths]
+    for path, tab in opened:
+        tab.page.goto(tab.base_url + path, wait_until="commit")
+    weights: dict[str, int] = {}
+    for path, tab in opened:
+        tab.page.wait_for_selector("html[data-ready]")
+        tab.page.wait_for_load_state("networkidle")
+        assert tab.errors == [], (path, tab.errors)
+        assert tab.outside == [], (path, tab.outside)
+        weights[path] = tab.asset_bytes()
+        print(f"{path[:40]:42} {weights[path] / 1024:6.1f} KB of files")
+        assert weights[path] < PAGE_BUDGET_BYTES, path
+    return weights

@@ -23,12 +23,11 @@ from playwright.sync_api import expect
 from sklearn.metrics import roc_auc_score
 
 from tests.browser.data import train, write_csv
-from tests.browser.tabs import Watched
+from tests.browser.tabs import Watched, check_pages
 from tests.e2e.processes import serving, submit_job
 
 pytestmark = pytest.mark.slow
 
-PAGE_BUDGET_BYTES = 300 * 1024
 INTERACTIVE_MS = 1000
 # The workflow test asks for more trees than the server allows, on purpose, to see the 422
 # beside its field: the browser logs that answer as a failed resource load.
@@ -119,25 +118,17 @@ def console_pages(trained: dict[str, dict[str, Any]]) -> list[str]:
         f"/#/jobs/{classifier['job_id']}",
         "/#/models",
         f"/#/models/{classifier['id']}",
+        "/#/registered-models",
+        "/#/searches",
+        "/#/searches/new",
     ]
 
 
 def test_every_console_page_loads_clean_and_within_budget(
     tabs: Callable[..., Watched], trained: dict[str, dict[str, Any]]
 ) -> None:
-    # Each page in a fresh context (an empty cache, so every file is counted), all loading
-    # at once: the browser waits out their quiet periods together.
-    opened = [(path, tabs()) for path in console_pages(trained)]
-    for path, tab in opened:
-        tab.page.goto(tab.base_url + path, wait_until="commit")
-    for path, tab in opened:
-        tab.page.wait_for_selector("html[data-ready]")
-        tab.page.wait_for_load_state("networkidle")
-        assert tab.errors == [], (path, tab.errors)
-        assert tab.outside == [], (path, tab.outside)
-        weight = tab.asset_bytes()
-        print(f"{path[:40]:42} {weight / 1024:6.1f} KB of files")  # shown with -s
-        assert weight < PAGE_BUDGET_BYTES, path
+    # The registry's and searches' pages with something on them: test_registry_searches.py.
+    check_pages(tabs, console_pages(trained))
 
 
 def test_swagger_ui_loads_from_the_package(tab: Watched) -> None:

@@ -87,18 +87,22 @@ def test_a_predict_key_reads_and_predicts_but_sees_no_admin_action(
     page.wait_for_selector("#predict-form")
     expect(page.locator("#who")).to_contain_text("predict key")
     assert page.get_by_role("button", name="Delete").count() == 0
+    assert page.locator("#register-form").count() == 0  # "Register as…"
     assert page.locator("#nav a[data-section=train]").is_hidden()
     page.fill("[data-feature=x1]", "2")
     page.click("#predict-submit")
     expect(page.locator("#predict-value")).to_have_text(re.compile("^(yes|no)$"))
 
-    for path in ("/#/datasets", f"/#/datasets/{model['dataset_id']}", f"/#/jobs/{model['job_id']}"):
+    pages = ("/#/datasets", f"/#/datasets/{model['dataset_id']}", f"/#/jobs/{model['job_id']}")
+    for path in (*pages, "/#/registered-models", "/#/searches"):
         page.goto(tab.base_url + path)
         page.wait_for_selector("main h1")
         page.wait_for_load_state("networkidle")
         assert page.locator("#upload-file").count() == 0, path
         assert page.get_by_role("button", name=re.compile("Delete|Cancel")).count() == 0, path
         assert page.get_by_role("link", name="Train a model on it").count() == 0, path
-    page.goto(tab.base_url + "/#/train")
-    expect(page.locator("main .error")).to_contain_text("admin key")
+        assert page.locator("#rm-form, #search-new").count() == 0, path
+    for path in ("/#/train", "/#/searches/new"):
+        page.goto(tab.base_url + path)
+        expect(page.locator("main .error")).to_contain_text("admin key")
     assert unexpected(tab.errors) == [] and tab.outside == []

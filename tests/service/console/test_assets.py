@@ -40,6 +40,23 @@ def test_every_page_module_of_the_router_exists() -> None:
         assert (STATIC / "js" / view).is_file(), view
 
 
+def test_registry_and_searches_pages_are_routed() -> None:
+    main = (STATIC / "js" / "main.js").read_text()
+    routes = dict(re.findall(r'\[/\^(\S+)\$/, "\./views/([a-z-]+)\.js"', main))
+    for route, view in {
+        r"\/registered-models": "registered-models",
+        r"\/registered-models\/([^/]+)": "registered-model",
+        r"\/searches": "searches",
+        r"\/searches\/new": "search-new",
+        r"\/searches\/([^/]+)": "search",
+    }.items():
+        assert routes.get(route) == view, route
+    # "new" is a page of its own, not a search id: its route comes first.
+    assert main.index('"./views/search-new.js"') < main.index('"./views/search.js"')
+    # The model page offers "Register as…".
+    assert '"./registry.js"' in (STATIC / "js" / "views" / "model.js").read_text()
+
+
 @pytest.mark.parametrize("path", OWN_FILES, ids=lambda p: str(p.relative_to(STATIC)))
 def test_no_file_names_another_origin(path: Path) -> None:
     if path.suffix not in {".js", ".css", ".html", ".svg"}:

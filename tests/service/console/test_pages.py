@@ -99,6 +99,19 @@ async def test_with_keys_the_pages_load_without_one_and_the_api_still_needs_it(
             assert "secret-key-1" not in page.text
 
 
+async def test_the_navigation_names_every_section_and_its_modules_are_served(
+    client: httpx.AsyncClient,
+) -> None:
+    page = (await client.get("/")).text
+    for section in ("datasets", "jobs", "models", "registered-models", "searches"):
+        assert f'href="#/{section}"' in page, section
+    views = ("registered-models", "registered-model", "registry", "searches", "search", "search-new")
+    for view in views:
+        response = await client.get(f"/console/js/views/{view}.js")
+        assert response.status_code == 200, view
+        assert "javascript" in response.headers["content-type"], view
+
+
 async def test_unknown_console_files_are_404s(client: httpx.AsyncClient) -> None:
     assert (await client.get("/console/js/no-such-module.js")).status_code == 404
     assert (await client.get("/console/../service/app.py")).status_code == 404

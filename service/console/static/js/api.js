@@ -72,6 +72,7 @@ export async function api(method, path, body, { signal, key } = {}) {
 
 export const get = (path, options) => api("GET", path, undefined, options);
 export const post = (path, body, options) => api("POST", path, body, options);
+export const put = (path, body, options) => api("PUT", path, body, options);
 export const del = (path, options) => api("DELETE", path, undefined, options);
 
 /**

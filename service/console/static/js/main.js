@@ -7,8 +7,6 @@ import { currentKey, currentRole, isAdmin, keysRequired, signOut } from "./api.j
 import { errorBox, h, replace } from "./dom.js";
 
 // Each route: a pattern over the hash path, the page module, and the nav section it lights.
-// The registry (registered models, aliases) and searches (leaderboards) get their pages
-// here, beside models, once the API has /v1/registered-models and /v1/searches.
 const ROUTES = [
   [/^\/?$/, "./views/datasets.js", "datasets"],
   [/^\/datasets$/, "./views/datasets.js", "datasets"],
@@ -18,6 +16,11 @@ const ROUTES = [
   [/^\/jobs\/([^/]+)$/, "./views/job.js", "jobs"],
   [/^\/models$/, "./views/models.js", "models"],
   [/^\/models\/([^/]+)$/, "./views/model.js", "models"],
+  [/^\/registered-models$/, "./views/registered-models.js", "registry"],
+  [/^\/registered-models\/([^/]+)$/, "./views/registered-model.js", "registry"],
+  [/^\/searches$/, "./views/searches.js", "searches"],
+  [/^\/searches\/new$/, "./views/search-new.js", "searches"],
+  [/^\/searches\/([^/]+)$/, "./views/search.js", "searches"],
   [/^\/login$/, "./views/login.js", null],
 ];
 

@@ -2,21 +2,12 @@
 // GET /v1/jobs/{id}?wait=… (each answers at once when the job ends, else after a second with
 // its state then), so the page never reloads and the server reads one row per second.
 
-import { ApiError, get, isAdmin, post } from "../api.js";
+import { get, isAdmin } from "../api.js";
 import { card, errorBox, facts, h, progressBar, replace, setProgress, shortId, status, when } from "../dom.js";
+import { cancelButton, follow } from "../follow.js";
 
 const ENDED = new Set(["succeeded", "failed", "cancelled"]);
 const WAIT_SECONDS = 1;
-
-function sleep(ms, signal) {
-  return new Promise((resolve) => {
-    const timer = setTimeout(resolve, ms);
-    signal.addEventListener("abort", () => {
-      clearTimeout(timer);
-      resolve();
-    }, { once: true });
-  });
-}
 
 export async function render(root, { params: [id] }, signal) {
   const path = `/v1/jobs/${encodeURIComponent(id)}`;
@@ -28,14 +19,7 @@ export async function render(root, { params: [id] }, signal) {
   const details = h("div");
   const outcome = h("div", { id: "job-outcome" });
   const message = h("div");
-  const cancel = h("button", { type: "button", class: "danger", id: "job-cancel", onclick: async () => {
-    cancel.disabled = true;
-    try {
-      show(await post(`${path}/cancel`));
-    } catch (error) {
-      replace(message, errorBox(error));
-    }
-  } }, "Cancel");
+  const cancel = cancelButton("job-cancel", path, show, message);
 
   function show(current) {
     job = current;
@@ -71,19 +55,5 @@ export async function render(root, { params: [id] }, signal) {
   );
   // Not awaited: the page is shown (and interactive) now, and follows the job until it ends
   // or the person leaves (the signal aborts the poll in flight).
-  follow(path, () => job, show, message, signal);
-}
-
-async function follow(path, current, show, message, signal) {
-  while (!ENDED.has(current().status) && !signal.aborted) {
-    try {
-      show(await get(`${path}?wait=${WAIT_SECONDS}`, { signal }));
-      replace(message);
-    } catch (error) {
-      if (signal.aborted) return;
-      // The server restarting or the network blinking: say so, and keep following the job.
-      replace(message, errorBox(error instanceof ApiError ? error : "Lost contact with the server; retrying…"));
-      await sleep(2000, signal);
-    }
-  }
+  follow({ read: () => get(`${path}?wait=${WAIT_SECONDS}`, { signal }), show, ended: () => ENDED.has(job.status), message, signal });
 }

@@ -2,6 +2,7 @@
 
 import { get } from "../api.js";
 import { card, h, number, pager, progressBar, replace, setProgress, shortId, status, table, when } from "../dom.js";
+import { refreshing } from "../follow.js";
 
 const PAGE = 50;
 // While a listed job is queued or running, the list is read again this often.
@@ -9,12 +10,7 @@ const REFRESH_MS = 2000;
 const STATUSES = ["", "queued", "running", "succeeded", "failed", "cancelled"];
 
 export async function render(root, route, signal) {
-  const page = await list(root, route, signal);
-  if (page.items.some((job) => job.status === "queued" || job.status === "running")) {
-    setTimeout(() => {
-      if (!signal.aborted) render(root, route, signal).catch(() => {});
-    }, REFRESH_MS);
-  }
+  await refreshing(() => list(root, route, signal), (page) => page.items.some((job) => job.status === "queued" || job.status === "running"), signal, REFRESH_MS);
 }
 
 async function list(root, { query }, signal) {

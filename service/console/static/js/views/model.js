@@ -7,6 +7,7 @@ import { lineChart } from "../charts/lines.js";
 import { bytes, card, errorBox, facts, h, number, replace, select, shortId, table, when } from "../dom.js";
 import { batchCard } from "./model-batch.js";
 import { predictCard } from "./model-predict.js";
+import { registerCard } from "./registry.js";
 
 // Every kind the API documents, in its order; a model has some of them.
 const KINDS = ["impurity", "gain", "split_count", "cover", "permutation", "oob_permutation", "shap"];
@@ -121,6 +122,7 @@ export async function render(root, { params: [id] }, signal) {
     importanceCard(model, signal),
     predictCard(model),
     batchCard(model),
+    registerCard(model),
   );
   replace(curves, await curvesCard(model, signal));
 }
