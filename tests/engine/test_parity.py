@@ -10,8 +10,8 @@ Hyperparameters are matched where they mean the same thing:
 
 - decision trees: both libraries' defaults (fully grown, all features per split);
 - random forests: 100 trees, bootstrap; ``max_features="sqrt"`` for classification, and
-  ``max_features=1/3`` for regression in *both* libraries (the engine's default, from the
-  lecture notes; scikit-learn's default is 1.0, i.e. bagged trees);
+  ``max_features=1/3`` for regression in *both* libraries (the engine's default, after Hastie,
+  Tibshirani and Friedman 2009, §15.3; scikit-learn's default is 1.0, i.e. bagged trees);
 - extra trees: 100 trees, no bootstrap; ``"sqrt"`` (classification) / 1.0 (regression),
   both libraries' defaults;
 - bagging: 50 fully grown trees on bootstrap samples in both libraries. The issue asks only

@@ -1,4 +1,4 @@
-"""AdaBoost (SAMME) and AdaBoost.R2: the seeds' worked example, their claims, and parity
+"""AdaBoost (SAMME) and AdaBoost.R2: a worked example, the textbook claims, and parity
 with scikit-learn (used here as a reference only; the engine never imports it)."""
 
 from __future__ import annotations
@@ -51,9 +51,9 @@ class ContrarianStump(ClassifierMixin, BaseEstimator):
         return 1 - self.tree_.predict(X)
 
 
-# --- seed 004's worked example (COMP9417, "AdaBoost", steps 1–4) -------------------------------
+# --- the worked example of AdaBoost's first round with stumps (steps 1–4) ---------------------
 
-# Blood pressure (1 = yes), weight, age -> heart disease (1 = yes): the slide's seven patients.
+# Blood pressure (1 = yes), weight, age -> heart disease (1 = yes): the example's seven patients.
 HEART = np.array(
     [[1, 68, 56], [0, 75, 44], [1, 80, 35], [1, 76, 49], [0, 78, 50], [0, 83, 38], [1, 85, 60]],
     dtype=float,
@@ -61,11 +61,11 @@ HEART = np.array(
 DISEASE = np.array([1, 0, 1, 0, 1, 0, 1])
 
 
-def test_seed_004_worked_example_by_formula() -> None:
-    # Step 2: total error 2/7 -> λ1 = ½ log((1 − 2/7)/(2/7)) = 0.458 (the slide rounds to 0.45).
+def test_adaboost_worked_example_by_formula() -> None:
+    # Step 2: total error 2/7 -> λ1 = ½ log((1 − 2/7)/(2/7)) = 0.458 (the example rounds to 0.45).
     alpha_1 = learner_weight(2 / 7, n_classes=2, alpha="half")
     assert round(alpha_1, 3) == 0.458
-    # Step 3: misclassified rows (4 and 5) × e^λ = 0.22, the others × e^−λ = 0.09. The slide
+    # Step 3: misclassified rows (4 and 5) × e^λ = 0.22, the others × e^−λ = 0.09. The example
     # computes with λ as it printed it, 0.45; the unrounded λ gives 0.226 and 0.090.
     incorrect = np.array([False, False, False, True, True, False, False])
     slide = reweight(np.full(7, 1 / 7), incorrect, 0.45, "half")
@@ -75,15 +75,15 @@ def test_seed_004_worked_example_by_formula() -> None:
     # Step 4: normalised, 0.25 and 0.1 (exactly ½ of the mass on the misclassified rows).
     assert np.round(normalise(slide), 2).tolist() == [0.1, 0.1, 0.1, 0.25, 0.25, 0.1, 0.1]
     np.testing.assert_allclose(normalise(updated), [0.1, 0.1, 0.1, 0.25, 0.25, 0.1, 0.1])
-    # Seeds 001/003's convention: α doubles, the normalised weights are the same.
+    # Freund and Schapire's (1997) convention: α doubles, the normalised weights are the same.
     alpha_full = learner_weight(2 / 7, alpha="full")
     assert alpha_full == pytest.approx(2 * alpha_1)
     full = normalise(reweight(np.full(7, 1 / 7), incorrect, alpha_full, "full"))
     np.testing.assert_allclose(full, normalise(updated))
 
 
-def test_seed_004_worked_example_by_fitting() -> None:
-    """The slide's first stump splits on blood pressure (rows 4 and 5 wrong, error 2/7)."""
+def test_adaboost_worked_example_by_fitting() -> None:
+    """The example's first stump splits on blood pressure (rows 4 and 5 wrong, error 2/7)."""
     RECORDED_WEIGHTS.clear()
     model = AdaBoostClassifier(RecordingStump(max_depth=1), n_estimators=5)
     model.fit(HEART[:, :1], DISEASE)
@@ -119,14 +119,16 @@ def test_half_and_full_alpha_differ_only_in_the_scale_of_the_score() -> None:
     np.testing.assert_allclose(full.decision_function(X), 2 * half.decision_function(X))
     np.testing.assert_array_equal(full.predict(X), half.predict(X))
     np.testing.assert_allclose(full.predict_proba(X), half.predict_proba(X))
-    # Seed 001: P(y = 1 | x) = e^{2F}/(1 + e^{2F}) with F the "half" additive score.
+    # Friedman, Hastie and Tibshirani (2000): P(y = 1 | x) = e^{2F}/(1 + e^{2F}) with F the
+    # "half" additive score.
     F = half.decision_function(X)
     np.testing.assert_allclose(half.predict_proba(X)[:, 1], np.exp(2 * F) / (1 + np.exp(2 * F)))
     assert ((F > 0) == (half.predict(X) == 1)).all()
 
 
 def test_exponential_loss_and_training_error_fall() -> None:
-    """Seed 002, "Behavior": exponential loss goes down, training error goes down."""
+    """Exponential loss goes down, and so does the training error it bounds (Freund and
+    Schapire 1997; Friedman, Hastie and Tibshirani 2000)."""
     X, y = _blobs()
     events: list[ProgressEvent] = []
     model = AdaBoostClassifier(n_estimators=40, random_state=0).fit(X, y, callbacks=[events.append])

@@ -1,4 +1,5 @@
-"""Arc-x4 and RegionBoost (seed 003): the formulas on hand examples, then real fits."""
+"""Arc-x4 (Breiman 1998) and RegionBoost (Maclin 1998): the formulas on hand examples, then
+real fits."""
 
 from __future__ import annotations
 
@@ -43,7 +44,7 @@ def test_arc_x4_probabilities_by_hand() -> None:
     # m = (0, 1, 2, 0): 1 + m^4 = (1, 2, 17, 1), Z = 21.
     counts = np.array([0, 1, 2, 0])
     np.testing.assert_allclose(arc_x4_probabilities(counts), np.array([1, 2, 17, 1]) / 21)
-    # Seed 003's eq. 9 as printed (no exponent): (1, 2, 3, 1) / 7.
+    # Without the exponent (power=1), the plain count: (1, 2, 3, 1) / 7.
     np.testing.assert_allclose(arc_x4_probabilities(counts, power=1), np.array([1, 2, 3, 1]) / 7)
     # Row weights multiply: doubling row 0 gives (2, 2, 17, 1) / 22.
     weighted = arc_x4_probabilities(counts, sample_weight=[2, 1, 1, 1])
@@ -103,7 +104,7 @@ def test_knn_matches_brute_force_in_small_chunks(monkeypatch: pytest.MonkeyPatch
 
 
 def test_region_weights_by_hand() -> None:
-    """Seed 003, eq. 12: a member's weight at x is its accuracy on x's K nearest rows.
+    """RegionBoost: a member's weight at x is its accuracy on x's K nearest rows.
 
     Training rows at 0, 1, 2, 10, 11, 12 on a line; member A is right on rows 0–2 only,
     member B on rows 2–5. With K = 3 the query 0.4 has neighbours {0, 1, 2}: A weighs 3/3,

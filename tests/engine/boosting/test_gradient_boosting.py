@@ -84,7 +84,8 @@ def test_binary_probabilities_from_the_raw_score(loss: str) -> None:
     model = GradientBoostingClassifier(loss=loss, n_estimators=20, random_state=0).fit(X, labels)
     raw = model.decision_function(X)
     assert raw.shape == (X.shape[0],)
-    scale = 2.0 if loss == "exponential" else 1.0  # P = e^{2F} / (1 + e^{2F}) (seed 001)
+    # P = e^{2F} / (1 + e^{2F}) for the exponential loss (Friedman, Hastie and Tibshirani 2000)
+    scale = 2.0 if loss == "exponential" else 1.0
     positive = np.exp(scale * raw) / (1 + np.exp(scale * raw))
     np.testing.assert_allclose(model.predict_proba(X)[:, 1], positive)
     np.testing.assert_array_equal(model.predict(X), np.where(raw > 0, "yes", "no"))

@@ -1,4 +1,4 @@
-"""XGBoost-style boosting against the seeds' formulas (002/003) and a reference library.
+"""XGBoost-style boosting against Chen and Guestrin's (2016) formulas and a reference library.
 
 A one-round, depth-1 model on a hand-sized dataset is checked number by number: the leaf
 weight −G/(H+λ), the gain ½[G_L²/(H_L+λ) + G_R²/(H_R+λ) − G²/(H+λ)], γ, min_child_weight,

@@ -1,4 +1,5 @@
-"""clustering_stability, seed 003's model explorer: the true number of clusters is the stablest."""
+"""clustering_stability, Ben-Hur et al.'s (2002) model explorer: the true number of clusters is
+the stablest."""
 
 from __future__ import annotations
 

@@ -1,9 +1,9 @@
-"""Seed 003's worked example of majority and weighted voting, by exact computation.
+"""Kuncheva's (2004, §4.3) worked example of majority and weighted voting, by exact computation.
 
 Five independent members of accuracies (0.9, 0.9, 0.6, 0.6, 0.6) vote between two classes. The
-seed gives P_maj ≈ 0.877 for the plain majority and P_maj^w ≈ 0.927 for the weighted vote with
+example gives P_maj ≈ 0.877 for the plain majority and P_maj^w ≈ 0.927 for the weighted vote with
 weights (1/3, 1/3, 1/9, 1/9, 1/9). :func:`vote_accuracy` enumerates all 2^5 right/wrong patterns;
-the tests below check it against an independent decomposition, the seed's own expressions and
+the tests below check it against an independent decomposition, the example's own expressions and
 its rounded figures, and then check that a real :class:`VotingClassifier` reaches exactly these
 accuracies on a data set that *is* the distribution of the patterns (one row per pattern and
 class, weighted by the pattern's probability).
@@ -77,7 +77,7 @@ def test_log_odds_weights_are_the_log_odds() -> None:
 
 
 def test_vote_accuracy_against_the_binomial_tail() -> None:
-    # Seed 004: k equal independent members, each wrong with probability p, err when more than
+    # k equal independent members, each wrong with probability p, err when more than
     # k/2 are wrong. With an odd k there are no ties and the tail is the whole story.
     assert 1 - vote_accuracy([0.9] * 11) == pytest.approx(_at_least(6, 11, 0.1), abs=1e-13)
     # k = 10, p = 0.1: "error(majority voting) < 0.001" (ties at 5-5 count one half here).

@@ -1,9 +1,10 @@
-"""Bias–variance decomposition: exact identities, Domingos by hand, and seeds 001/004's claims.
+"""Bias–variance decomposition: exact identities, Domingos by hand, and the textbook claims.
 
-Seed 001: bagging "averages out noise (lowers variance)" and "does nothing to the bias";
-"boosting shrinks bias", so stumps combine into a low-bias model. Seed 004: "total expected
-error ≈ bias² + variance". The variance of an average of B members of variance σ² with
-pairwise correlation ρ is ρσ² + (1 − ρ)σ²/B (seed 001).
+Bagging lowers the variance and leaves the bias (Breiman 1996); boosting lowers the bias, so
+stumps combine into a low-bias model (Hastie, Tibshirani and Friedman 2009, ch. 10); expected
+error = bias² + variance + noise (Geman, Bienenstock and Doursat 1992). The variance of an
+average of B members of variance σ² with pairwise correlation ρ is ρσ² + (1 − ρ)σ²/B
+(Hastie, Tibshirani and Friedman 2009, eq. 15.1).
 """
 
 from __future__ import annotations
@@ -121,7 +122,7 @@ def test_domingos_two_classes_net_variance_is_unbiased_minus_biased() -> None:
 
 
 def test_variance_of_an_average_of_correlated_members() -> None:
-    """Seed 001: Var(mean of B members) = ρσ² + (1 − ρ)σ²/B, checked by simulation.
+    """Var(mean of B members) = ρσ² + (1 − ρ)σ²/B (Hastie et al. 2009, eq. 15.1), by simulation.
 
     Each "round" draws B members m_b = σ(√ρ·Z + √(1−ρ)·ε_b) per test row (pairwise
     correlation ρ, variance σ²) and predicts their average.

@@ -1,4 +1,4 @@
-"""Ensemble diversity: hand-made oracle matrices, seed 003's tables, and real ensembles."""
+"""Ensemble diversity: hand-made oracle matrices, Kuncheva's (2004) tables, and real ensembles."""
 
 from __future__ import annotations
 
@@ -75,10 +75,11 @@ def test_pairwise_matrices_are_symmetric_and_averaged_over_pairs() -> None:
     assert result.disagreement == pytest.approx(np.mean(disagreements), abs=1e-15)
 
 
-# Seed 003, "Voting limitation": three classifiers, ten objects, each right on six. Each row
+# The limits of the majority vote (Kuncheva et al. 2003; Kuncheva 2004, §4.2): three
+# classifiers, ten objects, each right on six. Each row
 # gives how many objects fall in each oracle pattern (classifier 1, 2, 3) and P_maj.
 PATTERNS = ["111", "101", "011", "001", "110", "100", "010", "000"]
-SEED_003_TABLE = [
+PATTERNS_TABLE = [
     # counts per pattern, P_maj
     ([0, 3, 3, 0, 3, 0, 0, 1], 0.9),  # 1: the best pattern of success
     ([2, 2, 2, 0, 2, 0, 0, 2], 0.8),
@@ -100,8 +101,8 @@ def _oracle_from_counts(counts: list[int]) -> np.ndarray:
     return np.array(rows)
 
 
-@pytest.mark.parametrize(("counts", "p_majority"), SEED_003_TABLE)
-def test_seed_003_patterns_of_success_and_failure(counts: list[int], p_majority: float) -> None:
+@pytest.mark.parametrize(("counts", "p_majority"), PATTERNS_TABLE)
+def test_patterns_of_success_and_failure(counts: list[int], p_majority: float) -> None:
     result = oracle_diversity(_oracle_from_counts(counts))
     np.testing.assert_allclose(result.member_accuracy, [0.6, 0.6, 0.6])
     assert result.majority_vote_accuracy == pytest.approx(p_majority)
@@ -109,8 +110,8 @@ def test_seed_003_patterns_of_success_and_failure(counts: list[int], p_majority:
 
 
 def test_success_goes_with_negative_dependence_and_failure_with_positive() -> None:
-    success = oracle_diversity(_oracle_from_counts(SEED_003_TABLE[0][0]))
-    failure = oracle_diversity(_oracle_from_counts(SEED_003_TABLE[-1][0]))
+    success = oracle_diversity(_oracle_from_counts(PATTERNS_TABLE[0][0]))
+    failure = oracle_diversity(_oracle_from_counts(PATTERNS_TABLE[-1][0]))
     # Success, every pair: N11 = 3, N10 = 3, N01 = 3, N00 = 1 (the errors are spread).
     assert success.q_statistic == pytest.approx((3 * 1 - 3 * 3) / (3 * 1 + 3 * 3))
     assert success.correlation == pytest.approx((3 - 9) / math.sqrt(6 * 4 * 6 * 4))

@@ -1,4 +1,4 @@
-"""Forests, extra trees and bagging held to the seed notes: bootstrap samples, out-of-bag
+"""Forests, extra trees and bagging held to Breiman (1996, 2001): bootstrap samples, out-of-bag
 estimates and curves, OOB early stopping, proximities, OOB permutation importance, random
 subspaces, voting, determinism across ``n_jobs`` and the callback contract.
 
@@ -203,7 +203,8 @@ def test_oob_early_stopping_stops_once_the_curve_flattens() -> None:
     curve = model.oob_curve_
     assert model.n_estimators_ < 60
     assert len(model.trees_) == curve.size == model.n_estimators_
-    # The rule (seed 001: stop when the error no longer decreases), checked at every point:
+    # The rule (stop when the OOB error no longer decreases; Hastie et al. 2009, §15.3.1),
+    # checked at every point:
     # it holds where fitting stopped and nowhere before.
 
     def stops(b: int) -> bool:
@@ -476,11 +477,12 @@ def test_interrupting_a_bagging_of_generic_members_in_workers() -> None:
         model.predict(X)
 
 
-# --- the seed notes' formula -------------------------------------------------------------------
+# --- the committee's error (Bishop 2006, §14.2) ----------------------------------------------
 
 
 def test_members_are_independent_given_the_data() -> None:
-    """Seed 000: the committee's error is E_av/B when member errors are uncorrelated. Given
+    """The committee's error is E_av/B when member errors are uncorrelated (Bishop 2006, eq.
+    14.14). Given
     the training set, bootstrap members are i.i.d., so the spread of the bagged prediction
     over groups of B members must be the members' spread divided by B (ρ = 0)."""
     rng = np.random.default_rng(0)

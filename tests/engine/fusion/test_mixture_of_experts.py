@@ -1,4 +1,4 @@
-"""Mixture of experts (seed 004): EM on a two-regime problem, monotone objective, gate,
+"""Mixture of experts (Jacobs et al. 1991): EM on a two-regime problem, monotone objective, gate,
 probabilities, weights and persistence."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Seed 004: bagging linear classifiers gives a piecewise-linear decision boundary.
+"""Bagging linear classifiers gives a piecewise-linear decision boundary (Flach 2012, §11.1).
 
 A majority vote of logistic regressions fitted on bootstrap samples is constant on every cell
 of the arrangement of the members' lines, so its boundary is made of pieces of those lines;
