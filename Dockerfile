@@ -19,7 +19,8 @@ COPY coppice ./coppice
 COPY engine ./engine
 COPY service ./service
 COPY migrations ./migrations
-RUN pip install '.[service]'
+# dask: the same image runs the optional Dask scheduler and workers (docker-compose.yml).
+RUN pip install '.[service,dask]'
 # Compile the engine's kernels now, into NUMBA_CACHE_DIR (the installed package is read-only
 # at run time): the first fit in a container then loads machine code instead of compiling it
 # for a minute. The cache stays writable for any signature the warm-up did not meet.

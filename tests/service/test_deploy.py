@@ -78,7 +78,14 @@ def test_compose_services() -> None:
     compose: dict[str, Any] = yaml.safe_load(COMPOSE_FILE.read_text())
     services = compose["services"]
 
-    assert set(services) == {"api", "worker", "postgres"}
+    assert {name for name, service in services.items() if "profiles" not in service} == {
+        "api",
+        "worker",
+        "postgres",
+    }
+    # The optional Dask cluster, from the same image (docs/operations.md).
+    dask = {name for name, service in services.items() if "dask" in service.get("profiles", [])}
+    assert dask == {"dask-scheduler", "dask-worker"}
     for name in ("api", "worker"):
         service = services[name]
         assert service["environment"]["COPPICE_DATABASE_URL"] == DATABASE_URL
