@@ -21,6 +21,9 @@ REGISTRY_BOUND_SECONDS = 2.0
 POLL_SECONDS = 1.0
 # Notified: entries are dropped on notice, and this only limits the harm of a lost notice.
 PUSHED_SECONDS = 30.0
+# References remembered at most; /v2 remembers names that are not registered too (as model
+# ids), so without a bound a client inventing names would grow the cache without end.
+MAX_ENTRIES = 10_000
 
 
 @dataclass(frozen=True, slots=True)
@@ -79,8 +82,13 @@ class ReferenceCache:
         with self._lock:
             if generation != self._generation:
                 return
+            now = time.monotonic()
+            if len(self._entries) >= MAX_ENTRIES:
+                self._entries = {k: e for k, e in self._entries.items() if e[1] > now}
+                if len(self._entries) >= MAX_ENTRIES:
+                    self._entries.clear()  # rare; each reference is read again once
             ttl = self.pushed_seconds if self._pushed else self.poll_seconds
-            self._entries[ref] = (resolved, time.monotonic() + ttl, name)
+            self._entries[ref] = (resolved, now + ttl, name)
 
     def invalidate(self, name: str) -> None:
         """Forget every reference through ``name``."""

@@ -22,9 +22,11 @@ from service.registry.repository import NOTIFY_CHANNEL
 
 logger = logging.getLogger(__name__)
 
-# How often the loop wakes to notice a stop, and to prove the connection alive: a connection
-# cut without a FIN would otherwise wait for notices forever while the cache trusts it.
-WAKE_SECONDS = 0.5
+# How often the loop wakes to notice a stop (which waits for it: an app's shutdown, and every
+# PostgreSQL test's, takes up to this long), and how often it proves the connection alive: a
+# connection cut without a FIN would otherwise wait for notices forever while the cache trusts
+# it. Waking ten times a second costs next to nothing.
+WAKE_SECONDS = 0.1
 PING_SECONDS = 5.0
 MAX_BACKOFF_SECONDS = 10.0
 
@@ -54,7 +56,7 @@ class RegistryListener:
 
     def stop(self) -> None:
         self._stop.set()
-        self._thread.join(timeout=WAKE_SECONDS * 4)
+        self._thread.join(timeout=WAKE_SECONDS * 20)
 
     def _run(self) -> None:
         backoff = 0.5

@@ -14,6 +14,7 @@ from typing import Any
 from sqlalchemy import event
 from sqlalchemy.orm import Session
 
+from service.datasets.ingest import is_storable_text
 from service.db.tables import (
     AliasMoveRecord,
     RegisteredModelAliasRecord,
@@ -51,6 +52,7 @@ class ModelIsRegistered(Conflict):
 
 def create(session: Session, name: str, description: str = "") -> RegisteredModelRecord:
     _check_name(name)
+    _check_description(description)
     record = RegisteredModelRecord(name=name, description=description, last_version=0)
     if not repository.add(session, record):
         raise NameTaken(f"A registered model named '{name}' exists already.")
@@ -98,6 +100,7 @@ def register_model_version(
     or polling either way).
     """
     _check_name(name)
+    _check_description(description)
     if alias is not None:
         _check_alias(alias)
     if not repository.lock(session, name):
@@ -318,6 +321,14 @@ def _check_name(name: str) -> None:
         raise InvalidInput(
             f"The name '{name}' cannot be registered: it {problem}.",
             errors=[{"loc": ["body", "name"], "msg": problem}],
+        )
+
+
+def _check_description(description: str) -> None:
+    if not is_storable_text(description):
+        raise InvalidInput(
+            "The description holds a NUL character or a lone surrogate, which cannot be stored.",
+            errors=[{"loc": ["body", "description"], "msg": "unstorable characters"}],
         )
 
 

@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import time
 
+import pytest
+
+from service.registry import cache as cache_module
 from service.registry.cache import ReferenceCache, Resolved
 from service.registry.listener import libpq_conninfo
 from service.registry.references import RegistryRef, parse
@@ -50,3 +53,12 @@ def test_references_parse_on_their_last_at() -> None:
 def test_the_listener_connects_with_libpq_urls() -> None:
     url = "postgresql+psycopg://user:p%40ss@db:5432/coppice?sslmode=require"
     assert libpq_conninfo(url) == "postgresql://user:p%40ss@db:5432/coppice?sslmode=require"
+
+
+def test_the_cache_is_bounded(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(cache_module, "MAX_ENTRIES", 3)
+    cache = ReferenceCache()
+    for i in range(5):
+        cache.put(f"name{i}", Resolved(f"name{i}"), f"name{i}", cache.generation())
+    assert len(cache) <= 3
+    assert cache.get("name4") is not None

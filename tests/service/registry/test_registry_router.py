@@ -179,3 +179,11 @@ async def test_a_registered_model_cannot_be_deleted_until_its_versions_are(
     # The name can be created afresh; its versions start again at 1.
     await registry.register("churn", registry.second)
     assert (await client.get("/v1/registered-models/churn")).json()["latest_version"] == 1
+
+
+async def test_a_description_that_cannot_be_stored_is_a_422(registry: Registry) -> None:
+    response = await registry.client.post(
+        "/v1/registered-models", json={"name": "churn", "description": "a\u0000b"}
+    )
+    assert response.status_code == 422
+    assert response.json()["errors"][0]["loc"] == ["body", "description"]
