@@ -1,6 +1,6 @@
-"""Searches run by real workers: two workers share one, the stacked ensemble holds the
-candidates' own models, halving promotes the best, cancel keeps what finished, and a worker
-killed mid-search costs no candidate."""
+"""Searches run by real workers on SQLite: halving promotes the best, regression ranks by RMSE,
+cancel and the deadline keep what finished, and a worker killed mid-search costs no candidate.
+Two API and two worker processes on PostgreSQL, and the ensemble's members: test_processes.py."""
 
 from __future__ import annotations
 
@@ -13,7 +13,6 @@ from pathlib import Path
 from typing import Any
 
 import anyio
-import numpy as np
 import pytest
 from sqlalchemy import select
 from sqlalchemy.orm import Session
@@ -23,12 +22,9 @@ from service.config import Settings
 from service.db.session import create_db_engine
 from service.db.tables import JobRecord, ModelArtifactRecord, OutOfFoldRecord
 from service.searches import predictions
-from service.worker import Supervisor
 from tests.service.jobs.conftest import app_client
 from tests.service.searches.helpers import (
     add_dataset,
-    fast_worker_config,
-    rows,
     running_worker,
     wait_for_search,
 )
@@ -56,68 +52,6 @@ def _jobs(settings: Settings, search_id: str) -> list[JobRecord]:
             return list(session.scalars(select(JobRecord).where(JobRecord.search_id == search_id)))
     finally:
         db.dispose()
-
-
-async def test_two_workers_run_a_search_to_a_stacked_leaderboard(
-    backend_settings: Settings,
-) -> None:
-    async with app_client(backend_settings) as client:
-        dataset_id = await add_dataset(client)
-        created = await client.post(
-            "/v1/searches",
-            json={
-                "dataset_id": dataset_id,
-                "target": "label",
-                "candidates": [
-                    {"method": "logistic_regression", "params": {"C": {"log_uniform": [0.01, 10]}}},
-                    {"method": "decision_tree", "params": {"max_depth": [2, 4]}},
-                ],
-                "budget": {"max_models": 4},
-                "validation": {"folds": 3},
-                "stack": True,
-                "register_as": "churn",
-                "seed": 3,
-            },
-        )
-        assert created.status_code == 202, created.text
-        search_id = created.json()["id"]
-        workers = [
-            Supervisor(backend_settings.resolved_database_url, fast_worker_config(1))
-            for _ in range(2)
-        ]
-        for worker in workers:
-            worker.start()
-        try:
-            search = await wait_for_search(client, search_id)
-        finally:
-            for worker in workers:
-                worker.stop(grace=0)
-
-    assert search["status"] == "succeeded", search
-    board = search["leaderboard"]
-    assert [row["rank"] for row in board] == list(range(1, 6))  # four candidates, one ensemble
-    scores = [row["metric"]["mean"] for row in board]
-    assert scores == sorted(scores, reverse=True)  # roc_auc: higher first
-    assert all(row["metric"]["std"] is not None and row["source"] == "cv" for row in board)
-    assert search["best_model_id"] == board[0]["model_id"] and search["n_models"] == 5
-    assert search["progress"] == 1.0 and search["jobs"]["succeeded"] == 5
-    jobs = _jobs(backend_settings, search_id)
-    assert len({job.lease_owner for job in jobs if job.method != "stacking"}) == 2
-
-    stack = next(row for row in board if row["kind"] == "stack")
-    assert stack["model_id"] == search["stack_model_id"]
-    members = stack["params"]["members"]
-    assert {m["method"] for m in members} == {row["method"] for row in board} - {"stacking"}
-    # The ensemble's members are the candidates' own fitted models, never refitted.
-    ensemble = _artifact(backend_settings, stack["model_id"])
-    X = np.asarray([r[:3] for r in rows(20, seed=5)])
-    for member, fitted in zip(members, ensemble.estimators_, strict=True):
-        alone = _artifact(backend_settings, member["model_id"])
-        assert np.array_equal(fitted.predict_proba(X), alone.predict_proba(X))
-
-    registration = search["registration"]
-    assert registration["name"] == "churn" and registration["model_id"] == board[0]["model_id"]
-    assert registration["status"] in ("registered", "pending")
 
 
 async def test_halving_trains_the_best_third_on_every_row(settings: Settings) -> None:
