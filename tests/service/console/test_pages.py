@@ -105,7 +105,14 @@ async def test_the_navigation_names_every_section_and_its_modules_are_served(
     page = (await client.get("/")).text
     for section in ("datasets", "jobs", "models", "registered-models", "searches"):
         assert f'href="#/{section}"' in page, section
-    views = ("registered-models", "registered-model", "registry", "searches", "search", "search-new")
+    views = (
+        "registered-models",
+        "registered-model",
+        "registry",
+        "searches",
+        "search",
+        "search-new",
+    )
     for view in views:
         response = await client.get(f"/console/js/views/{view}.js")
         assert response.status_code == 200, view
