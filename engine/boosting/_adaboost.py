@@ -1,19 +1,22 @@
-"""Discrete AdaBoost (seeds 000–004) and its multiclass form SAMME.
+"""Discrete AdaBoost (Freund and Schapire 1997) and its multiclass form SAMME (Zhu, Zou, Rosset
+and Hastie 2009).
 
 One round m, with weights w over the rows summing to one (initially ``1/n``, or the
 normalised ``sample_weight``):
 
 1. fit a weak learner h_m to the weighted rows (``boosting_mode``);
 2. its weighted error ε_m = Σ_{i misclassified} w_i;
-3. two classes, ε_m > ½: seed 000's *reverse learner* (predict the other class, ε_m ← 1 − ε_m),
-   or stop (``worse_than_chance="stop"``, seed 003's "loop until ε_t < ½"). ε_m at chance
+3. two classes, ε_m > ½: the *reverse learner* (predict the other class, ε_m ← 1 − ε_m: a
+   learner worse than chance is better than chance flipped), or stop
+   (``worse_than_chance="stop"``, as AdaBoost.M1 aborts on ε_t > ½). ε_m at chance
    (½; 1 − 1/K for K classes) stops boosting: the learner carries no information and, the
    weights no longer changing, every later round would refit it;
-4. α_m = ν · ½ · (ln((1 − ε_m)/ε_m) + ln(K − 1))  (``alpha="half"``, seeds 000, 002, 004), or
-   α_m = ν · (ln((1 − ε_m)/ε_m) + ln(K − 1))      (``alpha="full"``, seeds 001, 003);
+4. α_m = ν · ½ · (ln((1 − ε_m)/ε_m) + ln(K − 1))  (``alpha="half"``, Schapire and Singer 1999), or
+   α_m = ν · (ln((1 − ε_m)/ε_m) + ln(K − 1))      (``alpha="full"``, Freund and Schapire 1997);
    ν is ``learning_rate``, ln(K − 1) is SAMME's term (zero for two classes);
-5. "half": w_i ← w_i e^{α_m} if misclassified, w_i e^{−α_m} otherwise (seeds 000, 004);
-   "full": w_i ← w_i e^{α_m} if misclassified, unchanged otherwise (seeds 001, 003);
+5. "half": w_i ← w_i e^{α_m} if misclassified, w_i e^{−α_m} otherwise;
+   "full": w_i ← w_i e^{α_m} if misclassified, unchanged otherwise (Hastie, Tibshirani and
+   Friedman 2009, Algorithm 10.1);
    then renormalise to sum to one;
 6. ε_m = 0: the learner is perfect on the training rows; it is kept with the weight of
    ε = 1e-15 (finite, so scores and probabilities stay defined) and boosting stops.
@@ -22,11 +25,11 @@ The two conventions give the *same* weights after normalisation (misclassified r
 same factor e^{2α_half} = e^{α_full} relative to the others) and the same predictions; they
 differ only in the scale of the additive score F(x) = Σ α_m h_m(x). The default is ``"half"``:
 it is the α that forward stagewise additive modelling with exponential loss derives
-(seed 000), so F estimates ½ · log-odds (the lemma of seed 001) and
-P(y = 1 | x) = e^{2F}/(1 + e^{2F}) holds as printed. ``predict_proba`` is the same for both
-conventions (it undoes the factor for ``"full"``); for K classes it is the softmax of the
-exponential-loss scores, softmax_k(2 Σ_m α_m^{half} [h_m(x) = k]) — which for K = 2 is
-exactly seed 001's formula.
+(Friedman, Hastie and Tibshirani 2000), so F estimates ½ · log-odds (ibid., Lemma 1; Hastie et
+al. 2009, eq. 10.16) and P(y = 1 | x) = e^{2F}/(1 + e^{2F}) holds as printed. ``predict_proba``
+is the same for both conventions (it undoes the factor for ``"full"``); for K classes it is the
+softmax of the exponential-loss scores, softmax_k(2 Σ_m α_m^{half} [h_m(x) = k]) — which for
+K = 2 is exactly that two-class formula.
 """
 
 from __future__ import annotations
@@ -211,22 +214,24 @@ class AdaBoostClassifier(BaseAdaBoostClassifier):
     n_estimators : int
         The most rounds; boosting stops earlier on a perfect or chance-level learner.
     learning_rate : float
-        Shrinkage ν > 0 multiplying every α_m (seed 001, "Shrinkage in Boosting").
+        Shrinkage ν > 0 multiplying every α_m (Friedman 2001; Hastie et al. 2009, §10.12.1).
     algorithm : {"SAMME"}
-        Discrete boosting of class predictions. With two classes SAMME *is* AdaBoost.M1 of
-        the notes (its ln(K − 1) term vanishes); with K classes α_m gains ln(K − 1) and a
-        learner must beat chance, 1 − 1/K. (Real AdaBoost, SAMME.R, is not offered: it is
-        not in the notes and scikit-learn has removed it.)
+        Discrete boosting of class predictions. With two classes SAMME *is* AdaBoost.M1
+        (Freund and Schapire 1997; its ln(K − 1) term vanishes); with K classes α_m gains
+        ln(K − 1) and a learner must beat chance, 1 − 1/K (Zhu et al. 2009). (Real AdaBoost,
+        SAMME.R, is not offered: scikit-learn has removed it too.)
     alpha : {"half", "full"}
         α = ½ ln((1−ε)/ε) with the symmetric e^{±α} update (default), or α = ln((1−ε)/ε)
         with e^{α} on misclassified rows only. Same weights, same predictions; see the
         module docstring for why "half" is the default.
     worse_than_chance : {"reverse", "stop"}
-        Two classes, ε > ½: use the reverse learner (seed 000) or stop boosting. K > 2
+        Two classes, ε > ½: use the reverse learner (its predictions flipped) or stop
+        boosting, as AdaBoost.M1 does. K > 2
         classes have no reverse learner: a learner at or past chance (ε ≥ 1 − 1/K) always
         stops boosting. A first learner at chance is a ValueError (nothing to predict with).
     boosting_mode : {"reweight", "resample"}
-        Learners see the weights as ``sample_weight``, or fit a weighted bootstrap (seed 004).
+        Learners see the weights as ``sample_weight``, or fit a weighted bootstrap (boosting
+        by reweighting or by resampling; Freund and Schapire 1996).
     random_state : int, Generator or None
     n_jobs : int or None
         Threads for each tree member's kernels (see ``ThreadedRounds``); the model is the
@@ -341,7 +346,8 @@ class AdaBoostClassifier(BaseAdaBoostClassifier):
             yield self._score_from_votes(votes)
 
     def predict_proba(self, X: Any) -> NDArray[np.float64]:
-        """P(y = 1 | x) = e^{2F}/(1 + e^{2F}) with F on the "half" scale (seed 001); the
+        """P(y = 1 | x) = e^{2F}/(1 + e^{2F}) with F on the "half" scale (Friedman, Hastie
+        and Tibshirani 2000); the
         analogous softmax for K classes. Shape (n_samples, n_classes)."""
         return self._proba_from_votes(self._votes(X))
 

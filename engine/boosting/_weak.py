@@ -1,8 +1,9 @@
 """Fitting one weak learner of a boosting round, by reweighting or by resampling.
 
-Seed 004 gives the two ways a boosted learner can see the round's weights: "use weighted
-information gain to find the best next stump, or generate a new sample collection from the
-training set based on the sample weights". ``boosting_mode="reweight"`` passes the weights as
+A boosted learner can see the round's weights in two ways (boosting by reweighting and by
+resampling; Freund and Schapire 1996): a learner that takes weights uses them (a stump's
+weighted information gain), or it is fitted on a new sample drawn from the training set with
+the weights as probabilities. ``boosting_mode="reweight"`` passes the weights as
 ``sample_weight``; ``"resample"`` draws a weighted bootstrap of ``n_samples`` rows (the row
 counts become ``sample_weight`` when the learner accepts weights, rows are repeated
 otherwise).
