@@ -44,7 +44,6 @@ async def test_v1_routes_take_aliases_and_versions(registry: Registry) -> None:
     assert await _predicted_by(registry, "churn@2") == registry.second
 
 
-@BOTH_BACKENDS
 async def test_a_moved_alias_is_served_at_once_by_the_replica_that_moved_it(
     registry: Registry,
 ) -> None:

@@ -42,7 +42,6 @@ async def test_a_bad_name_is_a_422_naming_the_field(registry: Registry, name: st
     assert response.json()["errors"][0]["loc"] == ["body", "name"]
 
 
-@BOTH_BACKENDS
 async def test_versions_count_up_and_are_never_reused(registry: Registry) -> None:
     await registry.register("churn", registry.first, registry.second)
     client = registry.client
