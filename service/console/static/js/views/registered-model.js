@@ -8,7 +8,8 @@ import { aliasList } from "./registered-models.js";
 import { namePath, registerForm, showFieldErrors } from "./registry.js";
 
 const COMMON_ALIASES = ["production", "staging", "champion", "candidate"];
-const ALIAS = /^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$/;
+// The API's rule for aliases (unlike names: no '.', no leading digit, which reads as a version).
+const ALIAS = /^[A-Za-z_][A-Za-z0-9_-]{0,63}$/;
 
 function modelLink(modelId) {
   return h("a", { href: `#/models/${modelId}`, class: "mono" }, shortId(modelId));
@@ -79,7 +80,7 @@ function moveForm(entry, refresh) {
     replace(message);
     const alias = aliasInput.value.trim();
     if (!ALIAS.test(alias)) {
-      setFieldError(fields.alias, "Letters, digits, '_', '.' and '-', starting with a letter or digit.");
+      setFieldError(fields.alias, "Letters, digits, '_' and '-', starting with a letter or '_' (at most 64).");
       return;
     }
     try {
