@@ -50,62 +50,13 @@ def create_search(session: Session, request: SearchCreate, settings: Settings) -
     task = _task(columns, request)
     features = request.features or [name for name in columns if name != request.target]
     metric, _ = validation.metric_and_direction(request.metric, task)
-    if request.register_as is not None:
-        registration.check_name(request.register_as)
-    if (request.candidates is None) == (not request.auto):
-        raise InvalidInput(
-            "Give either 'candidates' or \"auto\": true (not both, and not neither).",
-            errors=[{"loc": ["body", "candidates"], "msg": "candidates or auto"}],
-        )
-    if request.validation.folds > dataset.n_rows:
-        raise InvalidInput(
-            f"{request.validation.folds} folds need at least {request.validation.folds} rows; "
-            f"the dataset has {dataset.n_rows}.",
-            errors=[{"loc": ["body", "validation", "folds"], "msg": "more folds than rows"}],
-        )
+    _check_request(request, dataset.n_rows)
     seed = request.seed if request.seed is not None else secrets.randbelow(MAX_SEED + 1)
-    budget = request.budget.model_dump()
-    plan: dict[str, object] = {}
-    if request.auto:
-        chosen = auto.plan(
-            task,
-            n_rows=dataset.n_rows,
-            n_features=len(features),
-            folds=request.validation.folds,
-            max_models=request.budget.max_models,
-            max_seconds=request.budget.max_seconds,
-        )
-        spaces_asked = [CandidateSpace(**space) for space in chosen.spaces]
-        defaults = [CandidateSpace(**space) for space in chosen.defaults]
-        plan["auto"] = chosen.notes
-        max_models: int | None = chosen.max_models
-    else:
-        spaces_asked, defaults = list(request.candidates or []), []
-        max_models = request.budget.max_models
+    asked, defaults, max_models, plan = _spaces(request, task, dataset.n_rows, len(features))
     # Auto's spaces have ranges, which a grid cannot enumerate: it draws them at random.
     grid_of_auto = request.auto and request.strategy == Strategy.GRID
     strategy = Strategy.RANDOM if grid_of_auto else request.strategy
-    entries = validation.checked_entries(spaces_asked, task, strategy, settings)
-    first = [
-        planner.Config(method, point, -1)
-        for method, space in validation.checked_entries(defaults, task, Strategy.GRID, settings)
-        for point in spaces.grid(space)
-    ]
-    rng = np.random.default_rng(seed)
-    remaining = None if max_models is None else max(max_models - len(first), 0)
-    configs = first + (
-        planner.configurations(entries, strategy, remaining, rng) if remaining != 0 else []
-    )
-    if len(configs) > MAX_MODELS:
-        raise InvalidInput(
-            f"The grid has {len(configs)} points; a search trains at most {MAX_MODELS}. "
-            "Shorten the lists, or set budget.max_models.",
-            errors=[{"loc": ["body", "budget", "max_models"], "msg": "grid above the limit"}],
-        )
-    for index, config in enumerate(configs):
-        validation.check_config(
-            CATALOG[config.method], task, config.params, settings, ["body", "candidates", index]
-        )
+    configs = _configurations(asked, defaults, task, strategy, max_models, seed, settings)
     rows = None
     if strategy == Strategy.HALVING:
         n_classes = columns[request.target].n_unique if task == Task.CLASSIFICATION else 1
@@ -124,9 +75,9 @@ def create_search(session: Session, request: SearchCreate, settings: Settings) -
         features=features,
         strategy=strategy.value,
         auto=request.auto,
-        candidates=[space.model_dump() for space in spaces_asked],
+        candidates=[space.model_dump() for space in asked],
         plan=plan,
-        budget=budget,
+        budget=request.budget.model_dump(),
         folds=request.validation.folds,
         metric=metric,
         stack=request.stack,
@@ -146,6 +97,78 @@ def create_search(session: Session, request: SearchCreate, settings: Settings) -
     repository.add(session, search)
     queueing.queue_first(session, search, configs, rows=rows, settings=settings)
     return search
+
+
+def _check_request(request: SearchCreate, n_rows: int) -> None:
+    if request.register_as is not None:
+        registration.check_name(request.register_as)
+    if (request.candidates is None) == (not request.auto):
+        raise InvalidInput(
+            "Give either 'candidates' or \"auto\": true (not both, and not neither).",
+            errors=[{"loc": ["body", "candidates"], "msg": "candidates or auto"}],
+        )
+    if request.validation.folds > n_rows:
+        raise InvalidInput(
+            f"{request.validation.folds} folds need at least {request.validation.folds} rows; "
+            f"the dataset has {n_rows}.",
+            errors=[{"loc": ["body", "validation", "folds"], "msg": "more folds than rows"}],
+        )
+
+
+def _spaces(
+    request: SearchCreate, task: Task, n_rows: int, n_features: int
+) -> tuple[list[CandidateSpace], list[CandidateSpace], int | None, dict[str, object]]:
+    """The spaces searched, the defaults trained first, the model budget, and the plan so far."""
+    if not request.auto:
+        return list(request.candidates or []), [], request.budget.max_models, {}
+    chosen = auto.plan(
+        task,
+        n_rows=n_rows,
+        n_features=n_features,
+        folds=request.validation.folds,
+        max_models=request.budget.max_models,
+        max_seconds=request.budget.max_seconds,
+    )
+    return (
+        [CandidateSpace(**space) for space in chosen.spaces],
+        [CandidateSpace(**space) for space in chosen.defaults],
+        chosen.max_models,
+        {"auto": chosen.notes},
+    )
+
+
+def _configurations(
+    asked: list[CandidateSpace],
+    defaults: list[CandidateSpace],
+    task: Task,
+    strategy: Strategy,
+    max_models: int | None,
+    seed: int,
+    settings: Settings,
+) -> list[planner.Config]:
+    """Every configuration to train, each checked as a whole (422 naming the first problem)."""
+    entries = validation.checked_entries(asked, task, strategy, settings)
+    first = [
+        planner.Config(method, point, -1)
+        for method, space in validation.checked_entries(defaults, task, Strategy.GRID, settings)
+        for point in spaces.grid(space)
+    ]
+    remaining = None if max_models is None else max(max_models - len(first), 0)
+    rng = np.random.default_rng(seed)
+    configs = first + (
+        planner.configurations(entries, strategy, remaining, rng) if remaining != 0 else []
+    )
+    if len(configs) > MAX_MODELS:
+        raise InvalidInput(
+            f"The grid has {len(configs)} points; a search trains at most {MAX_MODELS}. "
+            "Shorten the lists, or set budget.max_models.",
+            errors=[{"loc": ["body", "budget", "max_models"], "msg": "grid above the limit"}],
+        )
+    for index, config in enumerate(configs):
+        validation.check_config(
+            CATALOG[config.method], task, config.params, settings, ["body", "candidates", index]
+        )
+    return configs
 
 
 def _task(columns: dict[str, DatasetColumnRecord], request: SearchCreate) -> Task:
