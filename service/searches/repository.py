@@ -12,7 +12,7 @@ from typing import Any
 
 from sqlalchemy import func, or_, select, update
 from sqlalchemy.engine import CursorResult
-from sqlalchemy.orm import Session
+from sqlalchemy.orm import Session, defer
 
 from service.db.tables import (
     JobRecord,
@@ -125,9 +125,20 @@ def candidates(
         .outerjoin(ModelRecord, ModelRecord.job_id == JobRecord.id)
         .where(SearchCandidateRecord.search_id == search_id)
         .order_by(SearchCandidateRecord.rung, JobRecord.created_at, JobRecord.id)
+        # Learning curves can be long and nothing here reads them.
+        .options(defer(ModelRecord.curves))
         .execution_options(populate_existing=True)
     ).all()
     return [(row[0], row[1], row[2]) for row in rows]
+
+
+def has_active_jobs(session: Session, search_id: str) -> bool:
+    """Whether any job of the search is queued or running (one indexed probe)."""
+    active = select(JobRecord.id).where(
+        JobRecord.search_id == search_id,
+        JobRecord.status.in_([JobStatus.QUEUED, JobStatus.RUNNING]),
+    )
+    return session.execute(active.limit(1)).first() is not None
 
 
 def job_counts(session: Session, search_ids: Sequence[str]) -> dict[str, dict[str, int]]:
