@@ -16,7 +16,7 @@ PYTEST_WORKERS ?= auto
 # Examples per operation and per fuzz test in `make fuzz`; `make test` runs a few dozen.
 FUZZ_EXAMPLES ?= 500
 
-.PHONY: serve test kernels compose-checker browser lint format fuzz faults bench bench-service bench-client soak clean
+.PHONY: serve test kernels compose-checker browser lint format fuzz faults bench bench-service bench-client bench-dask soak clean
 
 # The stamp is rebuilt whenever pyproject.toml changes, so new dependencies
 # arrive with the next `make` instead of a hand-run pip command.
@@ -104,6 +104,11 @@ bench-service: $(VENV)/.bench-installed
 # What the Python client adds to a one-row prediction over raw httpx (target: <= 0.3 ms).
 bench-client: $(VENV)/.installed kernels
 	$(BIN)/python -m benchmarks.client_overhead
+
+# Forests and XGBoost-style boosting through a two-worker Dask LocalCluster beside the local
+# executors, and the backend's per-task and per-level overheads (benchmarks/README.md).
+bench-dask: $(VENV)/.installed kernels
+	$(BIN)/python -m benchmarks.dask_backend
 
 # 20,000 one-row predictions at concurrency 32 against a real server; fails on any error or
 # when the server's memory grows over the second half (see benchmarks/soak.py).

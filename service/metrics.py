@@ -4,7 +4,7 @@ What the API process sees itself — its requests, its model cache — is counte
 What the workers do is read from the database when Prometheus scrapes (:class:`JobsCollector`):
 workers may run in other processes or on other hosts and the database is what they all share,
 so every API replica reports the same, complete numbers, which survive restarts. Each scrape
-costs three aggregate queries over the jobs table.
+costs four aggregate queries over the jobs table.
 
 docs/operations.md lists every metric with its labels.
 """

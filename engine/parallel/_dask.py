@@ -35,7 +35,7 @@ from engine.parallel._executor import (
     WorkerCrashedError,
     _read_only,
 )
-from engine.process_setup import WORKER_ENVIRONMENT, limit_blas_threads
+from engine.process_setup import WORKER_ENVIRONMENT, keep_freed_memory, limit_blas_threads
 
 __all__ = ["ClusterLostError", "DaskBackend", "DaskExecutor"]
 
@@ -66,11 +66,17 @@ _worker_ready = False
 
 
 def _prepare_worker() -> None:
-    """Once per worker process: one BLAS thread per task, as in the local worker processes."""
+    """Once per Dask worker process: what the local worker processes set for themselves.
+
+    One BLAS thread per task, and glibc told to keep freed memory: growing a tree allocates
+    and drops arrays of megabytes per node, and a cold allocator faults fresh pages in for
+    each (see :func:`engine.process_setup.keep_freed_memory`).
+    """
     global _worker_ready
     if not _worker_ready:
         os.environ.update(WORKER_ENVIRONMENT)
         limit_blas_threads()
+        keep_freed_memory()
         _worker_ready = True
 
 
