@@ -13,6 +13,7 @@ average-linkage agglomerative clustering of the distances ``1 − M`` (Fred and 
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 from typing import Any, ClassVar
 
 import numpy as np
@@ -24,6 +25,7 @@ from engine.base import BaseEstimator
 from engine.callbacks import Callback, ProgressEvent, notify
 from engine.cluster._kmeans import ClusterMixin, KMeans, squared_distances
 from engine.cluster._linkage import average_linkage, cut_linkage
+from engine.parallel import SharedData, make_executor
 
 __all__ = ["ConsensusClustering"]
 
@@ -160,17 +162,17 @@ class ConsensusClustering(ClusterMixin, CompleteInputMixin, BaseEstimator):
         ks = np.empty(self.n_partitions, dtype=np.int64)
         partitions = np.full((self.n_partitions, n_samples), -1, dtype=np.int64)
         seeds = resolve_seed_sequence(self.random_state).spawn(self.n_partitions)
+        tasks = [
+            _PartitionTask(seed, n_drawn, self.n_clusters, self.k_range, self.n_init, self.max_iter)
+            for seed in seeds
+        ]
         name = type(self).__name__
-        for done, seed in enumerate(seeds, start=1):
-            rows, labels, ks[done - 1] = self._base_partition(X, weights, n_drawn, seed)
-            partitions[done - 1, rows] = labels
-            membership = np.zeros((n_samples, int(ks[done - 1])))
-            membership[rows, labels] = 1.0
-            together += membership @ membership.T
-            in_sample = np.zeros(n_samples)
-            in_sample[rows] = 1.0
-            sampled += np.outer(in_sample, in_sample)
-            notify(callbacks, ProgressEvent(name, done, self.n_partitions))
+        # Serial here; inside engine.parallel_backend, each resample is a task on the cluster.
+        shared = {"X": X, "sample_weight": weights}
+        with make_executor(shared, None, len(tasks)) as executor:
+            for done, result in enumerate(executor.map(_base_partition, tasks), start=1):
+                self._add_partition(done, result, partitions, ks, together, sampled)
+                notify(callbacks, ProgressEvent(name, done, self.n_partitions))
         consensus = np.divide(together, sampled, out=np.zeros_like(together), where=sampled > 0)
         del together, sampled
         linkage = average_linkage(1.0 - consensus)
@@ -204,25 +206,24 @@ class ConsensusClustering(ClusterMixin, CompleteInputMixin, BaseEstimator):
             )
         return n_drawn
 
-    def _base_partition(
-        self, X: FloatArray, weights: FloatArray, n_drawn: int, seed: np.random.SeedSequence
-    ) -> tuple[IntArray, IntArray, int]:
-        """One k-means partition of a random subsample: (rows, their labels, k)."""
-        rng = np.random.default_rng(seed)
-        n_samples = X.shape[0]
-        if n_drawn < n_samples:
-            rows = np.sort(rng.choice(n_samples, n_drawn, replace=False))
-        else:
-            rows = np.arange(n_samples)
-        if self.k_range is None:
-            k = self.n_clusters
-        else:
-            k = int(rng.integers(int(self.k_range[0]), int(self.k_range[1]) + 1))
-        kmeans = KMeans(
-            k, n_init=self.n_init, max_iter=self.max_iter, random_state=int(rng.integers(2**32))
-        )
-        kmeans.fit(X[rows], sample_weight=weights[rows])
-        return rows.astype(np.int64), kmeans.labels_, k
+    @staticmethod
+    def _add_partition(
+        done: int,
+        result: tuple[IntArray, IntArray, int],
+        partitions: IntArray,
+        ks: IntArray,
+        together: FloatArray,
+        sampled: FloatArray,
+    ) -> None:
+        """Add the ``done``-th base partition to the co-clustering counts."""
+        rows, labels, ks[done - 1] = result
+        partitions[done - 1, rows] = labels
+        membership = np.zeros((together.shape[0], int(ks[done - 1])))
+        membership[rows, labels] = 1.0
+        together += membership @ membership.T
+        in_sample = np.zeros(together.shape[0])
+        in_sample[rows] = 1.0
+        sampled += np.outer(in_sample, in_sample)
 
     def predict(self, X: Any) -> IntArray:
         """The final cluster whose centre (in X space) is nearest, shape (n_samples,)."""
@@ -238,3 +239,33 @@ def _centroids(X: FloatArray, weights: FloatArray, labels: IntArray, n_clusters:
         w = weights[rows]
         centres[cluster] = np.average(X[rows], axis=0, weights=w if w.sum() > 0 else None)
     return centres
+
+
+@dataclass(frozen=True)
+class _PartitionTask:
+    seed: np.random.SeedSequence
+    n_drawn: int
+    n_clusters: int
+    k_range: Any
+    n_init: int
+    max_iter: int
+
+
+def _base_partition(shared: SharedData, task: _PartitionTask) -> tuple[IntArray, IntArray, int]:
+    """One k-means partition of a random subsample: (rows, their labels, k) (runs in a task)."""
+    X, weights = shared["X"], shared["sample_weight"]
+    rng = np.random.default_rng(task.seed)
+    n_samples = X.shape[0]
+    if task.n_drawn < n_samples:
+        rows = np.sort(rng.choice(n_samples, task.n_drawn, replace=False))
+    else:
+        rows = np.arange(n_samples)
+    if task.k_range is None:
+        k = task.n_clusters
+    else:
+        k = int(rng.integers(int(task.k_range[0]), int(task.k_range[1]) + 1))
+    kmeans = KMeans(
+        k, n_init=task.n_init, max_iter=task.max_iter, random_state=int(rng.integers(2**32))
+    )
+    kmeans.fit(X[rows], sample_weight=weights[rows])
+    return rows.astype(np.int64), kmeans.labels_, k

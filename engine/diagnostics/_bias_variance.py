@@ -46,6 +46,7 @@ from numpy.typing import NDArray
 from engine._validation import check_target, check_X, resolve_seed_sequence
 from engine.base import clone
 from engine.callbacks import Callback, ProgressEvent, notify
+from engine.parallel import SharedData, make_executor
 
 __all__ = [
     "SquaredLossDecomposition",
@@ -314,21 +315,30 @@ def bias_variance_decomposition(
     else:
         X_test = check_X(X_test, n_features=X.shape[1], name="X_test")
         y_test = check_target(y_test, X_test.shape[0], numeric=numeric)
-    n_train = X.shape[0]
     predictions = []
-    for done, seed in enumerate(rounds_seed.spawn(n_rounds), start=1):
-        rng = np.random.default_rng(seed)
-        rows = rng.integers(0, n_train, n_train)
-        model = clone(estimator)
-        if "random_state" in model.get_params(deep=False):
-            model.set_params(random_state=int(rng.integers(2**31)))
-        model.fit(X[rows], y[rows])
-        predictions.append(np.asarray(model.predict(X_test)))
-        notify(callbacks, ProgressEvent("bias_variance_decomposition", done, n_rounds))
+    tasks = [(seed, estimator) for seed in rounds_seed.spawn(n_rounds)]
+    # Serial here; inside engine.parallel_backend, each round is a task on the cluster.
+    with make_executor({"X": X, "y": y, "X_test": X_test}, None, n_rounds) as executor:
+        for done, predicted in enumerate(executor.map(_bootstrap_round, tasks), start=1):
+            predictions.append(predicted)
+            notify(callbacks, ProgressEvent("bias_variance_decomposition", done, n_rounds))
     matrix = np.stack(predictions)
     if loss == "squared":
         return squared_loss_decomposition(matrix, y_test, y_noise_free=y_noise_free)
     return zero_one_loss_decomposition(matrix, y_test)
+
+
+def _bootstrap_round(shared: SharedData, task: tuple[np.random.SeedSequence, Any]) -> NDArray[Any]:
+    """One round: a clone fitted on a bootstrap sample, its predictions of the test set."""
+    seed, estimator = task
+    X, y = shared["X"], shared["y"]
+    rng = np.random.default_rng(seed)
+    rows = rng.integers(0, X.shape[0], X.shape[0])
+    model = clone(estimator)
+    if "random_state" in model.get_params(deep=False):
+        model.set_params(random_state=int(rng.integers(2**31)))
+    model.fit(X[rows], y[rows])
+    return np.asarray(model.predict(shared["X_test"]))
 
 
 def _hold_out(

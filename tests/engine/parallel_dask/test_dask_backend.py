@@ -19,11 +19,13 @@ import numpy as np
 import pytest
 
 from engine import (
+    ConsensusClustering,
     RandomForestClassifier,
     StackingClassifier,
     TrainingInterrupted,
     XGBoostClassifier,
     XGBoostRegressor,
+    bias_variance_decomposition,
     parallel_backend,
 )
 from engine.callbacks import ProgressEvent
@@ -94,6 +96,19 @@ def test_stacking_members_and_folds_match_local(healthy: Any) -> None:
     with parallel_backend(healthy):
         remote = StackingClassifier(members, cv=3, random_state=0).fit(X, y)
     np.testing.assert_array_equal(local.predict_proba(X), remote.predict_proba(X))
+
+
+def test_bias_variance_rounds_and_consensus_resamples_match_local(healthy: Any) -> None:
+    X, y = _classification(200)
+    tree = DecisionTreeClassifier(max_depth=3)
+    kwargs: dict[str, Any] = {"loss": "0-1", "n_rounds": 4, "random_state": 2}
+    local = bias_variance_decomposition(tree, X, y, **kwargs)
+    clusters = ConsensusClustering(n_clusters=3, n_partitions=4, random_state=0).fit(X)
+    with parallel_backend(healthy):
+        remote = bias_variance_decomposition(tree, X, y, **kwargs)
+        remote_clusters = ConsensusClustering(n_clusters=3, n_partitions=4, random_state=0).fit(X)
+    assert remote == local
+    np.testing.assert_array_equal(remote_clusters.consensus_matrix_, clusters.consensus_matrix_)
 
 
 def test_tasks_see_read_only_arrays_and_errors_come_back(healthy: Any) -> None:
