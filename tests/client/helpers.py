@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import signal
 import time
 from pathlib import Path
 
@@ -44,3 +45,10 @@ def wait_until_running(client: Client, job_id: str, timeout: float = 60.0) -> No
     while (job := client.job(job_id)).status != "running" or job.progress == 0:
         assert not job.done and time.monotonic() < deadline, job.info
         time.sleep(0.1)
+
+
+def interruptible() -> None:
+    """``preexec_fn`` for a child that a test interrupts with SIGINT: pytest-xdist's workers
+    ignore SIGINT, and an ignored signal stays ignored across exec, so the child's Python would
+    never raise KeyboardInterrupt."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)

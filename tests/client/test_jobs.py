@@ -10,7 +10,7 @@ import sys
 import pytest
 
 from coppice import Client, ConflictError, JobCancelledError, JobFailedError, Model
-from tests.client.helpers import LONG_FIT, churn_frame, wait_until_running
+from tests.client.helpers import LONG_FIT, churn_frame, interruptible, wait_until_running
 
 
 def test_train_waits_with_a_progress_bar_and_returns_the_model(
@@ -86,6 +86,7 @@ def test_ctrl_c_while_waiting_cancels_the_job_on_the_server(
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
+        preexec_fn=interruptible,
     )
     try:
         assert waiter.stdout is not None

@@ -26,7 +26,13 @@ from coppice.cli.exits import (
     NOT_FOUND,
     UNREACHABLE,
 )
-from tests.client.helpers import LONG_FIT, churn_frame, wait_until_running, write_csv
+from tests.client.helpers import (
+    LONG_FIT,
+    churn_frame,
+    interruptible,
+    wait_until_running,
+    write_csv,
+)
 from tests.e2e.processes import free_port
 
 
@@ -177,7 +183,7 @@ def test_ctrl_c_during_train_wait_cancels_the_job(server_url: str) -> None:
     command = [sys.executable, "-m", "coppice.cli", "train", "--url", server_url, "--wait"]
     command += ["--dataset", dataset.id, "--target", "churned"]
     command += ["--method", str(LONG_FIT["method"]), *params]
-    process = subprocess.Popen(command, stderr=subprocess.PIPE, text=True)
+    process = subprocess.Popen(command, stderr=subprocess.PIPE, text=True, preexec_fn=interruptible)
     try:
         job_id = _new_job(client, before)
         wait_until_running(client, job_id)

@@ -39,7 +39,7 @@ class Seed:
     # The classifier as version 1 of a registered model, with alias "production".
     registered_name: str = "churn"
     alias: str = "production"
-    # A search of two queued candidates (no worker runs them), so /v1/searches/{id} is found.
+    # A search of two candidates, cancelled before they ran, so /v1/searches/{id} is found.
     search_id: str = ""
 
 
@@ -95,6 +95,10 @@ async def _seed(settings: Settings) -> Seed:
             },
         )
         assert search.status_code == 202, search.text
+        # Cancelled at once: its queued candidates would otherwise be the oldest queued jobs,
+        # which the tests that claim their own job as a worker does would take instead.
+        cancel = await client.post(f"/v1/searches/{search.json()['id']}/cancel")
+        assert cancel.status_code in (200, 202), cancel.text
     return Seed(
         settings.data_dir / "coppice.db",
         dataset_id,
