@@ -3,20 +3,9 @@ engine's tests never depend on the web stack."""
 
 from __future__ import annotations
 
-import sys
-from pathlib import Path
-
 import pytest
 
 from engine.process_setup import limit_blas_threads
-
-# Process pools started from a fork server import their task functions by module name
-# (tests.engine....), and the fork server takes this process's sys.path. Under pytest-xdist the
-# repository is on it only as '', which resolves against whatever directory a test had changed
-# to when the server started ("No module named 'tests'"): put it there as an absolute path.
-ROOT = str(Path(__file__).resolve().parent.parent)
-if ROOT not in sys.path:
-    sys.path.insert(0, ROOT)
 
 
 @pytest.fixture
