@@ -121,6 +121,8 @@ def test_register_a_model_and_move_production_to_it(tab: Watched, dataset: dict[
     expect(page.locator("#history")).to_contain_text("No alias has moved yet")
 
     # The same model again as version 2, from the name's page, then production: new → v1 → v2.
+    # (Chosen by id: the form offers the newest models, and the search made several.)
+    page.select_option("#version-model", model_id)
     page.click("#version-submit")
     expect(page.locator("#versions tbody tr")).to_have_count(2)
     page.fill("#alias-name", "production")

@@ -151,15 +151,21 @@ def _upload(client: httpx.Client, n_rows: int) -> str:
     return dataset_id
 
 
-def _train(client: httpx.Client, dataset_id: str, n_estimators: int) -> str:
+def _train(client: httpx.Client, dataset_id: str, n_estimators: int, max_depth: int = 8) -> str:
     return submit_job(
         client,
         dataset_id=dataset_id,
         method="random_forest",
         target="label",
-        params={"n_estimators": n_estimators, "max_depth": 8},
+        params={"n_estimators": n_estimators, "max_depth": max_depth},
         seed=1,
     )
+
+
+# A fit that a kill after its first tree cannot miss: 300 trees 16 deep on 20,000 rows take
+# seconds on two workers (150 trees 8 deep on 3,000 rows had ended between two polls once the
+# machine was quiet). Sized to the engine's speed: if it gets much faster, raise it.
+LONG_ROWS, LONG_TREES, LONG_DEPTH = 20_000, 300, 16
 
 
 def _follow(service: Service, job_id: str, on_running: Any = None) -> tuple[dict[str, Any], set]:
@@ -182,14 +188,15 @@ def _follow(service: Service, job_id: str, on_running: Any = None) -> tuple[dict
 
 def test_train_and_predict_on_the_cluster(service: Service) -> None:
     client = service.client
-    dataset_id = _upload(client, 300)
+    dataset_id = _upload(client, 3000)
     seen_metrics: list[str] = []
 
     def scrape(job: dict[str, Any]) -> None:
         if not seen_metrics and (job["stage"] or "").startswith("[dask "):
             seen_metrics.append(client.get("/metrics").text)
 
-    job, stages = _follow(service, _train(client, dataset_id, 20), scrape)
+    # Enough trees that a poll sees the fit's per-tree stage (20 had ended between two polls).
+    job, stages = _follow(service, _train(client, dataset_id, 200), scrape)
     assert job["status"] == "succeeded", (job, service.logs())
     address = service.cluster.address
     assert any(stage.startswith(f"[dask {address}] tree") for stage in stages), stages
@@ -207,14 +214,14 @@ def test_train_and_predict_on_the_cluster(service: Service) -> None:
 
 def test_a_worker_killed_mid_fit_does_not_fail_the_job(service: Service) -> None:
     client = service.client
-    dataset_id = _upload(client, 3000)
+    dataset_id = _upload(client, LONG_ROWS)
     victim = service.cluster.workers[0]
 
     def kill_once(job: dict[str, Any]) -> None:
         if victim.poll() is None and "tree" in (job["stage"] or ""):
             os.kill(victim.pid, signal.SIGKILL)
 
-    job, _ = _follow(service, _train(client, dataset_id, 150), kill_once)
+    job, _ = _follow(service, _train(client, dataset_id, LONG_TREES, LONG_DEPTH), kill_once)
     assert victim.poll() == -signal.SIGKILL, "the fit ended before the worker was killed"
     assert job["status"] == "succeeded", (job, service.logs())
     assert job["attempts"] == 1
@@ -225,7 +232,7 @@ def test_the_scheduler_lost_mid_fit_fails_the_attempt_and_the_retry_succeeds(
 ) -> None:
     client = service.client
     cluster = service.cluster
-    dataset_id = _upload(client, 3000)
+    dataset_id = _upload(client, LONG_ROWS)
     killed: list[bool] = []
 
     def kill_scheduler_then_restart(job: dict[str, Any]) -> None:
@@ -235,7 +242,11 @@ def test_the_scheduler_lost_mid_fit_fails_the_attempt_and_the_retry_succeeds(
             cluster.started.clear()
             cluster.start()  # same address: the retry finds a cluster again
 
-    job, _ = _follow(service, _train(client, dataset_id, 150), kill_scheduler_then_restart)
+    job, _ = _follow(
+        service,
+        _train(client, dataset_id, LONG_TREES, LONG_DEPTH),
+        kill_scheduler_then_restart,
+    )
     assert killed, "the fit ended before the scheduler was killed"
     assert job["status"] == "succeeded", (job, service.logs())
     assert job["attempts"] == 2, job
