@@ -139,7 +139,8 @@ def test_swagger_ui_loads_from_the_package(tab: Watched) -> None:
 
 def test_redoc_loads_from_the_package(tab: Watched) -> None:
     tab.page.goto(f"{tab.base_url}/redoc")
-    tab.page.wait_for_selector("#redoc > *", timeout=15_000)  # the docs, or ReDoc's error
+    # ReDoc's menu: the document rendered (a spinner, or ReDoc's error, come first or instead).
+    tab.page.wait_for_selector(".menu-content", timeout=30_000)
     tab.page.wait_for_load_state("networkidle")
     # ReDoc's menu always asks for Redocly's logo from their CDN (the vendored files stay
     # unmodified): the page's policy blocks it, so nothing leaves the origin, and the browser
@@ -149,7 +150,6 @@ def test_redoc_loads_from_the_package(tab: Watched) -> None:
     assert [e for e in tab.errors if e not in blocks] == []
     assert [url for url in tab.outside if url != logo] == []
     assert logo not in tab.outside or blocks, "the logo's request was not blocked"
-    assert tab.page.locator(".menu-content").count() == 1
 
 
 def test_the_first_page_is_interactive_within_a_second(tab: Watched) -> None:
