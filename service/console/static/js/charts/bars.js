@@ -20,7 +20,8 @@ export function barChart(items, { label = "", valueLabel = "", signed = false, w
   const right = 60;
   const top = 8;
   const height = top + items.length * ROW + 34;
-  const values = items.flatMap((item) => [item.value, item.value + (item.std || 0)]);
+  // The domain holds the error bars too, so neither end runs into the labels or the margin.
+  const values = items.flatMap((item) => [item.value - (item.std || 0), item.value + (item.std || 0)]);
   const domain = extent(values, { zero: true });
   const x = scale(domain, [left, width - right]);
   const svg = s("svg", { class: "chart", viewBox: `0 0 ${width} ${height}`, role: "img", "aria-label": label });
@@ -41,7 +42,9 @@ export function barChart(items, { label = "", valueLabel = "", signed = false, w
     if (item.std) {
       row.append(s("line", { class: "err", x1: x(value - item.std), x2: x(value + item.std), y1: y + ROW / 2, y2: y + ROW / 2 }));
     }
-    row.append(s("text", { x: Math.max(x(value), x(0)) + 4, y: y + ROW / 2 + 4 }, Number(value.toPrecision(3))));
+    // The value is written past the bar and past its error bar, never over the line.
+    const end = Math.max(x(value), x(0), item.std ? x(value + item.std) : -Infinity);
+    row.append(s("text", { x: end + 4, y: y + ROW / 2 + 4 }, Number(value.toPrecision(3))));
     svg.append(row);
   });
   svg.append(s("line", { class: "axis", x1: x(0), x2: x(0), y1: top, y2: bottom }));
