@@ -7,6 +7,7 @@ from collections.abc import Collection, Sequence
 from sqlalchemy import delete, func, select
 from sqlalchemy.orm import Session, undefer
 
+from service.db.pages import newest_first, page_of
 from service.db.tables import (
     ACTIVE_JOB_STATUSES,
     DatasetColumnRecord,
@@ -31,15 +32,8 @@ def get(session: Session, dataset_id: str, *, for_update: bool = False) -> Datas
 
 
 def list_page(session: Session, *, limit: int, offset: int) -> tuple[list[DatasetRecord], int]:
-    """Newest first; the id breaks ties so pages are stable."""
-    total = session.scalar(select(func.count()).select_from(DatasetRecord)) or 0
-    records = session.scalars(
-        select(DatasetRecord)
-        .order_by(DatasetRecord.created_at.desc(), DatasetRecord.id)
-        .limit(limit)
-        .offset(offset)
-    ).all()
-    return list(records), total
+    order = newest_first(DatasetRecord)
+    return page_of(session, DatasetRecord, order_by=order, limit=limit, offset=offset)
 
 
 def columns(session: Session, dataset_id: str) -> list[DatasetColumnRecord]:

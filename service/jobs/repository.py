@@ -10,9 +10,10 @@ from __future__ import annotations
 from collections.abc import Collection
 from typing import Any
 
-from sqlalchemy import func, select, update
+from sqlalchemy import select, update
 from sqlalchemy.orm import Session
 
+from service.db.pages import newest_first, page_of
 from service.db.tables import JobRecord, JobStatus
 
 
@@ -35,20 +36,19 @@ def list_page(
     offset: int,
     search_id: str | None = None,
 ) -> tuple[list[JobRecord], int]:
-    """Newest first; the id breaks ties so pages are stable."""
-    count = select(func.count()).select_from(JobRecord)
-    page = select(JobRecord)
+    where = []
     if status is not None:
-        count = count.where(JobRecord.status == status)
-        page = page.where(JobRecord.status == status)
+        where.append(JobRecord.status == status)
     if search_id is not None:
-        count = count.where(JobRecord.search_id == search_id)
-        page = page.where(JobRecord.search_id == search_id)
-    total = session.scalar(count) or 0
-    records = session.scalars(
-        page.order_by(JobRecord.created_at.desc(), JobRecord.id).limit(limit).offset(offset)
-    ).all()
-    return list(records), total
+        where.append(JobRecord.search_id == search_id)
+    return page_of(
+        session,
+        JobRecord,
+        order_by=newest_first(JobRecord),
+        limit=limit,
+        offset=offset,
+        where=where,
+    )
 
 
 def transition(

@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
-from sqlalchemy import delete, func, select, update
+from sqlalchemy import delete, select, update
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
+from service.db.pages import newest_first, page_of
 from service.db.tables import ImportanceRecord, JobRecord, ModelArtifactRecord, ModelRecord
 
 
@@ -16,17 +17,10 @@ def get(session: Session, model_id: str) -> ModelRecord | None:
 def list_page(
     session: Session, *, method: str | None, limit: int, offset: int
 ) -> tuple[list[ModelRecord], int]:
-    """Newest first; the id breaks ties so pages are stable. Artifacts are never read."""
-    count = select(func.count()).select_from(ModelRecord)
-    page = select(ModelRecord)
-    if method is not None:
-        count = count.where(ModelRecord.method == method)
-        page = page.where(ModelRecord.method == method)
-    total = session.scalar(count) or 0
-    records = session.scalars(
-        page.order_by(ModelRecord.created_at.desc(), ModelRecord.id).limit(limit).offset(offset)
-    ).all()
-    return list(records), total
+    """Newest first. Artifacts are never read."""
+    where = [] if method is None else [ModelRecord.method == method]
+    order = newest_first(ModelRecord)
+    return page_of(session, ModelRecord, order_by=order, limit=limit, offset=offset, where=where)
 
 
 def artifact(session: Session, model_id: str) -> ModelArtifactRecord | None:

@@ -4,10 +4,11 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from sqlalchemy import delete, func, select, text, update
+from sqlalchemy import delete, select, text, update
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
+from service.db.pages import page_of
 from service.db.tables import (
     AliasMoveRecord,
     ModelRecord,
@@ -66,14 +67,8 @@ def next_version(session: Session, name: str) -> int:
 def list_page(
     session: Session, *, limit: int, offset: int
 ) -> tuple[list[RegisteredModelRecord], int]:
-    total = session.scalar(select(func.count()).select_from(RegisteredModelRecord)) or 0
-    records = session.scalars(
-        select(RegisteredModelRecord)
-        .order_by(RegisteredModelRecord.name)
-        .limit(limit)
-        .offset(offset)
-    ).all()
-    return list(records), total
+    order = (RegisteredModelRecord.name,)
+    return page_of(session, RegisteredModelRecord, order_by=order, limit=limit, offset=offset)
 
 
 def versions(session: Session, names: Sequence[str]) -> list[RegisteredModelVersionRecord]:
@@ -189,16 +184,14 @@ def moves_page(
     session: Session, name: str, *, limit: int, offset: int
 ) -> tuple[list[AliasMoveRecord], int]:
     """Newest first; ids grow with time, so they order the history without ties."""
-    where = AliasMoveRecord.name == name
-    total = session.scalar(select(func.count()).select_from(AliasMoveRecord).where(where)) or 0
-    records = session.scalars(
-        select(AliasMoveRecord)
-        .where(where)
-        .order_by(AliasMoveRecord.id.desc())
-        .limit(limit)
-        .offset(offset)
-    ).all()
-    return list(records), total
+    return page_of(
+        session,
+        AliasMoveRecord,
+        order_by=(AliasMoveRecord.id.desc(),),
+        limit=limit,
+        offset=offset,
+        where=[AliasMoveRecord.name == name],
+    )
 
 
 def delete_registered_model(session: Session, name: str) -> None:

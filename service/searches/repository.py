@@ -14,6 +14,7 @@ from sqlalchemy import func, or_, select, update
 from sqlalchemy.engine import CursorResult
 from sqlalchemy.orm import Session, defer
 
+from service.db.pages import newest_first, page_of
 from service.db.tables import (
     JobRecord,
     JobStatus,
@@ -40,17 +41,9 @@ def get(session: Session, search_id: str) -> SearchRecord | None:
 def list_page(
     session: Session, *, status: SearchStatus | None, limit: int, offset: int
 ) -> tuple[list[SearchRecord], int]:
-    """Newest first; the id breaks ties so pages are stable."""
-    count = select(func.count()).select_from(SearchRecord)
-    page = select(SearchRecord)
-    if status is not None:
-        count = count.where(SearchRecord.status == status)
-        page = page.where(SearchRecord.status == status)
-    total = session.scalar(count) or 0
-    records = session.scalars(
-        page.order_by(SearchRecord.created_at.desc(), SearchRecord.id).limit(limit).offset(offset)
-    ).all()
-    return list(records), total
+    where = [] if status is None else [SearchRecord.status == status]
+    order = newest_first(SearchRecord)
+    return page_of(session, SearchRecord, order_by=order, limit=limit, offset=offset, where=where)
 
 
 def transition(
