@@ -29,6 +29,7 @@ __all__ = [
     "inline_kernel",
     "kernel",
     "kernel_cache_dir",
+    "kernels_defined",
     "select",
 ]
 
@@ -36,6 +37,10 @@ KERNELS_ENV = "COPPICE_ENGINE_KERNELS"
 _CHOICES = ("numba", "numpy")
 
 F = TypeVar("F", bound=Callable[..., Any])
+
+# Every kernel decorated so far (not the inlined helpers, which have no machine code of their
+# own): the warm-up test checks that `engine.warmup` compiled each of them.
+_DEFINED: list[Any] = []
 
 
 def _read_choice() -> str:
@@ -89,7 +94,14 @@ def kernel(function: F) -> F:
     import numba
 
     _use_kernel_cache()
-    return cast(F, numba.njit(cache=True, nogil=True, error_model="numpy")(function))
+    compiled = numba.njit(cache=True, nogil=True, error_model="numpy")(function)
+    _DEFINED.append(compiled)
+    return cast(F, compiled)
+
+
+def kernels_defined() -> list[Any]:
+    """The Numba dispatchers of every :func:`kernel` in the modules imported so far."""
+    return list(_DEFINED)
 
 
 def inline_kernel(function: F) -> F:

@@ -60,6 +60,12 @@ def _fit_small_models() -> None:
     ]
     for model, target in models:
         model.set_params(random_state=0).fit(X, target).predict(X[:3])
+    # Exact explanations (TreeSHAP) run kernels of their own: compiled at a server's first
+    # `explain` request otherwise, seconds on a busy machine.
+    from engine.explain import explain
+
+    for model, _ in models[:3] + models[6:7]:
+        explain(model, X[:3])
     # Column-major input (a table assembled column by column, as the service's is) reaches the
     # binning and traversal kernels as another array layout, hence another compilation.
     columns = np.asfortranarray(X)

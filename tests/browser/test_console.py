@@ -87,7 +87,9 @@ def test_upload_train_watch_and_use_a_model(tab: Watched, data_file: Path) -> No
     page.fill("[data-feature=x1]", "8.5")
     page.fill("[data-feature=colour]", "red")
     page.click("#predict-submit")
-    expect(page.locator("#predict-value")).to_have_text(re.compile("^(yes|no)$"))
+    # A loaded CI machine answers an explained predict in well under a second once the kernels
+    # are warm (tests/engine/test_warmup.py); the margin is for the machine, not the server.
+    expect(page.locator("#predict-value")).to_have_text(re.compile("^(yes|no)$"), timeout=20_000)
     assert page.locator("#predict-shap .bar-row").count() == 3
     # A forest is explained exactly (TreeSHAP); the page says how its contributions were made.
     expect(page.locator("h2", has_text="Why:")).to_have_text("Why: exact contributions")
