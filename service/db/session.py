@@ -1,12 +1,23 @@
-"""Engine construction shared by the app, the CLI and the migrations runner."""
+"""The database engine, and the two ways code outside a request opens a session on it.
+
+A request's session comes from ``service.deps.get_session`` (one transaction per request).
+Everything else — the worker, the search driver, a long-polling or cache-first endpoint —
+uses :func:`reading` or :func:`transaction`, so every session in the service is opened in this
+module or in that dependency.
+"""
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 from sqlalchemy import Engine, create_engine, event
 from sqlalchemy.engine import make_url
+from sqlalchemy.orm import Session
+
+__all__ = ["SQLITE_BUSY_TIMEOUT_MS", "create_db_engine", "reading", "transaction"]
 
 
 def create_db_engine(database_url: str) -> Engine:
@@ -40,3 +51,20 @@ def _configure_sqlite_connection(dbapi_connection: Any, _record: Any) -> None:
         cursor.execute("PRAGMA journal_mode=WAL")
     finally:
         cursor.close()
+
+
+@contextmanager
+def reading(engine: Engine) -> Iterator[Session]:
+    """A session for reads: each ``with`` block is a transaction of its own, so it sees the
+    latest commit, and it connects only at its first query (a block that finds what it needs
+    in a cache never touches the database)."""
+    with Session(engine) as session:
+        yield session
+
+
+@contextmanager
+def transaction(engine: Engine) -> Iterator[Session]:
+    """One short unit of work: commits when the block ends, rolls back when it raises.
+    Records stay readable after the commit (``expire_on_commit=False``)."""
+    with Session(engine, expire_on_commit=False) as session, session.begin():
+        yield session

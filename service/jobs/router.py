@@ -9,8 +9,8 @@ import anyio
 from anyio import to_thread
 from fastapi import APIRouter, BackgroundTasks, Query, Request, Response
 from sqlalchemy import Engine
-from sqlalchemy.orm import Session
 
+from service.db.session import reading
 from service.db.tables import JobRecord, JobStatus
 from service.deps import DbEngineDep, SessionDep, SettingsDep, get_resources
 from service.errors import problem_responses
@@ -94,8 +94,7 @@ async def get_job(
 
 
 def _read_job(db_engine: Engine, job_id: str) -> JobOut:
-    # A session per look: each read is a transaction of its own, so it sees the latest commit.
-    with Session(db_engine) as session:
+    with reading(db_engine) as session:  # a session per look: it sees the latest commit
         return job_out(service.get_job(session, job_id))
 
 

@@ -9,9 +9,9 @@ from fastapi import APIRouter, Path, Query, Request, Response
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from pydantic import ValidationError
-from sqlalchemy.orm import Session
 
 from service.bodies import parse_json, read_limited
+from service.db.session import reading
 from service.db.tables import ModelRecord
 from service.deps import (
     DbEngineDep,
@@ -121,7 +121,7 @@ async def predict(
         if model is None:
             # No request session: predictions write nothing, and a Session connects on first
             # use, so a cached model is served without touching the database.
-            with Session(db_engine) as session:
+            with reading(db_engine) as session:
                 resolved = resolve(session, refs, model_id).model_id
                 model = service.loaded_model(session, cache, resolved)
         return service.predict(model, body)

@@ -17,6 +17,7 @@ from datetime import datetime, timedelta
 from sqlalchemy import Engine
 from sqlalchemy.orm import Session
 
+from service.db.session import reading, transaction
 from service.db.tables import (
     JobRecord,
     JobStatus,
@@ -37,7 +38,7 @@ STACKING_LEASE = timedelta(minutes=10)
 
 def advance_searches(db_engine: Engine) -> None:
     """Do every step that is due on every running search (cheap when none is)."""
-    with Session(db_engine) as session:
+    with reading(db_engine) as session:
         search_ids = repository.active_ids(session)
     for search_id in search_ids:
         try:
@@ -48,7 +49,7 @@ def advance_searches(db_engine: Engine) -> None:
 
 def _advance(db_engine: Engine, search_id: str) -> None:
     now = utc_now()
-    with Session(db_engine, expire_on_commit=False) as session, session.begin():
+    with transaction(db_engine) as session:
         search = repository.get(session, search_id)
         if search is None:
             return
@@ -95,7 +96,7 @@ def _finish(db_engine: Engine, search_id: str) -> None:
     """Stack, rank, register and end a search this worker has claimed."""
     notes: list[str] = []
     built = None
-    with Session(db_engine) as session:
+    with reading(db_engine) as session:
         search = repository.get(session, search_id)
         assert search is not None
         ranked = leaderboard.entries(repository.candidates(session, search_id), search.metric)
@@ -108,7 +109,7 @@ def _finish(db_engine: Engine, search_id: str) -> None:
                 logger.exception("search %s: stacking failed", search_id)
                 notes.append(f"no ensemble: stacking failed ({type(error).__name__}: {error})")
     now = utc_now()
-    with Session(db_engine, expire_on_commit=False) as session, session.begin():
+    with transaction(db_engine) as session:
         search = repository.get(session, search_id)
         if search is None or search.status != SearchStatus.STACKING:
             return  # cancelled meanwhile
