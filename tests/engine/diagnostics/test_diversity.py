@@ -86,7 +86,7 @@ PATTERNS_TABLE = [
     ([1, 2, 2, 1, 3, 0, 0, 1], 0.8),
     ([6, 0, 0, 0, 0, 0, 0, 4], 0.6),  # 13: identical members
     ([4, 0, 1, 1, 1, 1, 0, 2], 0.6),  # 15
-    ([3, 1, 1, 1, 1, 1, 1, 1], 0.6),  # 17 (the seed prints P_maj − p = 0.1: a misprint)
+    ([3, 1, 1, 1, 1, 1, 1, 1], 0.6),  # 17 (Kuncheva 2004 prints P_maj − p = 0.1 here: a misprint)
     ([5, 0, 0, 1, 0, 1, 1, 2], 0.5),  # 24
     ([4, 0, 0, 2, 0, 2, 2, 0], 0.4),  # 28: the pattern of failure
 ]
