@@ -77,6 +77,7 @@ def count_active_jobs(session: Session, dataset_id: str) -> int:
 
 
 def delete_dataset(session: Session, dataset_id: str) -> None:
-    # Columns go with it (ON DELETE CASCADE); finished jobs keep a NULL dataset_id.
+    # Columns go with it (ON DELETE CASCADE) and finished jobs keep a NULL dataset_id (SET
+    # NULL): the schema's rules, held on both databases by tests/service/db/test_cascades.py.
     session.execute(delete(DatasetRecord).where(DatasetRecord.id == dataset_id))
     session.flush()

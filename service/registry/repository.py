@@ -195,12 +195,8 @@ def moves_page(
 
 
 def delete_registered_model(session: Session, name: str) -> None:
-    """The name with its versions, aliases and history; children first, explicitly, rather
-    than trusting ``ON DELETE CASCADE`` (SQLite honours it only with foreign keys on)."""
-    for table in (AliasMoveRecord, RegisteredModelAliasRecord, RegisteredModelVersionRecord):
-        session.execute(
-            delete(table).where(table.name == name).execution_options(synchronize_session=False)
-        )
+    """The name; its versions, aliases and history go with it (``ON DELETE CASCADE``, which
+    tests/service/db/test_cascades.py holds on both databases)."""
     session.execute(
         delete(RegisteredModelRecord)
         .where(RegisteredModelRecord.name == name)
