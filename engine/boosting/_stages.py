@@ -22,7 +22,8 @@ import numpy as np
 from numpy.typing import NDArray
 
 from engine.boosting._losses import Loss
-from engine.callbacks import Callback, ProgressEvent, notify
+from engine.callbacks import OOB_LOSS, TRAIN_LOSS, VALIDATION_LOSS, Callback, ProgressEvent, notify
+from engine.early_stopping import EarlyStopping
 from engine.tree._build import BinnedData, TreeSpec, build_tree
 from engine.tree._tree import Tree
 
@@ -58,6 +59,11 @@ class StageResult:
     oob_scores: list[float] = field(default_factory=list)
     oob_improvement: list[float] = field(default_factory=list)
 
+    def truncate(self, keep: int) -> None:
+        """Keep the first ``keep`` stages: boosting's prefix is the model of that many."""
+        for stages in vars(self).values():
+            del stages[keep:]
+
 
 def fit_stages(
     train: TrainingSet,
@@ -72,7 +78,8 @@ def fit_stages(
     name: str,
     threads: Executor | None = None,
 ) -> StageResult:
-    """Run up to ``params.n_estimators`` stages; stop early on the validation loss.
+    """Run up to ``params.n_estimators`` stages, or fewer when a callback ends training
+    (``n_iter_no_change`` is such a callback, on the validation loss).
 
     ``threads`` share each tree's kernel work (``n_jobs``; see :mod:`engine._threads`).
     """
@@ -83,8 +90,8 @@ def fit_stages(
     val_raw = None if validation is None else np.tile(init_raw, (validation.weights.size, 1))
     subsampling = params.subsample < 1.0
     n_inbag = max(1, int(params.subsample * n_samples))
-    history = np.full(params.n_iter_no_change or 1, np.inf)
     result = StageResult()
+    listeners = [*(callbacks or ()), *stopping_callbacks(params, validation)]
     for m in range(n_stages):
         if subsampling:
             in_bag = np.zeros(n_samples, dtype=bool)
@@ -109,26 +116,37 @@ def fit_stages(
             result.oob_improvement.append(previous_oob - oob_loss)
             result.oob_scores.append(oob_loss)
             previous_oob = oob_loss
-            metrics["oob_loss"] = oob_loss
+            metrics[OOB_LOSS] = oob_loss
         else:
             train_loss = loss.report(train.y, raw, train.weights)
         result.train_score.append(train_loss)
-        metrics["train_loss"] = train_loss
-        stop = False
+        metrics[TRAIN_LOSS] = train_loss
         if val_raw is not None and validation is not None:
             val_loss = loss.report(validation.y, val_raw, validation.weights)
             result.validation_score.append(val_loss)
-            metrics["validation_loss"] = val_loss
-            # As scikit-learn: keep going while this stage beats one of the last
-            # n_iter_no_change validation losses by more than tol.
-            if np.any(val_loss + params.tol < history):
-                history[m % history.size] = val_loss
-            else:
-                stop = True
-        notify(callbacks, ProgressEvent(name, m + 1, n_stages, metrics))
-        if stop:
+            metrics[VALIDATION_LOSS] = val_loss
+        stop = notify(listeners, ProgressEvent(name, m + 1, n_stages, metrics))
+        if stop is not None:
+            if stop.keep is not None:
+                result.truncate(stop.keep)
             break
     return result
+
+
+def stopping_callbacks(params: Any, validation: ValidationSet | None) -> list[Callback]:
+    """``n_iter_no_change`` as the one early-stopping callback, on the validation loss.
+
+    As scikit-learn's gradient boosting: keep going while each stage's validation loss beats
+    at least one of the last ``n_iter_no_change`` by more than ``tol``; the stage that failed
+    is kept.
+    """
+    if validation is None or params.n_iter_no_change is None:
+        return []
+    return [
+        EarlyStopping(
+            VALIDATION_LOSS, patience=params.n_iter_no_change, min_delta=params.tol, rule="last"
+        )
+    ]
 
 
 def _fit_one_stage(

@@ -25,7 +25,7 @@ from engine.base import BaseEstimator, check_is_fitted
 from engine.boosting._objectives import Objective, resolve_objective
 from engine.boosting._packed_stages import PackedStagesMixin
 from engine.boosting._xgboost_rounds import Rounds
-from engine.callbacks import Callback
+from engine.callbacks import Callback, eval_set_name
 from engine.parallel import resolve_n_jobs
 from engine.tree._binning import MAX_BINS, BinMapper, categorical_mask
 from engine.tree._build import BinnedData, TreeSpec
@@ -145,7 +145,7 @@ class BaseXGBoost(PackedStagesMixin, BaseEstimator):
             else np.broadcast_to(objective.base_score(target, weights), (n_outputs,)).copy()
         )
         evaluations = [
-            (f"validation_{i}", *self._evaluation_arrays(mapper, X_eval, y_eval, X.shape[1]))
+            (eval_set_name(i), *self._evaluation_arrays(mapper, X_eval, y_eval, X.shape[1]))
             for i, (X_eval, y_eval) in enumerate(eval_set or ())
         ]
         monotone = self._monotone(mapper, objective)

@@ -18,7 +18,8 @@ from numpy.typing import NDArray
 from engine._threads import kernel_threads
 from engine.boosting._losses import grouped_weighted_quantile
 from engine.boosting._objectives import Objective, softmax
-from engine.callbacks import Callback, ProgressEvent, notify
+from engine.callbacks import Callback, ProgressEvent, eval_set_metric, notify, train_metric
+from engine.early_stopping import EarlyStopping
 from engine.parallel import HistogramSource, active_backend
 from engine.tree._build import BinnedData, build_newton_tree
 from engine.tree._tree import Tree
@@ -64,8 +65,7 @@ class Rounds:
         self.history: dict[str, dict[str, list[float]]] = {
             name: {self.metric: []} for name, *_ in self.evaluations
         }
-        self.best_iteration: int | None = None
-        self.best_score: float | None = None
+        self.tracker = self._best_round_tracker()
 
     def run(self, rng: np.random.Generator, callbacks: list[Callback] | None) -> None:
         backend = active_backend()
@@ -91,6 +91,7 @@ class Rounds:
         model = self.model
         n_rows, n_features = self.X_encoded.shape
         n_outputs = self.raw.shape[1]
+        listeners = [*(callbacks or ()), *([self.tracker] if self.tracker else [])]
         for round_index in range(model.n_estimators):
             gradient, hessian = self.objective(self.target, self.raw)
             gradient = gradient.reshape(n_rows, -1)
@@ -131,14 +132,39 @@ class Rounds:
                 stage.append(tree)
             self.trees.append(stage)
             metrics = self._evaluate()
-            notify(
-                callbacks,
-                ProgressEvent(type(model).__name__, round_index + 1, model.n_estimators, metrics),
+            event = ProgressEvent(
+                type(model).__name__, round_index + 1, model.n_estimators, metrics
             )
-            if self._should_stop(round_index):
+            stop = notify(listeners, event)
+            if stop is not None:
+                if stop.keep is not None:
+                    del self.trees[stop.keep :]
                 break
-        if self.best_iteration is not None and model.early_stopping_rounds is not None:
-            del self.trees[self.best_iteration + 1 :]
+
+    def _best_round_tracker(self) -> EarlyStopping | None:
+        """The metric on the last ``eval_set`` watched by the one early-stopping callback.
+
+        It always finds ``best_iteration_``; with ``early_stopping_rounds`` it also stops
+        when that many rounds pass without a better value and keeps the rounds up to the
+        best, as XGBoost does (Chen and Guestrin 2016). Without it, its patience is every
+        round, which no fit exhausts.
+        """
+        if not self.evaluations:
+            return None
+        rounds = self.model.early_stopping_rounds
+        return EarlyStopping(
+            eval_set_metric(len(self.evaluations) - 1, self.metric),
+            patience=self.model.n_estimators if rounds is None else rounds,
+            keep_best=rounds is not None,
+        )
+
+    @property
+    def best_iteration(self) -> int | None:
+        return None if self.tracker is None else self.tracker.best_iteration
+
+    @property
+    def best_score(self) -> float | None:
+        return None if self.tracker is None else self.tracker.best_score
 
     def _refresh_leaves(self, tree: Tree, weights: FloatArray) -> None:
         """Absolute and quantile losses: set leaves to the residual quantile, as XGBoost does.
@@ -160,22 +186,13 @@ class Rounds:
 
     def _evaluate(self) -> dict[str, float]:
         metrics = {
-            f"train_{self.metric}": _metric(self.metric, self.target, self.raw, self.objective)
+            train_metric(self.metric): _metric(self.metric, self.target, self.raw, self.objective)
         }
-        for name, _, y_eval, raw_eval in self.evaluations:
+        for index, (name, _, y_eval, raw_eval) in enumerate(self.evaluations):
             value = _metric(self.metric, y_eval, raw_eval, self.objective)
             self.history[name][self.metric].append(value)
-            metrics[f"{name}_{self.metric}"] = value
+            metrics[eval_set_metric(index, self.metric)] = value
         return metrics
-
-    def _should_stop(self, round_index: int) -> bool:
-        if not self.evaluations:
-            return False
-        last = self.history[self.evaluations[-1][0]][self.metric]
-        if self.best_score is None or last[-1] < self.best_score:
-            self.best_score, self.best_iteration = last[-1], round_index
-        patience = self.model.early_stopping_rounds
-        return patience is not None and round_index - (self.best_iteration or 0) >= patience
 
 
 def _default_metric(objective: str, n_outputs: int) -> str:

@@ -19,7 +19,8 @@ from numpy.typing import NDArray
 from engine._targets import class_weight_per_row, encode_labels
 from engine._validation import check_sample_weight, check_target, check_X, resolve_seed_sequence
 from engine.base import BaseEstimator, check_is_fitted
-from engine.callbacks import Callback, ProgressEvent, notify
+from engine.callbacks import OOB_ERROR, Callback, ProgressEvent, notify
+from engine.early_stopping import EarlyStopping
 from engine.ensemble._sampling import (
     MemberSampling,
     draw_member,
@@ -205,6 +206,8 @@ class BaseTreeEnsemble(BaseEstimator):
         curve: list[float] = []
         total = len(tasks)
         name = type(self).__name__
+        listeners = [*(callbacks or ()), *self._stopping_callbacks()]
+        stop = None
         with make_executor(shared, self.n_jobs, total) as executor:
             for done, result in enumerate(executor.map(task_function, tasks), start=1):
                 members.append(result.member)
@@ -215,10 +218,16 @@ class BaseTreeEnsemble(BaseEstimator):
                     oob_sum[result.oob_rows] += self._member_votes(result.oob_values)
                     oob_n[result.oob_rows] += 1
                     curve.append(self._oob_error(oob_sum, oob_n, target))
-                    metrics["oob_error"] = curve[-1]
-                notify(callbacks, ProgressEvent(name, done, total, metrics))
-                if self._should_stop(curve):
+                    metrics[OOB_ERROR] = curve[-1]
+                stop = notify(listeners, ProgressEvent(name, done, total, metrics))
+                if stop is not None:
                     break
+        if stop is not None and stop.keep is not None and stop.keep < len(members):
+            # Members are independent, so the first ``keep`` of them are the forest a fit of
+            # ``keep`` members grows; its out-of-bag votes are counted again from them alone.
+            del members[stop.keep :], features[stop.keep :], curve[stop.keep :]
+            if track_oob:
+                oob_sum, oob_n = self._count_oob(members, tasks, shared, n_samples, n_outputs)
         self.members_ = members
         self.estimators_features_ = features
         self.estimators_seeds_ = seeds[: len(members)]
@@ -226,6 +235,38 @@ class BaseTreeEnsemble(BaseEstimator):
         if track_oob:
             self.oob_curve_ = np.asarray(curve)
             self._store_oob(oob_sum, oob_n, target)
+
+    def _stopping_callbacks(self) -> list[Callback]:
+        """``early_stopping="oob"`` as the one early-stopping callback, on the OOB error.
+
+        Stop adding members once the OOB error has not fallen by ``tol`` within the last
+        ``n_iter_no_change`` of them (Hastie, Tibshirani and Friedman 2009, §15.3.1: the OOB
+        error settles where the test error does); every member grown is kept.
+        """
+        if self.early_stopping != "oob":
+            return []
+        return [
+            EarlyStopping(
+                OOB_ERROR, patience=self.n_iter_no_change, min_delta=self.tol, rule="window"
+            )
+        ]
+
+    def _count_oob(
+        self,
+        members: list[Any],
+        tasks: list[Any],
+        shared: dict[str, NDArray[Any]],
+        n_samples: int,
+        n_outputs: int,
+    ) -> tuple[NDArray[np.float64], NDArray[np.int64]]:
+        """The out-of-bag vote sums and counts of ``members``, in member order."""
+        oob_sum = np.zeros((n_samples, n_outputs))
+        oob_n = np.zeros(n_samples, dtype=np.int64)
+        for member, task in zip(members, tasks, strict=False):
+            rows = np.flatnonzero(regenerate_counts(task.seed, task.sampling) == 0)
+            oob_sum[rows] += self._member_votes(member.predict(shared["X"][rows]))
+            oob_n[rows] += 1
+        return oob_sum, oob_n
 
     def _member_votes(self, values: NDArray[np.float64]) -> NDArray[np.float64]:
         if self._classification and self._hard_voting:
@@ -242,17 +283,6 @@ class BaseTreeEnsemble(BaseEstimator):
             return float(np.mean(oob_sum[seen].argmax(axis=1) != target[seen]))
         prediction = oob_sum[seen, 0] / oob_n[seen]
         return float(np.mean((prediction - target[seen]) ** 2))
-
-    def _should_stop(self, curve: list[float]) -> bool:
-        """OOB early stopping: no gain above ``tol`` within the last ``n_iter_no_change``."""
-        patience = self.n_iter_no_change
-        if self.early_stopping != "oob" or len(curve) <= patience:
-            return False
-        history = np.asarray(curve)
-        earlier, recent = history[:-patience], history[-patience:]
-        if np.isnan(earlier).all():
-            return False
-        return bool(np.nanmin(recent) > np.nanmin(earlier) - self.tol)
 
     def _store_oob(
         self, oob_sum: NDArray[np.float64], oob_n: NDArray[np.int64], target: NDArray[Any]

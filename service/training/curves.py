@@ -23,7 +23,8 @@ import numpy as np
 import numpy.typing as npt
 
 from engine import metrics
-from engine.callbacks import ProgressEvent
+from engine.callbacks import TRAIN_PREFIX, ProgressEvent, train_metric
+from service.training.metrics import json_number
 
 MAX_POINTS = 1000
 
@@ -54,7 +55,7 @@ def learning_curves(
         series["oob"] = [float(v) for v in np.asarray(model.oob_curve_)]
     elif reported := _reported_train_metric(events):
         metric = reported
-        series["train"] = [float(e.metrics[f"train_{reported}"]) for e in events]
+        series["train"] = [float(e.metrics[train_metric(reported)]) for e in events]
     else:
         return None
     length = max(len(values) for values in series.values())
@@ -64,7 +65,7 @@ def learning_curves(
     return {
         "iterations": [int(i + 1) for i in keep],
         **{
-            name: [_finite(values[i]) for i in keep] if values else []
+            name: [json_number(values[i]) for i in keep] if values else []
             for name, values in series.items()
         },
         "metric": metric,
@@ -76,8 +77,8 @@ def _reported_train_metric(events: Sequence[ProgressEvent]) -> str | None:
     if not events:
         return None
     for key in events[0].metrics:
-        if key.startswith("train_") and all(key in e.metrics for e in events):
-            return key.removeprefix("train_")
+        if key.startswith(TRAIN_PREFIX) and all(key in e.metrics for e in events):
+            return key.removeprefix(TRAIN_PREFIX)
     return None
 
 
@@ -105,8 +106,3 @@ def _thin(length: int) -> list[int]:
     if length <= MAX_POINTS:
         return list(range(length))
     return sorted(set(np.linspace(0, length - 1, MAX_POINTS).round().astype(int).tolist()))
-
-
-def _finite(value: float) -> float | None:
-    value = float(value)
-    return value if np.isfinite(value) else None

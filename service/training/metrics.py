@@ -86,9 +86,14 @@ def _normalised(proba: npt.NDArray[np.float64]) -> npt.NDArray[np.float64]:
     return np.asarray(proba / np.where(sums > 0, sums, 1.0))
 
 
+def json_number(value: Any) -> float | None:
+    """``value`` as a float; None when it is not finite (JSON has no NaN)."""
+    number = float(value)
+    return number if math.isfinite(number) else None
+
+
 def _number(compute: Any) -> float | None:
     try:
-        value = float(compute())
+        return json_number(compute())
     except (ValueError, ZeroDivisionError, FloatingPointError):
         return None
-    return value if math.isfinite(value) else None

@@ -19,6 +19,7 @@ from service.training.curves import learning_curves
 from service.training.data import TrainingData, prepare
 from service.training.metrics import (
     classification_metrics,
+    json_number,
     regression_metrics,
     summarise_folds,
 )
@@ -272,18 +273,31 @@ def subsample(data: TrainingData, n_rows: int, classification: bool, seed: int) 
 
 def _proba(model: Any, X: npt.NDArray[np.float64], classes: list[str]) -> npt.NDArray[np.float64]:
     """Probabilities over all ``classes``; a class a fold's model never saw gets 0."""
-    proba = np.asarray(model.predict_proba(X), dtype=np.float64)
+    return _over_classes(model, np.asarray(model.predict_proba(X), dtype=np.float64), classes)
+
+
+def _over_classes(
+    model: Any, scores: npt.NDArray[np.float64], classes: list[str]
+) -> npt.NDArray[np.float64]:
+    """``scores`` (a column per class of ``model.classes_``) as columns of all ``classes``."""
     model_classes = [str(c) for c in model.classes_]
     if model_classes == classes:
-        return proba
-    full = np.zeros((X.shape[0], len(classes)))
-    full[:, [classes.index(c) for c in model_classes]] = proba
+        return scores
+    full = np.zeros((scores.shape[0], len(classes)))
+    full[:, [classes.index(c) for c in model_classes]] = scores
     return full
 
 
 def _oob_metrics(
     model: Any, data: TrainingData, rows: Rows, classification: bool
 ) -> dict[str, Any] | None:
+    """The out-of-bag metric set, from the figures the fitted ensemble kept.
+
+    The engine averages each training row's out-of-bag votes (``oob_decision_function_``,
+    ``oob_prediction_``; NaN for a row every member drew) and scores them (``oob_score_``:
+    accuracy or R²; Breiman 2001). The headline score is the engine's own; the rest of the
+    set is computed from its votes on the rows out of bag at least once.
+    """
     y = data.y[rows]
     if classification and hasattr(model, "oob_decision_function_"):
         assert data.classes is not None
@@ -291,13 +305,17 @@ def _oob_metrics(
         seen = np.all(np.isfinite(scores), axis=1)
         if not seen.any():
             return None
-        return classification_metrics(y[seen], scores[seen], data.classes)
+        scores = _over_classes(model, scores[seen], data.classes)
+        return {
+            **classification_metrics(y[seen], scores, data.classes),
+            "accuracy": json_number(model.oob_score_),
+        }
     if not classification and hasattr(model, "oob_prediction_"):
         predicted = np.asarray(model.oob_prediction_, dtype=np.float64)
         seen = np.isfinite(predicted)
         if not seen.any():
             return None
-        return regression_metrics(y[seen], predicted[seen])
+        return {**regression_metrics(y[seen], predicted[seen]), "r2": json_number(model.oob_score_)}
     return None
 
 
