@@ -32,7 +32,7 @@ from numpy.typing import NDArray
 
 from engine.parallel._dask import MAX_RESCATTERS, _prepare_worker, check_connected
 from engine.parallel._executor import ShutsDownOnExit
-from engine.tree._level_kernels import build_histograms
+from engine.tree._histograms import build_histograms
 
 __all__ = ["DaskHistograms", "PartitionActor"]
 

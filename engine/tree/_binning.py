@@ -1,8 +1,8 @@
 """Quantile binning of features into ``uint8`` codes.
 
 Trees are grown on binned features: each numeric feature is cut into at most ``max_bins``
-(≤ 255) intervals at quantiles of its values, each categorical feature maps its categories to
-codes ``0..k-1``, and :data:`MISSING_BIN` (255) holds missing values. Split search then works
+(≤ :data:`MAX_BINS`, 255) intervals at quantiles of its values, each categorical feature maps
+its categories to codes ``0..k-1``, and :data:`MISSING_BIN` (255) holds missing values. Split search then works
 on small integers, and a split "bin ≤ b" is stored as the real threshold ``edges[b]`` so that
 prediction reads raw values and never needs the binner again (categorical features excepted).
 
@@ -10,7 +10,8 @@ prediction reads raw values and never needs the binner again (categorical featur
 of a numeric feature its own bin, with edges at the midpoints between consecutive values, so
 that "bin ≤ b" enumerates exactly the thresholds of exact greedy split finding. When a feature
 has more than 255 distinct values the codes are ``uint16`` and missing values take the code
-65535; the split search reads the code width from the dtype.
+65535; the split search reads the code width from the dtype. The widths, the missing codes and
+the limits live in :mod:`engine.tree._common`.
 """
 
 from __future__ import annotations
@@ -21,13 +22,18 @@ import numpy as np
 from numpy.typing import NDArray
 
 from engine.tree._binning_kernels import bin_codes, present_values
+from engine.tree._common import (
+    MAX_BINS,
+    MAX_EXACT_BINS,
+    MISSING_BIN,
+    X_DTYPE,
+    code_dtype,
+    missing_code,
+)
 from engine.tree._memo import LastMatrixMemo
 
-__all__ = ["MAX_EXACT_BINS", "MISSING_BIN", "BinMapper", "has_missing_codes"]
-
-MISSING_BIN = 255
-MAX_BINS = 255
-MAX_EXACT_BINS = 65_535  # distinct values per feature that uint16 codes hold beside missing
+# The limits are the common module's; estimators and tests read them from here too.
+__all__ = ["MAX_BINS", "MAX_EXACT_BINS", "MISSING_BIN", "BinMapper", "has_missing_codes"]
 # fit gathers the present values of this many entries of X at a time (32 MiB): one pass over
 # the rows for a block of features, without holding a second copy of a wide X.
 PRESENT_BLOCK_VALUES = 1 << 22
@@ -39,7 +45,7 @@ class BinMapper:
     Parameters
     ----------
     max_bins : int
-        Number of bins for non-missing values, at most 255.
+        Number of bins for non-missing values, at most ``MAX_BINS`` (255).
     subsample : int
         Quantiles are computed on at most this many rows (drawn with ``seed``).
     seed : int
@@ -89,7 +95,7 @@ class BinMapper:
         self.categories_ = np.full((n_features, MAX_BINS), np.nan)
         edges: list[NDArray[np.float64]] = []
         representatives: list[NDArray[np.float64]] = []
-        X = np.asarray(X, dtype=np.float64)
+        X = np.asarray(X, dtype=X_DTYPE)
         block = max(1, PRESENT_BLOCK_VALUES // max(X.shape[0], 1))
         for f in range(n_features):
             if f % block == 0:  # the next features' values, gathered in one pass over X
@@ -161,19 +167,19 @@ class BinMapper:
     def transform(self, X: NDArray[np.float64]) -> NDArray[np.unsignedinteger[Any]]:
         """Bin codes, shape (n_samples, n_features), C-ordered: ``uint8`` with missing values
         at 255, or ``uint16`` with missing at 65535 when exact binning needs more bins."""
-        dtype = np.uint8 if int(self.n_bins_.max(initial=1)) <= MAX_BINS else np.uint16
+        dtype = code_dtype(int(self.n_bins_.max(initial=1)))
         binned = np.empty(X.shape, dtype=dtype)
         n_bins = self.n_bins_.astype(np.intp)
         categorical = self.is_categorical_
         known = ~np.isnan(self.categories_) & (np.arange(MAX_BINS) < n_bins[:, None])
         bin_codes(
-            np.ascontiguousarray(X, dtype=np.float64),
+            np.ascontiguousarray(X, dtype=X_DTYPE),
             self.thresholds_,
             np.where(categorical, 0, n_bins - 1),
             self.categories_,
             np.where(categorical, known.sum(axis=1), 0),
             categorical,
-            int(np.iinfo(dtype).max),
+            missing_code(dtype),
             binned,
         )
         return binned
@@ -220,7 +226,7 @@ def midpoint_quantiles(
 
 
 def _has_missing_codes(binned: NDArray[np.unsignedinteger[Any]]) -> bool:
-    return bool((binned == np.iinfo(binned.dtype).max).any())
+    return bool((binned == missing_code(binned.dtype)).any())
 
 
 # Whether any code is the missing-value code of its dtype (255 or 65535). Asked once a tree;

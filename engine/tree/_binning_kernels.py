@@ -20,15 +20,16 @@ import numpy as np
 from numpy.typing import NDArray
 
 from engine._kernels import kernel, select
+from engine.tree._common import MAX_BINS
 
 __all__ = ["bin_codes", "present_values"]
 
 
 @kernel
-def _count_below_255(table: NDArray[np.float64], row: int, x: float) -> int:
+def _count_below_narrow(table: NDArray[np.float64], row: int, x: float) -> int:
     """How many entries of ``table[row]`` are ``< x``: ``np.searchsorted`` (left) of ``x``.
 
-    The row is 255 wide and sorted up to where its padding starts (+inf for edges, NaN for
+    The row is ``MAX_BINS`` (255) wide and sorted up to where its padding starts (+inf for edges, NaN for
     categories: neither is ever ``< x``). Eight halvings of 256 positions, unrolled: a
     loop with a run-time count measured five times slower.
     """
@@ -65,23 +66,26 @@ def bin_codes_compiled(
     """Write the codes of ``X`` (n_samples, n_features) into ``codes`` of the same shape.
 
     Row ``f`` of ``edges`` holds feature ``f``'s ``n_edges[f]`` sorted bin edges, then +inf;
-    row ``f`` of ``categories`` (255 wide) its ``n_categories[f]`` sorted known categories,
-    then NaN. Tables 255 wide take the unrolled search, wider ones (exact binning) the loop.
+    row ``f`` of ``categories`` (``MAX_BINS`` wide) its ``n_categories[f]`` sorted known
+    categories, then NaN. Tables ``MAX_BINS`` wide take the unrolled search, wider ones (exact
+    binning) the loop.
     """
-    if categories.shape[1] != 255 or edges.shape[1] < 255:
-        raise ValueError("bin_codes: category tables must be 255 wide, edge tables at least.")
-    narrow = edges.shape[1] == 255
+    if categories.shape[1] != MAX_BINS or edges.shape[1] < MAX_BINS:
+        raise ValueError(
+            "bin_codes: category tables must be 255 wide (MAX_BINS), edge tables at least."
+        )
+    narrow = edges.shape[1] == MAX_BINS
     for r in range(X.shape[0]):
         for f in range(X.shape[1]):
             x = X[r, f]
             if np.isnan(x):
                 codes[r, f] = missing
             elif is_categorical[f]:
-                index = _count_below_255(categories, f, x)
+                index = _count_below_narrow(categories, f, x)
                 seen = index < n_categories[f] and categories[f, index] == x
                 codes[r, f] = index if seen else missing
             elif narrow:
-                codes[r, f] = _count_below_255(edges, f, x)
+                codes[r, f] = _count_below_narrow(edges, f, x)
             else:
                 codes[r, f] = _count_below(edges, f, n_edges[f], x)
 

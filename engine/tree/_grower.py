@@ -15,17 +15,18 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
+from engine.tree._common import HISTOGRAM_CODES
 from engine.tree._compiled_splitter import best_splits_in_histograms
 from engine.tree._growth import (
     HISTOGRAM_CELLS_PER_ROW,
-    HISTOGRAM_CODES,
     HISTOGRAM_MAX_CELLS,
     HISTOGRAM_MAX_SPLITS,
     Growth,
     GrowthLimits,
     select_slots,
 )
-from engine.tree._level_kernels import partition_rows, sibling_histograms
+from engine.tree._histograms import sibling_histograms
+from engine.tree._level_kernels import partition_rows
 from engine.tree._monotone import UNBOUNDED
 from engine.tree._split_context import SplitContext, Splits
 from engine.tree._tree import Tree
@@ -50,7 +51,7 @@ def grow_tree(
         Binned rows and their channels.
     targets : ndarray of float64, shape (n_rows,), optional
         Regression targets (for exact node variances); None for classification.
-    thresholds : ndarray of float64, shape (n_features, 255)
+    thresholds : ndarray of float64, shape (n_features, W), W ≥ MAX_BINS (255)
         Raw-value threshold of each bin boundary (``BinMapper.thresholds_``).
     limits : GrowthLimits
     rng : Generator

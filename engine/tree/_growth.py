@@ -14,6 +14,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
+from engine.tree._common import BITSET_BYTES, BITSET_DTYPE, HISTOGRAM_CODES, N_CATEGORY_CODES
 from engine.tree._compiled_splitter import best_splits
 from engine.tree._criteria import (
     CLASSIFICATION_CRITERIA,
@@ -22,12 +23,8 @@ from engine.tree._criteria import (
     node_weight,
     score,
 )
-from engine.tree._level_kernels import (
-    HISTOGRAM_CODES,
-    build_histograms,
-    node_totals,
-    squared_deviations,
-)
+from engine.tree._histograms import build_histograms
+from engine.tree._level_kernels import node_totals, squared_deviations
 from engine.tree._memo import feature_major
 from engine.tree._monotone import MonotoneBounds
 from engine.tree._split_context import SplitContext, Splits
@@ -44,8 +41,6 @@ HISTOGRAM_MAX_CELLS = 8_000_000
 # ... and while a level splits at most this many nodes: past it, deep trees' many small
 # nodes are cheaper to search from their rows.
 HISTOGRAM_MAX_SPLITS = 128
-# Bits of a category bitset.
-BITSET_CODES = 256
 
 
 @dataclass(frozen=True)
@@ -90,7 +85,9 @@ class _NodeTable:
         for name, column in split_columns.items():
             nodes[name] = column
         bitsets = (
-            np.concatenate(self.bitsets) if self.bitsets else np.zeros((0, 32), dtype=np.uint8)
+            np.concatenate(self.bitsets)
+            if self.bitsets
+            else np.zeros((0, BITSET_BYTES), dtype=BITSET_DTYPE)
         )
         return Tree(nodes, np.concatenate(self.values), bitsets, n_features)
 
@@ -382,8 +379,9 @@ class Growth:
             categorical, np.nan, self.thresholds[feature, np.minimum(split_bin, last_bin)]
         )
         if categorical.any():
-            # Categories have codes below 255 in either code width: 256 bits hold them all.
-            codes = splits.left_codes[chosen][categorical][:, :BITSET_CODES]
+            # Categories have codes below MAX_BINS in either code width: a bitset's
+            # N_CATEGORY_CODES bits hold them all.
+            codes = splits.left_codes[chosen][categorical][:, :N_CATEGORY_CODES]
             self.table.bitsets.append(np.packbits(codes, axis=1, bitorder="little"))
             start = self.table.n_bitsets
             self.table.n_bitsets += int(categorical.sum())

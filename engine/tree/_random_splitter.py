@@ -13,9 +13,8 @@ from __future__ import annotations
 import numpy as np
 from numpy.typing import NDArray
 
-from engine.tree._binning import MISSING_BIN
 from engine.tree._criteria import score
-from engine.tree._split_context import N_CODES, SplitContext, Splits
+from engine.tree._split_context import SplitContext, Splits
 from engine.tree._split_gains import weight_of
 
 __all__ = ["find_random_splits"]
@@ -39,7 +38,10 @@ def find_random_splits(
     slot_starts = np.flatnonzero(np.diff(slot_of_row, prepend=-1) != 0)
     segment_feature = features.T.ravel()  # segment j·S + slot, as in the group table
     bins = ctx.binned[rows[:, None], np.maximum(features, 0)[slot_of_row]].T
-    missing = (bins == MISSING_BIN) if ctx.has_missing else None
+    # The missing code follows the code width: 255, or 65535 for exact binning's wide codes,
+    # where 255 is an ordinary bin.
+    missing_code = ctx.missing_code
+    missing = (bins == missing_code) if ctx.has_missing else None
 
     low = np.minimum.reduceat(bins, slot_starts, axis=1).ravel().astype(np.int64)
     present_bins = bins if missing is None else np.where(missing, 0, bins)
@@ -50,7 +52,10 @@ def find_random_splits(
         high[all_missing] = -1
     has_present = high >= 0
     feature = np.maximum(segment_feature, 0)
-    low_value = ctx.bin_values[feature, np.minimum(low, MISSING_BIN - 1)]
+    # A segment without present rows has low = the missing code, past the end of
+    # ``bin_values`` for wide codes; its draw is made (the draws stay aligned with the
+    # compiled twin's) but never used, so any bin stands in for its low value.
+    low_value = ctx.bin_values[feature, np.where(has_present, low, 0)]
     high_value = ctx.bin_values[feature, np.maximum(high, 0)]
     threshold_value = low_value + rng.random(n_segments) * (high_value - low_value)
     n_bins = (
@@ -117,8 +122,8 @@ def find_random_splits(
     split_bin = np.maximum(cut[best], 0)
     heavier_left = left_weight[best, 0] >= right_weight[best, 0]
     missing_left = np.where(has_missing[best], option[best] == 1, heavier_left)
-    left_codes = np.arange(N_CODES)[None, :] <= split_bin[:, None]
-    left_codes[:, MISSING_BIN] = missing_left
+    left_codes = np.arange(ctx.n_codes)[None, :] <= split_bin[:, None]
+    left_codes[:, missing_code] = missing_left
     return Splits(
         found=found,
         gain=np.where(found, np.maximum(node_best, 0.0), 0.0),

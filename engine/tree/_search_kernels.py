@@ -290,7 +290,7 @@ def search_histograms(
     left_codes: NDArray[np.bool_],
 ) -> None:
     """Best split of each node from dense histograms (H, F', codes, 1 + C): per bin the row
-    count, then the channel sums (see :func:`engine.tree._level_kernels.build_histograms`).
+    count, then the channel sums (see :func:`engine.tree._histograms.build_histograms`).
 
     Node ``s`` reads histogram ``histogram_of_node[s]``, its ``j``-th candidate column
     ``histogram_column[j]``: the grower's histograms of a whole level are searched in place,

@@ -14,11 +14,10 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
+from engine.tree._common import code_bits, missing_code, n_codes
 from engine.tree._criteria import Criterion
 
-__all__ = ["N_CODES", "SplitContext", "Splits"]
-
-N_CODES = 256
+__all__ = ["SplitContext", "Splits"]
 
 
 @dataclass(frozen=True)
@@ -61,15 +60,17 @@ class SplitContext:
     @property
     def code_bits(self) -> int:
         """Bits of a bin code: 8 for histogram binning, 16 for exact binning."""
-        return 8 * int(self.binned.dtype.itemsize)
+        return code_bits(self.binned.dtype)
 
     @property
     def n_codes(self) -> int:
-        return 1 << self.code_bits
+        """Codes of the tree's dtype, missing included: the width of ``Splits.left_codes``."""
+        return n_codes(self.binned.dtype)
 
     @property
     def missing_code(self) -> int:
-        return self.n_codes - 1
+        """The missing-value code of the tree's codes (255, or 65535 for wide codes)."""
+        return missing_code(self.binned.dtype)
 
 
 @dataclass

@@ -11,9 +11,9 @@ Routing, identical in kernel and twin (traversal is exact, so the two agree bit 
 
 - numeric split: ``x <= threshold`` goes left, ``x > threshold`` right, NaN by ``missing_left``;
 - categorical split: bit ``c`` of the node's row of ``category_bitsets`` set sends category
-  code ``c`` left; NaN (missing or unseen), and any code outside the 256 a bitset covers
-  (encoding never produces one, but the kernel must not read past the bitset), go by
-  ``missing_left``.
+  code ``c`` left; NaN (missing or unseen), and any code outside the ``N_CATEGORY_CODES``
+  (256) a bitset covers (encoding never produces one, but the kernel must not read past the
+  bitset), go by ``missing_left``.
 
 Why the kernels walk the way they do: a forest of fully grown trees is tens of megabytes, far
 more than a core's cache, so descending one row through every tree in turn waits on main
@@ -34,11 +34,10 @@ import numpy as np
 from numpy.typing import NDArray
 
 from engine._kernels import kernel, select
+from engine.tree._common import BITSET_BYTES, BITSET_DTYPE, N_CATEGORY_CODES
 
 __all__ = ["NodeArrays", "leaf_indices", "leaf_value_sums", "node_arrays"]
 
-# A categorical split's bitset covers codes 0..255 (32 bytes).
-N_CATEGORY_CODES = 256
 # What a kernel reads at every node it passes, in one 16-byte record: one cache line fetch per
 # node rather than one per array (a row's path through a deep tree is mostly cache misses).
 HOT_NODE_DTYPE = np.dtype([("threshold", "<f8"), ("left", "<i4"), ("feature", "<i4")])
@@ -131,9 +130,9 @@ def node_arrays(
         missing_left=missing_left,
         category_split=category_split,
         category_bitsets=(
-            np.concatenate(category_bitsets).astype(np.uint8, copy=False)
+            np.concatenate(category_bitsets).astype(BITSET_DTYPE, copy=False)
             if n_bitsets
-            else np.zeros((0, N_CATEGORY_CODES // 8), dtype=np.uint8)
+            else np.zeros((0, BITSET_BYTES), dtype=BITSET_DTYPE)
         ),
         n_columns=n_columns,
     )

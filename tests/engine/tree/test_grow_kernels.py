@@ -1,9 +1,10 @@
 """The tree-growing kernels against their NumPy twins, and the engine-wide switch between them.
 
-The level kernels (histograms, node totals, squared deviations, row partitioning) add each
-node's rows in the twins' ``bincount`` order, so the two must agree to the last bit, fractional
-weights included. The random-split search draws its uniforms exactly as its twin does and
-sums each side in row order: bit-identical too. The best-split searches are held to the
+The level kernels (node totals, squared deviations, row partitioning) add each node's rows in
+the twins' ``bincount`` order, so the two must agree to the last bit, fractional weights
+included (histograms, with their naive reference, are in ``test_histograms.py``). The
+random-split search draws its uniforms exactly as its twin does and sums each side in row
+order: bit-identical too. The best-split searches are held to the
 naive reference in ``test_splitter.py`` on both implementations; here the histogram search
 is compared with its twin directly.
 """
@@ -55,37 +56,6 @@ def random_batch(seed: int, n_channels: int = 2) -> dict[str, np.ndarray]:
 def assert_bits_equal(actual: np.ndarray, expected: np.ndarray) -> None:
     np.testing.assert_array_equal(actual, expected)
     assert actual.dtype == expected.dtype
-
-
-@pytest.mark.parametrize("seed", range(30))
-@pytest.mark.parametrize("n_channels", [1, 2, 3])
-def test_histograms_equal_the_twin_bit_for_bit(seed: int, n_channels: int) -> None:
-    batch = random_batch(seed, n_channels)
-    n_slots = int(batch["n_slots"])
-    features = np.random.default_rng(seed).permutation(batch["columns"].shape[0])
-    for classes, channels in (
-        (None, batch["channels"]),
-        (batch["classes"], batch["weights"].reshape(-1, 1)),
-    ):
-        results = []
-        for histograms in (level._histograms_compiled, level._histograms_numpy):
-            out = np.full((n_slots, features.size, 256, 1 + n_channels), np.nan)
-            histograms(
-                batch["columns"],
-                batch["rows"],
-                batch["slot_of_row"],
-                features.astype(np.int64),
-                channels,
-                level._NO_CLASSES if classes is None else classes,
-                out,
-                0,
-                features.size,
-            )
-            results.append(out)
-        assert_bits_equal(results[0], results[1])
-        # Counts add up to the rows of each node, so the test is not comparing zeros.
-        per_slot = np.bincount(batch["slot_of_row"], minlength=n_slots)
-        np.testing.assert_array_equal(results[0][:, 0, :, 0].sum(axis=1), per_slot)
 
 
 @pytest.mark.parametrize("seed", range(30))
@@ -258,25 +228,3 @@ def test_an_unknown_kernel_choice_is_refused_by_name() -> None:
     result = run_engine("cuda")
     assert result.returncode != 0
     assert "COPPICE_ENGINE_KERNELS='cuda'" in result.stderr
-
-
-@pytest.mark.parametrize("seed", range(10))
-def test_sibling_subtraction_equals_the_twin_bit_for_bit(seed: int) -> None:
-    rng = np.random.default_rng(seed)
-    n_parents, n_pairs = int(rng.integers(1, 6)), int(rng.integers(1, 4))
-    shape = (int(rng.integers(1, 4)), 256, int(rng.integers(2, 5)))
-    histograms = rng.normal(size=(n_parents, *shape))
-    parents = rng.choice(n_parents, n_pairs).astype(np.intp)
-    smaller = rng.normal(size=(n_pairs, *shape))
-    side = rng.integers(0, 2, n_pairs).astype(np.intp)
-    results = []
-    for siblings in (level._siblings_compiled, level._siblings_numpy):
-        children = np.full((2 * n_pairs, *shape), np.nan)
-        siblings(histograms, parents, smaller, side, children)
-        results.append(children)
-    assert_bits_equal(results[0], results[1])
-    pair = 0
-    np.testing.assert_array_equal(results[0][2 * pair + side[pair]], smaller[pair])
-    np.testing.assert_array_equal(
-        results[0][2 * pair + 1 - side[pair]], histograms[parents[pair]] - smaller[pair]
-    )

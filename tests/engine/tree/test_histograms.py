@@ -1,0 +1,144 @@
+"""Dense node histograms and sibling subtraction: kernel, NumPy twin and naive reference.
+
+The naive reference is a loop over the rows that adds each one to its bin, in the order the
+rows are given; the kernel and its twin add each cell's rows in that same order, so all three
+agree to the last bit, with fractional channels too (no tolerance is needed, and none is
+given). Subtraction is one float operation per cell in each.
+"""
+
+from __future__ import annotations
+
+from concurrent.futures import ThreadPoolExecutor
+
+import numpy as np
+import pytest
+
+from engine.tree import _histograms as histograms
+from engine.tree._common import HISTOGRAM_CODES
+from tests.engine.tree.test_grow_kernels import assert_bits_equal, random_batch
+
+IMPLEMENTATIONS = {
+    "compiled": histograms._histograms_compiled,
+    "numpy": histograms._histograms_numpy,
+}
+
+
+def batch_inputs(
+    seed: int, n_channels: int, by_class: bool
+) -> tuple[dict[str, np.ndarray], np.ndarray, np.ndarray | None, np.ndarray]:
+    batch = random_batch(seed, n_channels)
+    features = np.random.default_rng(seed).permutation(batch["columns"].shape[0])
+    if by_class:
+        return batch, batch["weights"].reshape(-1, 1), batch["classes"], features.astype(np.int64)
+    return batch, batch["channels"], None, features.astype(np.int64)
+
+
+def naive_of(
+    batch: dict[str, np.ndarray],
+    channels: np.ndarray,
+    classes: np.ndarray | None,
+    features: np.ndarray,
+    n_channels: int,
+) -> np.ndarray:
+    return histograms.naive_histograms(
+        batch["columns"],
+        batch["rows"],
+        batch["slot_of_row"],
+        int(batch["n_slots"]),
+        features,
+        channels,
+        n_channels,
+        classes,
+    )
+
+
+@pytest.mark.parametrize("implementation", IMPLEMENTATIONS)
+@pytest.mark.parametrize("by_class", [False, True], ids=["channels", "classes"])
+@pytest.mark.parametrize("n_channels", [1, 2, 3])
+@pytest.mark.parametrize("seed", range(20))
+def test_histograms_equal_the_naive_reference_bit_for_bit(
+    seed: int, n_channels: int, by_class: bool, implementation: str
+) -> None:
+    batch, channels, classes, features = batch_inputs(seed, n_channels, by_class)
+    n_slots = int(batch["n_slots"])
+    out = np.full((n_slots, features.size, HISTOGRAM_CODES, 1 + n_channels), np.nan)
+    IMPLEMENTATIONS[implementation](
+        batch["columns"],
+        batch["rows"],
+        batch["slot_of_row"],
+        features,
+        channels,
+        histograms._NO_CLASSES if classes is None else classes,
+        out,
+        0,
+        features.size,
+    )
+    expected = naive_of(batch, channels, classes, features, n_channels)
+    assert_bits_equal(out, expected)
+    # Counts add up to the rows of each node, so the test is not comparing zeros.
+    per_slot = np.bincount(batch["slot_of_row"], minlength=n_slots)
+    np.testing.assert_array_equal(expected[:, 0, :, 0].sum(axis=1), per_slot)
+
+
+@pytest.mark.parametrize("seed", range(10))
+def test_build_histograms_equals_the_naive_reference_on_shuffled_rows_and_threads(
+    seed: int,
+) -> None:
+    """The engine's entry point (the kernel or the twin, whichever is selected): rows in
+    any slot order, and the features shared among threads, change nothing."""
+    batch = random_batch(seed, 2)
+    rng = np.random.default_rng(seed)
+    # A large batch, so that the threads take part; its rows not grouped by node.
+    n_rows = batch["binned"].shape[0]
+    rows = rng.integers(0, n_rows, 3_000).astype(np.intp)
+    slot_of_row = rng.integers(0, 4, rows.size).astype(np.intp)
+    features = rng.permutation(batch["columns"].shape[0]).astype(np.int64)
+    args = (batch["columns"], rows, slot_of_row, 4, features, batch["channels"], 2)
+    expected = histograms.naive_histograms(*args)
+    assert_bits_equal(histograms.build_histograms(*args), expected)
+    with ThreadPoolExecutor(2) as threads:
+        assert_bits_equal(histograms.build_histograms(*args, threads=threads), expected)
+
+
+def test_wide_codes_are_refused() -> None:
+    columns = np.full((1, 3), 300, dtype=np.uint16)
+    with pytest.raises(ValueError, match="uint8 codes"):
+        histograms.build_histograms(
+            columns,
+            np.arange(3),
+            np.zeros(3, dtype=np.intp),
+            1,
+            np.zeros(1, np.int64),
+            np.ones((3, 2)),
+            2,
+        )
+
+
+@pytest.mark.parametrize("implementation", ["compiled", "numpy", "selected"])
+@pytest.mark.parametrize("seed", range(10))
+def test_sibling_subtraction_equals_the_naive_reference_bit_for_bit(
+    seed: int, implementation: str
+) -> None:
+    rng = np.random.default_rng(seed)
+    n_parents, n_pairs = int(rng.integers(1, 6)), int(rng.integers(1, 4))
+    shape = (int(rng.integers(1, 4)), HISTOGRAM_CODES, int(rng.integers(2, 5)))
+    parent_histograms = rng.normal(size=(n_parents, *shape))
+    parents = rng.choice(n_parents, n_pairs).astype(np.intp)
+    smaller = rng.normal(size=(n_pairs, *shape))
+    side = rng.integers(0, 2, n_pairs).astype(np.intp)
+    if implementation == "selected":
+        children = histograms.sibling_histograms(parent_histograms, parents, smaller, side)
+    else:
+        children = np.full((2 * n_pairs, *shape), np.nan)
+        siblings = {
+            "compiled": histograms._siblings_compiled,
+            "numpy": histograms._siblings_numpy,
+        }[implementation]
+        siblings(parent_histograms, parents, smaller, side, children)
+    expected = histograms.naive_sibling_histograms(parent_histograms, parents, smaller, side)
+    assert_bits_equal(children, expected)
+    pair = 0
+    np.testing.assert_array_equal(expected[2 * pair + side[pair]], smaller[pair])
+    np.testing.assert_array_equal(
+        expected[2 * pair + 1 - side[pair]], parent_histograms[parents[pair]] - smaller[pair]
+    )
