@@ -114,7 +114,7 @@ def test_state_starts_over_with_a_new_fit() -> None:
 
 
 def test_a_missing_metric_and_bad_settings_are_clear_errors() -> None:
-    with pytest.raises(ValueError, match="'oob_error'.*Model does not report.*loss"):
+    with pytest.raises(ValueError, match=r"'oob_error'.*Model does not report.*loss"):
         EarlyStopping(OOB_ERROR)(ProgressEvent("Model", 1, 2, {"loss": 1.0}))
     with pytest.raises(ValueError, match="patience"):
         EarlyStopping("loss", patience=0)
@@ -147,11 +147,13 @@ def test_notify_tells_every_callback_and_keeps_the_fewest() -> None:
 
 
 def _classification() -> tuple[Any, Any]:
-    return make_classification(500, 8, n_informative=4, flip_y=0.15, random_state=0)
+    X, y = make_classification(500, 8, n_informative=4, flip_y=0.15, random_state=0)
+    return X, y
 
 
 def _regression() -> tuple[Any, Any]:
-    return make_regression(400, 6, noise=20.0, random_state=0)
+    X, y = make_regression(400, 6, noise=20.0, random_state=0)
+    return X, y
 
 
 def _diabetes() -> tuple[Any, ...]:
@@ -218,8 +220,9 @@ def test_xgboost_stops_and_keeps_the_best_rounds_where_it_did() -> None:
     # The last eval_set decides, as in XGBoost.
     assert (classifier.n_estimators_, classifier.best_iteration_) == (7, 6)
     # Without early_stopping_rounds every round is kept and the best is still found.
+    X, y, X_val, y_val = _diabetes()
     full = XGBoostRegressor(n_estimators=40, learning_rate=0.3, random_state=0)
-    full.fit(*_diabetes()[:2], eval_set=[_diabetes()[2:]])
+    full.fit(X, y, eval_set=[(X_val, y_val)])
     assert (full.n_estimators_, full.best_iteration_) == (40, 5)
 
 
@@ -313,7 +316,7 @@ def test_stopped_boosting_is_the_boosting_of_its_stages() -> None:
     np.testing.assert_array_equal(stopped.predict(X), ten.predict(X))
     np.testing.assert_array_equal(stopped.train_score_, ten.train_score_)
     np.testing.assert_array_equal(stopped.oob_scores_, ten.oob_scores_)
-    X, y, X_val, y_val = _diabetes()
+    X, y, X_val, _ = _diabetes()
     booster = XGBoostRegressor(n_estimators=50, random_state=0)
     booster.fit(X, y, callbacks=[_stop_after(7)])
     seven = XGBoostRegressor(n_estimators=7, random_state=0).fit(X, y)
