@@ -10,50 +10,16 @@ imported only when a client is handed over, so the engine works without Dask ins
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
-from contextlib import AbstractContextManager, contextmanager
+from collections.abc import Iterator
+from contextlib import contextmanager
 from contextvars import ContextVar
-from typing import Any, Protocol
+from typing import Any
 
-from numpy.typing import NDArray
-
-from engine.parallel._executor import Executor
+# The protocols live in a module of their own, which the Dask backend imports without
+# importing this one back; they are re-exported here, where engine.parallel reads them.
+from engine.parallel._backend_protocols import Backend, HistogramSource, TreeHistograms
 
 __all__ = ["Backend", "HistogramSource", "TreeHistograms", "active_backend", "parallel_backend"]
-
-
-class HistogramSource(Protocol):
-    """Builds one tree's node histograms somewhere else (data-parallel boosting).
-
-    A source holds the training rows in partitions; :meth:`tree` hands it one tree's rows
-    and channels, and the returned callable builds a batch's histograms from them.
-    """
-
-    def tree(self, rows: NDArray[Any], channels: NDArray[Any]) -> TreeHistograms:
-        """Start a tree grown on ``rows`` (indices into the source's binned matrix)."""
-        ...
-
-
-class TreeHistograms(Protocol):
-    def __call__(
-        self, rows: NDArray[Any], slot_of_row: NDArray[Any], n_slots: int, features: NDArray[Any]
-    ) -> NDArray[Any]:
-        """Histograms (S, F, 256, 1 + C) of the tree rows ``rows`` grouped by ``slot_of_row``."""
-        ...
-
-
-class Backend(Protocol):
-    """What a non-local backend provides to the estimators."""
-
-    name: str
-
-    def executor(self, shared: Mapping[str, NDArray[Any]], n_tasks: int) -> Executor:
-        """An executor for ``n_tasks`` independent tasks over ``shared``."""
-        ...
-
-    def histograms(self, binned: NDArray[Any]) -> AbstractContextManager[HistogramSource]:
-        """A histogram source over ``binned`` (n_rows, n_features) for one boosting fit."""
-        ...
 
 
 _ACTIVE: ContextVar[Backend | None] = ContextVar("coppice_parallel_backend", default=None)

@@ -15,7 +15,6 @@ same seed gives the same model here as with ``n_jobs=1``.
 
 from __future__ import annotations
 
-import os
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager
 from typing import Any
@@ -26,7 +25,15 @@ from distributed.client import FutureCancelledError
 from distributed.scheduler import KilledWorker
 from numpy.typing import NDArray
 
-from engine.parallel._backend import HistogramSource
+from engine.parallel._backend_protocols import HistogramSource
+from engine.parallel._dask_cluster import (
+    MAX_RESCATTERS,
+    ClusterLostError,
+    check_connected,
+    prepare_worker,
+    scheduler_address,
+)
+from engine.parallel._dask_histograms import DaskHistograms
 from engine.parallel._executor import (
     R,
     SharedData,
@@ -35,54 +42,14 @@ from engine.parallel._executor import (
     WorkerCrashedError,
     _read_only,
 )
-from engine.process_setup import WORKER_ENVIRONMENT, keep_freed_memory, limit_blas_threads
 
+# ClusterLostError is the Dask backend's error; it is defined beside the client checks.
 __all__ = ["ClusterLostError", "DaskBackend", "DaskExecutor"]
-
-# Times the executor re-sends lost shared arrays within one map before giving up: each
-# resend follows the loss of every worker holding a copy, which a healthy cluster survives
-# once or twice, not without end.
-MAX_RESCATTERS = 3
-
-
-class ClusterLostError(RuntimeError):
-    """The Dask scheduler went away mid-fit; the fit cannot go on (retry it later)."""
-
-
-def scheduler_address(client: Client) -> str:
-    """The address of the client's scheduler, for error messages and status reports."""
-    return str(getattr(client.scheduler, "address", None) or "unknown scheduler")
-
-
-def check_connected(client: Client) -> None:
-    """Raise :class:`ClusterLostError` unless the client still talks to its scheduler."""
-    if client.status != "running":
-        raise ClusterLostError(
-            f"Lost the Dask scheduler at {scheduler_address(client)} (client {client.status})."
-        )
-
-
-_worker_ready = False
-
-
-def _prepare_worker() -> None:
-    """Once per Dask worker process: what the local worker processes set for themselves.
-
-    One BLAS thread per task, and glibc told to keep freed memory: growing a tree allocates
-    and drops arrays of megabytes per node, and a cold allocator faults fresh pages in for
-    each (see :func:`engine.process_setup.keep_freed_memory`).
-    """
-    global _worker_ready
-    if not _worker_ready:
-        os.environ.update(WORKER_ENVIRONMENT)
-        limit_blas_threads()
-        keep_freed_memory()
-        _worker_ready = True
 
 
 def _call(fn: Callable[[SharedData, T], R], shared: Mapping[str, NDArray[Any]], task: T) -> R:
     """A task on a Dask worker: ``fn`` on read-only views of the worker's copies."""
-    _prepare_worker()
+    prepare_worker()
     # Tasks on one worker share its copy of each array: a task writing into it would
     # change every later task's data, so tasks see read-only views, as locally.
     return fn(_read_only(shared), task)
@@ -207,6 +174,4 @@ class DaskBackend:
         return DaskExecutor(self.client, shared)
 
     def histograms(self, binned: NDArray[Any]) -> AbstractContextManager[HistogramSource]:
-        from engine.parallel._dask_histograms import DaskHistograms
-
         return DaskHistograms(self.client, binned)

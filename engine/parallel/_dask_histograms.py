@@ -30,8 +30,9 @@ import numpy as np
 from distributed import Client
 from numpy.typing import NDArray
 
-from engine.parallel._dask import MAX_RESCATTERS, _prepare_worker, check_connected
+from engine.parallel._dask_cluster import MAX_RESCATTERS, check_connected, prepare_worker
 from engine.parallel._executor import ShutsDownOnExit
+from engine.tree._common import NARROW_CODE_DTYPE
 from engine.tree._histograms import build_histograms
 
 __all__ = ["DaskHistograms", "PartitionActor"]
@@ -41,8 +42,8 @@ class PartitionActor:
     """On a worker: one row range of the binned matrix, and the tree growing on it."""
 
     def __init__(self) -> None:
-        _prepare_worker()
-        self.columns: NDArray[Any] = np.zeros((0, 0), dtype=np.uint8)
+        prepare_worker()
+        self.columns: NDArray[Any] = np.zeros((0, 0), dtype=NARROW_CODE_DTYPE)
         self.rows: NDArray[np.intp] = np.zeros(0, dtype=np.intp)
         self.channels: NDArray[np.float64] = np.zeros((0, 0))
 

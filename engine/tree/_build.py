@@ -23,7 +23,7 @@ from engine.tree._split_context import SplitContext
 from engine.tree._tree import Tree
 
 if TYPE_CHECKING:
-    from engine.parallel._backend import HistogramSource
+    from engine.parallel._backend_protocols import HistogramSource
 
 __all__ = ["BinnedData", "TreeSpec", "build_tree", "resolve_max_features"]
 
