@@ -32,15 +32,6 @@ PACKAGES = ("engine", "service", "coppice")
 # Deferred imports that still close a cycle, with the reason each is left. Remove an entry
 # when its cycle is broken (the test says so when an entry no longer matches an import).
 KNOWN_DEFERRED_CYCLE_EDGES: dict[tuple[str, str], str] = {
-    # Lazy by design: distributed is imported only when a Client is handed to
-    # parallel_backend. The cycle is not needed: _dask imports HistogramSource from _backend,
-    # which could move to a module both import (issue 17; engine/parallel is being reworked
-    # for Dask as this is written, so it is left to that change).
-    ("engine.parallel._backend", "engine.parallel._dask"): "Dask backend, imported on demand",
-    # _dask_histograms imports helpers from _dask, which imports it back on demand; the
-    # helpers (_prepare_worker, check_connected, MAX_RESCATTERS) could move to a module of
-    # their own (issue 17; engine/parallel is being reworked for Dask).
-    ("engine.parallel._dask", "engine.parallel._dask_histograms"): "Dask histograms",
     # Lazy by design: `python -m engine.warmup` must find engine.warmup not yet imported, and
     # warming compiles every kernel, which no plain import of engine.parallel should do. The
     # cycle (engine -> engine.parallel -> _process -> warmup -> engine) would go if the
