@@ -1,15 +1,97 @@
-"""What a process that does the engine's work sets for itself first: BLAS threads, allocator.
+"""Starting processes that do the engine's work, and what each sets for itself first.
 
-The engine's worker processes apply all of it (``engine.parallel``); the service's fit
-processes limit BLAS threads too, since they run fits side by side.
+How a process is started (:func:`process_context`), how a dead one is described
+(:func:`describe_exit`), and what a worker sets first (BLAS threads, allocator). The engine's
+process pool (``engine.parallel``) uses all of it; the service's worker starts its fit
+processes and describes their deaths with the same functions, and its fit processes limit
+BLAS threads too, since they run fits side by side.
 """
 
 from __future__ import annotations
 
 import ctypes
+import importlib
+import multiprocessing
 import platform
+import signal
+import threading
+from collections.abc import Sequence
+from multiprocessing.context import BaseContext
 
-__all__ = ["WORKER_ENVIRONMENT", "keep_freed_memory", "limit_blas_threads"]
+__all__ = [
+    "WORKER_ENVIRONMENT",
+    "default_start_method",
+    "describe_exit",
+    "keep_freed_memory",
+    "limit_blas_threads",
+    "process_context",
+]
+
+
+def default_start_method(*, allow_fork: bool = True) -> str:
+    """``fork`` in a single-threaded process; otherwise ``forkserver`` (else ``spawn``).
+
+    Forking a process that runs threads (a web server, a job worker with a heartbeat thread)
+    copies locks other threads hold, and the child can deadlock on them; there
+    ``forkserver`` forks workers from a clean single-threaded server process instead. A
+    process with no other thread forks safely, and fork spares a plain script the
+    ``if __name__ == "__main__":`` guard that ``forkserver`` and ``spawn`` require (they
+    re-import the main module in every worker). ``allow_fork=False`` is for a caller that
+    keeps the context and starts processes later, when threads may have started.
+    """
+    methods = multiprocessing.get_all_start_methods()
+    if allow_fork and "fork" in methods and threading.active_count() == 1:
+        return "fork"
+    return "forkserver" if "forkserver" in methods else "spawn"
+
+
+def process_context(
+    preload: Sequence[str], *, method: str | None = None, allow_fork: bool = True
+) -> BaseContext:
+    """A context whose processes start with the modules ``preload`` names already imported.
+
+    The modules are imported where processes are forked from: by the fork server when it
+    starts (which only takes effect if this call starts it: the server is one per process),
+    or by this process before it forks. Importing them once there spares every child the
+    import, and a module that loads the compiled kernels (``engine._preload``) spares each
+    child Numba's start-up. Under ``spawn`` every child imports what it needs itself.
+
+    Parameters
+    ----------
+    preload : sequence of str
+        Module names, imported in order.
+    method : {"fork", "forkserver", "spawn"}, optional
+        Defaults to :func:`default_start_method`.
+    allow_fork : bool
+        Passed to :func:`default_start_method` when ``method`` is not given.
+    """
+    context = multiprocessing.get_context(method or default_start_method(allow_fork=allow_fork))
+    if context.get_start_method() == "forkserver":
+        context.set_forkserver_preload(list(preload))
+    elif context.get_start_method() == "fork":
+        for name in preload:
+            importlib.import_module(name)
+    return context
+
+
+def describe_exit(exitcode: int | None) -> str:
+    """A process's end in words, to follow its name.
+
+    E.g. ``"was killed by signal 9 (SIGKILL, often the out-of-memory killer)"`` or ``"exited
+    with code 3"``; ``exitcode`` is ``multiprocessing``'s (a negative number is the signal).
+    """
+    if exitcode is None:
+        return "is still running"
+    if exitcode < 0:
+        number = -exitcode
+        try:
+            name = signal.Signals(number).name
+        except ValueError:
+            return f"was killed by signal {number}"
+        hint = ", often the out-of-memory killer" if number == signal.SIGKILL else ""
+        return f"was killed by signal {number} ({name}{hint})"
+    return f"exited with code {exitcode}"
+
 
 # Applied in every worker. NumPy's BLAS sizes its thread pool when NumPy is imported, which in a
 # worker happens before any code of ours runs (unpickling the worker's target imports

@@ -28,7 +28,7 @@ from service.registry.listener import RegistryListener
 from service.registry.router import router as registry_router
 from service.searches.router import router as searches_router
 from service.security import install_cors, install_security
-from service.worker import Supervisor, WorkerConfig
+from service.worker.claim_loop import Supervisor, WorkerConfig
 
 
 def _package_version() -> str:

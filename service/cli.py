@@ -81,7 +81,7 @@ def _cmd_serve(args: argparse.Namespace, settings: Settings) -> int:
 
 
 def _cmd_worker(args: argparse.Namespace, settings: Settings) -> int:
-    from service.worker import run_worker
+    from service.worker.claim_loop import run_worker
 
     if not _wait_for_database(settings):
         return INTERRUPTED

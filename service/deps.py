@@ -20,7 +20,7 @@ from service.models.cache import ModelCache
 from service.registry.cache import ReferenceCache
 
 if TYPE_CHECKING:
-    from service.worker import Supervisor
+    from service.worker.claim_loop import Supervisor
 
 
 @dataclass(frozen=True, slots=True)

@@ -32,11 +32,6 @@ PACKAGES = ("engine", "service", "coppice")
 # Deferred imports that still close a cycle, with the reason each is left. Remove an entry
 # when its cycle is broken (the test says so when an entry no longer matches an import).
 KNOWN_DEFERRED_CYCLE_EDGES: dict[tuple[str, str], str] = {
-    # Lazy by design: `python -m engine.warmup` must find engine.warmup not yet imported, and
-    # warming compiles every kernel, which no plain import of engine.parallel should do. The
-    # cycle (engine -> engine.parallel -> _process -> warmup -> engine) would go if the
-    # process pool were handed its initializer instead of knowing warmup (issue 17).
-    ("engine.parallel._process", "engine.warmup"): "warm kernels once before forking",
 }
 
 # What engine may import, beyond itself and the standard library (docs: ARCHITECTURE.md,

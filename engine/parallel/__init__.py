@@ -41,7 +41,7 @@ from engine.parallel._executor import (
     WorkerCrashedError,
 )
 from engine.parallel._process import ProcessExecutor
-from engine.parallel._process import default_start_method as default_start_method
+from engine.process_setup import default_start_method as default_start_method
 
 __all__ = [
     "Backend",

@@ -3,12 +3,10 @@
 from __future__ import annotations
 
 import contextlib
-import signal
-import threading
 import weakref
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from multiprocessing import get_all_start_methods, get_context, shared_memory
+from multiprocessing import shared_memory
 from multiprocessing.connection import Connection, wait
 from multiprocessing.process import BaseProcess
 from typing import Any
@@ -19,6 +17,13 @@ from numpy.typing import NDArray
 from engine.parallel._executor import R, SharedData, ShutsDownOnExit, T, WorkerCrashedError
 from engine.parallel._shared import _reserve, _SegmentSpec, _shareable
 from engine.parallel._worker import _Reply, _unwrap, _worker_main
+from engine.process_setup import describe_exit, process_context
+
+# Imported where workers are forked from: "__main__" is multiprocessing's own default for a
+# fork server; this module and the loaded kernels spare each worker ~0.3 s and 1–3 s.
+# Named, not imported: `python -m engine.warmup` must find engine.warmup not yet imported,
+# and no plain import of engine.parallel should compile every kernel.
+WORKER_PRELOAD = ("__main__", __name__, "engine._preload")
 
 _JOIN_TIMEOUT = 5.0  # seconds a terminated worker gets before it is killed outright
 
@@ -27,22 +32,6 @@ _JOIN_TIMEOUT = 5.0  # seconds a terminated worker gets before it is killed outr
 class _Worker:
     process: BaseProcess
     conn: Connection
-
-
-def default_start_method() -> str:
-    """``fork`` in a single-threaded process; otherwise ``forkserver`` (else ``spawn``).
-
-    Forking a process that runs threads (a web server, a job worker with a heartbeat thread)
-    copies locks other threads hold, and the child can deadlock on them; there
-    ``forkserver`` forks workers from a clean single-threaded server process instead. A
-    process with no other thread forks safely, and fork spares a plain script the
-    ``if __name__ == "__main__":`` guard that ``forkserver`` and ``spawn`` require (they
-    re-import the main module in every worker).
-    """
-    methods = get_all_start_methods()
-    if "fork" in methods and threading.active_count() == 1:
-        return "fork"
-    return "forkserver" if "forkserver" in methods else "spawn"
 
 
 class ProcessExecutor(ShutsDownOnExit):
@@ -58,8 +47,11 @@ class ProcessExecutor(ShutsDownOnExit):
         Arrays every task needs, of any non-object dtype and shape.
     n_workers : int
         Number of worker processes, at least 1.
-    start_method : {"forkserver", "spawn"}, optional
-        Defaults to :func:`default_start_method`.
+    start_method : {"fork", "forkserver", "spawn"}, optional
+        Defaults to :func:`engine.process_setup.default_start_method`.
+    preload : sequence of str
+        Modules imported where workers are forked from (see
+        :func:`engine.process_setup.process_context`): by default the loaded kernels.
 
     Notes
     -----
@@ -76,22 +68,12 @@ class ProcessExecutor(ShutsDownOnExit):
         n_workers: int,
         *,
         start_method: str | None = None,
+        preload: Sequence[str] = WORKER_PRELOAD,
     ) -> None:
         if isinstance(n_workers, bool) or not isinstance(n_workers, int) or n_workers < 1:
             raise ValueError(f"n_workers must be a positive int; got {n_workers!r}.")
         arrays = {name: _shareable(name, array) for name, array in shared.items()}
-        context = get_context(start_method or default_start_method())
-        if context.get_start_method() == "forkserver":
-            # Workers then fork with NumPy, this module and the loaded kernels (~0.3 s and
-            # 1–3 s each otherwise). Only takes effect when this starts the fork server;
-            # "__main__" is multiprocessing's own default.
-            context.set_forkserver_preload(["__main__", __name__, "engine._preload"])
-        elif context.get_start_method() == "fork":
-            # Once per process; forked workers inherit the loaded kernels. (Imported here:
-            # `python -m engine.warmup` must find the module not yet imported.)
-            from engine.warmup import warm_kernels
-
-            warm_kernels()
+        context = process_context(preload, method=start_method)
         self._segments: list[shared_memory.SharedMemory] = []
         self._workers: list[_Worker] = []
         self._mapping = False
@@ -212,23 +194,12 @@ class ProcessExecutor(ShutsDownOnExit):
         process = self._workers[worker].process
         process.join(_JOIN_TIMEOUT)
         return WorkerCrashedError(
-            f"Worker process {process.pid} died while running task {task} "
-            f"({_describe_exit(process.exitcode)})."
+            f"Worker process {process.pid} {describe_exit(process.exitcode)} "
+            f"while running task {task}."
         )
 
     def shutdown(self) -> None:
         self._finalizer()
-
-
-def _describe_exit(code: int | None) -> str:
-    if code is not None and code < 0:
-        try:
-            name = signal.Signals(-code).name
-        except ValueError:
-            name = f"signal {-code}"
-        hint = "; SIGKILL often means the out-of-memory killer" if -code == signal.SIGKILL else ""
-        return f"killed by {name}{hint}"
-    return f"exit code {code}"
 
 
 def _release(workers: list[_Worker], segments: list[shared_memory.SharedMemory]) -> None:

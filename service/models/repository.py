@@ -2,6 +2,11 @@
 
 from __future__ import annotations
 
+import hashlib
+from collections.abc import Mapping, Sequence
+from datetime import datetime
+from typing import Any
+
 from sqlalchemy import delete, select, update
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
@@ -47,6 +52,77 @@ def stored_importance_kinds(session: Session, model_id: str) -> list[str]:
     )
 
 
+def add_trained_model(
+    session: Session,
+    *,
+    model_id: str,
+    job_id: str,
+    name: str | None,
+    dataset_id: str | None,
+    method: str,
+    task: str,
+    target: str,
+    features: Sequence[Mapping[str, Any]],
+    classes: Sequence[Any] | None,
+    params: Mapping[str, Any],
+    encoding: Mapping[str, Any],
+    metrics: Mapping[str, Any],
+    curves: Mapping[str, Any] | None,
+    n_estimators: int | None,
+    artifact: bytes,
+    importances: Mapping[str, Sequence[Mapping[str, Any]]] | None = None,
+    created_at: datetime,
+) -> ModelRecord:
+    """Add a fitted model: its row, its artifact and the importances computed with it.
+
+    ``model_id`` is the caller's, so the job that made the model can name it in the same
+    transaction; ``job_id`` is that job (one model per job). ``dataset_id`` is ``None`` when
+    the training data has been deleted since. The artifact's size and SHA-256 are taken from
+    ``artifact`` itself. ``importances`` maps a kind (``"impurity"``) to its per-feature
+    entries. Flushed, never committed: the caller's transaction makes it all or nothing.
+    """
+    model = ModelRecord(
+        id=model_id,
+        name=name,
+        job_id=job_id,
+        # No foreign key (a model outlives its data), so no NULL either: "" is "deleted".
+        dataset_id=dataset_id or "",
+        method=method,
+        task=task,
+        target=target,
+        features=[dict(feature) for feature in features],
+        classes=None if classes is None else list(classes),
+        params=dict(params),
+        encoding=dict(encoding),
+        metrics=dict(metrics),
+        curves=None if curves is None else dict(curves),
+        n_estimators=n_estimators,
+        size_bytes=len(artifact),
+        created_at=created_at,
+    )
+    session.add(model)
+    session.flush()  # the model row first: the artifact and importances refer to it
+    session.add(
+        ModelArtifactRecord(
+            model_id=model_id,
+            data=artifact,
+            size_bytes=len(artifact),
+            sha256=hashlib.sha256(artifact).hexdigest(),
+        )
+    )
+    for kind, entries in (importances or {}).items():
+        session.add(
+            ImportanceRecord(
+                model_id=model_id,
+                kind=kind,
+                payload={"features": entries},
+                created_at=created_at,
+            )
+        )
+    session.flush()
+    return model
+
+
 def add_importance(session: Session, record: ImportanceRecord) -> ImportanceRecord:
     """Store a computed importance; if a concurrent request stored it first, return theirs."""
     try:
@@ -64,12 +140,11 @@ def add_importance(session: Session, record: ImportanceRecord) -> ImportanceReco
 def delete_model(session: Session, model_id: str) -> bool:
     """Delete the model with its artifact and importances; True if it existed.
 
-    Children are deleted explicitly rather than trusting ``ON DELETE CASCADE``, which SQLite
-    only honours with foreign keys switched on. ``jobs.model_id`` has no foreign key, so the
-    job that produced the model is told explicitly that its model is gone.
+    The artifact, the importances and any out-of-fold predictions go with the model by the
+    schema's ``ON DELETE CASCADE`` (on SQLite too: every connection switches foreign keys on,
+    see :mod:`service.db.session`). ``jobs.model_id`` has no foreign key, so the job that
+    produced the model is told explicitly that its model is gone.
     """
-    session.execute(delete(ImportanceRecord).where(ImportanceRecord.model_id == model_id))
-    session.execute(delete(ModelArtifactRecord).where(ModelArtifactRecord.model_id == model_id))
     session.execute(
         update(JobRecord)
         .where(JobRecord.model_id == model_id)

@@ -1,8 +1,7 @@
-"""Time rules of the queue: lease expiry, retry back-off, and how a dead fit is described."""
+"""Time rules of the queue: lease expiry and retry back-off."""
 
 from __future__ import annotations
 
-import signal
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
@@ -30,18 +29,3 @@ class LeasePolicy:
         """When a job that has run ``attempts`` times may be claimed again."""
         delay = self.backoff * (1 << min(max(attempts - 1, 0), 16))
         return now + min(delay, MAX_RETRY_DELAY)
-
-
-def describe_exit(exitcode: int | None) -> str:
-    """A fit process's end in words, e.g. ``"killed by signal 9 (SIGKILL)"``."""
-    if exitcode is None:
-        return "still running"
-    if exitcode < 0:
-        number = -exitcode
-        try:
-            name = signal.Signals(number).name
-        except ValueError:
-            return f"killed by signal {number}"
-        hint = ", often the out-of-memory killer" if number == signal.SIGKILL else ""
-        return f"killed by signal {number} ({name}{hint})"
-    return f"exited with code {exitcode} without a result"

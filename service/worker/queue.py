@@ -1,7 +1,7 @@
 """The job row as a queue: every state change a worker makes, as guarded SQL.
 
 Each function takes the caller's session and only executes and flushes; the worker wraps each
-call in its own short transaction (:func:`service.worker.queue.transaction`). Every change of a
+call in its own short transaction (:func:`service.db.session.transaction`). Every change of a
 job a worker holds is an ``UPDATE … WHERE id = … AND status = 'running' AND lease_owner = …``
 whose row count says whether the worker still held it: a job that was taken back (its lease
 expired) or finished elsewhere is never overwritten.
@@ -17,34 +17,20 @@ a shutdown or an expired lease is in :mod:`service.worker.recovery`.
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Iterator
-from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import ColumnElement, Engine, and_, select, update
+from sqlalchemy import ColumnElement, and_, select, update
 from sqlalchemy.engine import CursorResult
 from sqlalchemy.orm import Session, aliased
 
-from service.db.tables import (
-    ImportanceRecord,
-    JobRecord,
-    JobStatus,
-    ModelArtifactRecord,
-    ModelRecord,
-    new_id,
-)
+from service.db.tables import JobRecord, JobStatus, new_id
+from service.models import repository as models
 from service.searches import predictions
-from service.worker.execution import JobSnapshot, TrainingOutcomeLike
+from service.worker.fit_process import JobSnapshot
 from service.worker.lease import LeasePolicy
-
-
-@contextmanager
-def transaction(engine: Engine) -> Iterator[Session]:
-    """One short transaction: commit when the block ends, roll back when it raises."""
-    with Session(engine, expire_on_commit=False) as session, session.begin():
-        yield session
+from service.worker.messages import TrainingOutcomeLike
 
 
 def rowcount(result: Any) -> int:
@@ -197,38 +183,26 @@ def finish_succeeded(
     )
     if rowcount(result) != 1:
         return None
-    session.add(
-        ModelRecord(
-            id=model_id,
-            name=job.name,
-            job_id=job.id,
-            dataset_id=job.dataset_id or "",
-            method=job.method,
-            task=job.task,
-            target=job.target,
-            features=list(outcome.features),
-            classes=None if outcome.classes is None else list(outcome.classes),
-            params=dict(outcome.resolved_params),
-            encoding=dict(outcome.encoding),
-            metrics=dict(outcome.metrics),
-            curves=None if outcome.curves is None else dict(outcome.curves),
-            n_estimators=outcome.n_estimators,
-            size_bytes=outcome.size,
-            created_at=now,
-        )
+    models.add_trained_model(
+        session,
+        model_id=model_id,
+        job_id=job.id,
+        name=job.name,
+        dataset_id=job.dataset_id,
+        method=job.method,
+        task=job.task,
+        target=job.target,
+        features=outcome.features,
+        classes=outcome.classes,
+        params=outcome.resolved_params,
+        encoding=outcome.encoding,
+        metrics=outcome.metrics,
+        curves=outcome.curves,
+        n_estimators=outcome.n_estimators,
+        artifact=outcome.artifact,
+        importances=outcome.importances,
+        created_at=now,
     )
-    session.flush()  # the model row first: the artifact and importances refer to it
-    session.add(
-        ModelArtifactRecord(
-            model_id=model_id, data=outcome.artifact, size_bytes=outcome.size, sha256=digest
-        )
-    )
-    for kind, features in outcome.importances.items():
-        session.add(
-            ImportanceRecord(
-                model_id=model_id, kind=kind, payload={"features": features}, created_at=now
-            )
-        )
     # A search's candidate keeps its held-out predictions for the stacked ensemble.
     out_of_fold = getattr(outcome, "out_of_fold", None)
     if out_of_fold is not None:

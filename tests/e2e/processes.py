@@ -170,7 +170,7 @@ def fit_processes(session_id: int) -> list[int]:
     """Pids of the fit processes a worker in session ``session_id`` runs now.
 
     A fit leads a process group of its own inside its worker's session (see
-    ``service.worker.execution.fit_process_main``); nothing else there does.
+    ``service.worker.fit_process.fit_process_main``); nothing else there does.
     """
     return [
         member.pid

@@ -255,7 +255,7 @@ def test_the_scheduler_lost_mid_fit_fails_the_attempt_and_the_retry_succeeds(
 def test_an_unreachable_scheduler_is_a_job_error_naming_it(service: Service) -> None:
     # ``service`` only keeps this test in the module's xdist group (tests/conftest.py), so the
     # cluster and server are not torn down and started again around it.
-    from service.worker.execution import JobFailed, JobSnapshot, default_train
+    from service.worker.fit_process import JobFailed, JobSnapshot, default_train
 
     address = f"tcp://127.0.0.1:{free_port()}"
     job = JobSnapshot(

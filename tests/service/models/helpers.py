@@ -19,10 +19,11 @@ from sqlalchemy import Engine
 from service.config import Settings
 from service.datasets.columns import ColumnData
 from service.datasets.service import load_columns
+from service.db.session import transaction
 from service.deps import Resources
 from service.training import TrainingSpec, run_training
 from service.worker import queue
-from service.worker.execution import JobSnapshot
+from service.worker.fit_process import JobSnapshot
 from service.worker.lease import LeasePolicy
 
 # The service_settings fixture's COPPICE_MAX_PREDICT_ROWS.
@@ -109,7 +110,7 @@ def claim_queued_job(
     policy = LeasePolicy(
         lease=timedelta(minutes=5), heartbeat=timedelta(seconds=30), backoff=timedelta(0)
     )
-    with queue.transaction(db_engine) as session:
+    with transaction(db_engine) as session:
         record = queue.claim(session, worker_id=WORKER, now=datetime.now(UTC), policy=policy)
         assert record is not None and record.id == job_id
         spec = TrainingSpec.from_job(record)
@@ -121,7 +122,7 @@ def train_queued_job(db_engine: Engine, job_id: str) -> str:
     """Claim the queued job ``job_id``, train it in this process and store it; its model id."""
     snapshot, spec, columns = claim_queued_job(db_engine, job_id)
     outcome = run_training(spec, columns, lambda fraction, stage: None, lambda: False)
-    with queue.transaction(db_engine) as session:
+    with transaction(db_engine) as session:
         model_id = queue.finish_succeeded(session, snapshot, WORKER, outcome, now=datetime.now(UTC))
     assert model_id is not None
     return model_id

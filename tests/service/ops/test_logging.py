@@ -23,7 +23,7 @@ from service.logs import (
     job_id_var,
     request_id_var,
 )
-from service.worker.runner import JobRun
+from service.worker.job_watch import JobRun
 
 pytestmark = pytest.mark.anyio
 
@@ -232,7 +232,7 @@ def test_worker_job_threads_log_with_the_job_id(
         wake = threading.Event()
 
     def fake_run(self: JobRun) -> None:
-        logging.getLogger("service.worker.runner").info("fitting")
+        logging.getLogger("service.worker.job_watch").info("fitting")
 
     monkeypatch.setattr(JobRun, "_run", fake_run)
     job: Any = type("Job", (), {"id": "0123456789abcdef"})()
@@ -240,6 +240,6 @@ def test_worker_job_threads_log_with_the_job_id(
     run.start()
     run.join()
 
-    [line] = captured.of("service.worker.runner")
+    [line] = captured.of("service.worker.job_watch")
     assert line["job_id"] == "0123456789abcdef"
     assert job_id_var.get() is None

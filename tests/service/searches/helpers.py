@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 from service.config import Settings
-from service.worker import Supervisor, WorkerConfig
+from service.worker.claim_loop import Supervisor, WorkerConfig
 from service.worker.lease import LeasePolicy
 
 PROBLEM = "application/problem+json"

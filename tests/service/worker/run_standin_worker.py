@@ -14,7 +14,7 @@ sys.path.insert(0, str(Path(__file__).parent))
 import worker_standins
 
 from service.config import Settings
-from service.worker import run_worker
+from service.worker.claim_loop import run_worker
 
 if __name__ == "__main__":
     logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")

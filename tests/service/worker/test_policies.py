@@ -1,4 +1,4 @@
-"""Small rules: retry back-off, exit descriptions, the progress throttle, worker settings."""
+"""Small rules: retry back-off, the progress throttle, worker settings."""
 
 from __future__ import annotations
 
@@ -8,8 +8,8 @@ import pytest
 from pydantic import ValidationError
 
 from service.config import Settings
-from service.worker import WorkerConfig
-from service.worker.lease import MAX_RETRY_DELAY, LeasePolicy, describe_exit
+from service.worker.claim_loop import WorkerConfig
+from service.worker.lease import MAX_RETRY_DELAY, LeasePolicy
 from service.worker.progress import ProgressThrottle
 
 NOW = datetime(2026, 1, 1, tzinfo=UTC)
@@ -27,12 +27,6 @@ def test_retry_delay_doubles_up_to_a_cap() -> None:
         MAX_RETRY_DELAY,
     ]
     assert policy.expires_at(NOW) == NOW + timedelta(seconds=60)
-
-
-def test_exit_descriptions() -> None:
-    assert describe_exit(-9) == "killed by signal 9 (SIGKILL, often the out-of-memory killer)"
-    assert describe_exit(-15) == "killed by signal 15 (SIGTERM)"
-    assert describe_exit(3) == "exited with code 3 without a result"
 
 
 def test_progress_throttle_passes_the_newest_report_at_most_once_per_interval() -> None:

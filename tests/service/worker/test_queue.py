@@ -13,7 +13,7 @@ from sqlalchemy.orm import Session
 from worker_helpers import FAST_POLICY, add_dataset, add_job, get_job
 from worker_standins import make_outcome
 
-from service.db.session import create_db_engine
+from service.db.session import create_db_engine, transaction
 from service.db.tables import (
     ImportanceRecord,
     JobRecord,
@@ -22,12 +22,13 @@ from service.db.tables import (
     ModelRecord,
 )
 from service.db.types import utc_now
-from service.worker import JobSnapshot, queue, recovery
+from service.worker import queue, recovery
+from service.worker.fit_process import JobSnapshot
 
 
 def _claim(engine: Engine, worker_id: str, *, now_offset: float = 0.0) -> JobRecord | None:
     now = utc_now() + timedelta(seconds=now_offset)
-    with queue.transaction(engine) as session:
+    with transaction(engine) as session:
         return queue.claim(session, worker_id=worker_id, now=now, policy=FAST_POLICY)
 
 
@@ -79,7 +80,7 @@ def test_heartbeat_extends_the_lease_only_for_its_holder(engine: Engine) -> None
     assert claimed is not None and claimed.lease_expires_at is not None
     later = claimed.lease_expires_at + timedelta(minutes=5)
 
-    with queue.transaction(engine) as session:
+    with transaction(engine) as session:
         held = queue.touch(
             session, job_id, "w", now=utc_now(), lease_expires_at=later, progress=(0.4, "tree 4/10")
         )
@@ -88,7 +89,7 @@ def test_heartbeat_extends_the_lease_only_for_its_holder(engine: Engine) -> None
     assert job.lease_expires_at == later
     assert (job.progress, job.stage) == (0.4, "tree 4/10")
 
-    with queue.transaction(engine) as session:
+    with transaction(engine) as session:
         assert (
             queue.touch(session, job_id, "intruder", now=utc_now(), lease_expires_at=later) is None
         )
@@ -101,10 +102,10 @@ def test_expired_lease_is_requeued_then_failed_when_out_of_attempts(engine: Engi
     lapse = FAST_POLICY.lease.total_seconds() + 1
 
     assert _claim(engine, "dead-1") is not None
-    with queue.transaction(engine) as session:
+    with transaction(engine) as session:
         # A live lease is left alone.
         assert recovery.reap_expired(session, now=utc_now(), policy=FAST_POLICY) == []
-    with queue.transaction(engine) as session:
+    with transaction(engine) as session:
         reaped = recovery.reap_expired(
             session, now=utc_now() + timedelta(seconds=lapse), policy=FAST_POLICY
         )
@@ -115,7 +116,7 @@ def test_expired_lease_is_requeued_then_failed_when_out_of_attempts(engine: Engi
 
     claimed = _claim(engine, "dead-2", now_offset=lapse)
     assert claimed is not None and claimed.attempts == 2
-    with queue.transaction(engine) as session:
+    with transaction(engine) as session:
         reaped = recovery.reap_expired(
             session, now=utc_now() + timedelta(seconds=2 * lapse + 1), policy=FAST_POLICY
         )
@@ -131,7 +132,7 @@ def test_expired_lease_with_cancel_requested_ends_cancelled(engine: Engine) -> N
     assert _claim(engine, "dead") is not None
     with Session(engine) as session, session.begin():
         session.get_one(JobRecord, job_id).cancel_requested = True
-    with queue.transaction(engine) as session:
+    with transaction(engine) as session:
         later = utc_now() + timedelta(minutes=1)
         assert recovery.reap_expired(session, now=later, policy=FAST_POLICY) == [
             (job_id, JobStatus.CANCELLED)
@@ -155,13 +156,13 @@ def test_success_writes_model_artifact_and_job_atomically(engine: Engine) -> Non
     # A set is not JSON: the importances fail to insert after the job row and model are written.
     broken = replace(good, importances={"impurity": [{"name": "x", "importance": {1, 2}}]})
 
-    with pytest.raises(Exception), queue.transaction(engine) as session:  # noqa: B017
+    with pytest.raises(Exception), transaction(engine) as session:  # noqa: B017
         queue.finish_succeeded(session, snapshot, "w", broken, now=utc_now())
     assert _counts(engine) == (0, 0, 0)
     job = get_job(engine, job_id)
     assert (job.status, job.model_id) == ("running", None)
 
-    with queue.transaction(engine) as session:
+    with transaction(engine) as session:
         model_id = queue.finish_succeeded(session, snapshot, "w", good, now=utc_now())
     assert model_id is not None
     job = get_job(engine, job_id)
@@ -183,7 +184,7 @@ def test_success_after_a_cancel_request_writes_nothing(engine: Engine) -> None:
     with Session(engine) as session, session.begin():
         session.get_one(JobRecord, job_id).cancel_requested = True
     snapshot = JobSnapshot.of(claimed, n_jobs=1)
-    with queue.transaction(engine) as session:
+    with transaction(engine) as session:
         assert (
             queue.finish_succeeded(session, snapshot, "w", make_outcome(snapshot), now=utc_now())
             is None
@@ -197,7 +198,7 @@ def test_corrupt_artifact_is_refused(engine: Engine) -> None:
     assert claimed is not None
     snapshot = JobSnapshot.of(claimed, n_jobs=1)
     outcome = replace(make_outcome(snapshot), sha256="0" * 64)
-    with pytest.raises(queue.ArtifactMismatch), queue.transaction(engine) as session:
+    with pytest.raises(queue.ArtifactMismatch), transaction(engine) as session:
         queue.finish_succeeded(session, snapshot, "w", outcome, now=utc_now())
     assert _counts(engine) == (0, 0, 0)
 
@@ -205,7 +206,7 @@ def test_corrupt_artifact_is_refused(engine: Engine) -> None:
 def test_shutdown_requeue_does_not_count_the_interrupted_run(engine: Engine) -> None:
     job_id = add_job(engine, add_dataset(engine))
     assert _claim(engine, "w") is not None
-    with queue.transaction(engine) as session:
+    with transaction(engine) as session:
         assert recovery.requeue_for_shutdown(session, job_id, "w")
     job = get_job(engine, job_id)
     assert (job.status, job.attempts, job.lease_owner, job.lease_expires_at) == (
@@ -221,11 +222,11 @@ def test_a_requeued_job_with_a_cancel_request_is_swept_to_cancelled(engine: Engi
     assert _claim(engine, "w") is not None
     with Session(engine) as session, session.begin():
         session.get_one(JobRecord, job_id).cancel_requested = True
-    with queue.transaction(engine) as session:
+    with transaction(engine) as session:
         assert recovery.requeue_for_shutdown(session, job_id, "w")
     assert _claim(engine, "other") is None
 
-    with queue.transaction(engine) as session:
+    with transaction(engine) as session:
         assert recovery.cancel_requested_queued(session, now=utc_now()) == 1
     job = get_job(engine, job_id)
     assert (job.status, job.finished_at is not None) == ("cancelled", True)

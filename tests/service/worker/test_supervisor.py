@@ -21,7 +21,8 @@ from engine import load_model
 from service.db.session import create_db_engine
 from service.db.tables import JobRecord, ModelArtifactRecord
 from service.db.types import utc_now
-from service.worker import Supervisor, queue
+from service.worker import queue
+from service.worker.claim_loop import Supervisor
 
 
 @pytest.fixture

@@ -14,7 +14,7 @@ from sqlalchemy.orm import Session
 
 from service.datasets.columns import NumericColumn, encode_column
 from service.db.tables import DatasetColumnRecord, DatasetRecord, JobRecord, new_id
-from service.worker import WorkerConfig
+from service.worker.claim_loop import WorkerConfig
 from service.worker.lease import LeasePolicy
 
 FAST_POLICY = LeasePolicy(

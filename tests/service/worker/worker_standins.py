@@ -21,7 +21,7 @@ from typing import Any
 import numpy as np
 
 from engine import ProgressEvent, RandomForestRegressor, TrainingInterrupted, save_model
-from service.worker import JobFailed, JobSnapshot
+from service.worker.fit_process import JobFailed, JobSnapshot
 
 
 @dataclass(frozen=True)

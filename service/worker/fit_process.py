@@ -2,13 +2,12 @@
 
 The worker starts :func:`fit_process_main` in a fresh process for every claimed job. The
 process reads the job's columns from the database itself (big data never crosses a pipe),
-calls the training function, and sends the worker small messages over a one-way pipe:
+calls the training function, and sends the worker small messages over a one-way pipe
+(:mod:`service.worker.messages`): :class:`~service.worker.messages.Progress` any number of
+times, then exactly one result: ``Succeeded``, ``Failed`` (deterministic: do not retry),
+``Stopped`` (it obeyed a stop request) or ``Errored`` (unexpected: retry).
 
-``("progress", fraction, stage)`` any number of times, then exactly one of
-``("succeeded", outcome)``, ``("failed", code, message)`` (deterministic: do not retry),
-``("stopped",)`` (it obeyed a stop request) or ``("error", message)`` (unexpected: retry).
-
-A process that exits without one of those crashed; the worker decides what that means. The
+A process that exits without a result crashed; the worker decides what that means. The
 process never writes to the jobs table: every transition of the job is the worker's.
 """
 
@@ -23,17 +22,25 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from multiprocessing.connection import Connection
 from multiprocessing.synchronize import Event
-from typing import Any, Protocol
-
-from sqlalchemy.orm import Session
+from typing import Any
 
 from engine import TrainingInterrupted
 from engine.process_setup import limit_blas_threads
 from service.datasets.columns import ColumnData
 from service.datasets.service import DatasetDataCorrupt, load_columns
-from service.db.session import create_db_engine
+from service.db.session import create_db_engine, reading
 from service.db.tables import JobRecord
 from service.errors import CoppiceError, InvalidInput, NotFound
+from service.worker.messages import (
+    Errored,
+    Failed,
+    FitMessage,
+    FitResult,
+    Progress,
+    Stopped,
+    Succeeded,
+    TrainingOutcomeLike,
+)
 from service.worker.progress import ProgressThrottle
 
 # The fit process tells the worker about progress at most this often; the worker writes even less.
@@ -87,33 +94,6 @@ class JobSnapshot:
             dask_scheduler=dask_scheduler,
             dask_connect_timeout=dask_connect_timeout,
         )
-
-
-class TrainingOutcomeLike(Protocol):
-    """What a successful training returns (``service.training.TrainingOutcome`` is one)."""
-
-    @property
-    def artifact(self) -> bytes: ...
-    @property
-    def sha256(self) -> str: ...
-    @property
-    def size(self) -> int: ...
-    @property
-    def features(self) -> Any: ...
-    @property
-    def classes(self) -> Any: ...
-    @property
-    def encoding(self) -> Any: ...
-    @property
-    def resolved_params(self) -> Any: ...
-    @property
-    def metrics(self) -> Any: ...
-    @property
-    def curves(self) -> Any: ...
-    @property
-    def importances(self) -> Mapping[str, Any]: ...
-    @property
-    def n_estimators(self) -> int | None: ...
 
 
 class JobFailed(Exception):
@@ -183,7 +163,7 @@ def _load(database_url: str, job: JobSnapshot) -> dict[str, ColumnData]:
     names = list(dict.fromkeys([*job.features, job.target]))
     engine = create_db_engine(database_url)
     try:
-        with Session(engine) as session:
+        with reading(engine) as session:
             if job.dataset_id is None:
                 raise NotFound("The job's dataset has been deleted.")
             return load_columns(session, job.dataset_id, names)
@@ -216,37 +196,47 @@ def fit_process_main(
     def on_progress(fraction: float, stage: str) -> None:
         now = time.monotonic()
         if throttle.offer(fraction, stage, now):
-            _send(conn, ("progress", *throttle.take(now)))
+            _send(conn, Progress(*throttle.take(now)))
 
+    result = _train(database_url, job, train, on_progress, should_stop)
+    try:
+        conn.send(result)
+    except (BrokenPipeError, ConnectionResetError):
+        return  # the worker is gone; the lease will bring the job back
+    except Exception as error:  # the outcome cannot be pickled
+        conn.send(Errored(f"the training result could not be sent to the worker: {error}"))
+    finally:
+        conn.close()
+
+
+def _train(
+    database_url: str,
+    job: JobSnapshot,
+    train: TrainFunction,
+    on_progress: ProgressReporter,
+    should_stop: StopCheck,
+) -> FitResult:
+    """Load the job's columns and train; every way that can end, as the result to send."""
     try:
         columns = _load(database_url, job)
         outcome = train(job, columns, on_progress, should_stop)
     except JobFailed as error:
-        message: tuple[Any, ...] = ("failed", error.code, error.message)
+        return Failed(error.code, error.message)
     except CoppiceError as error:
-        message = ("failed", _dataset_error_code(error), error.detail)
+        return Failed(_dataset_error_code(error), error.detail)
     except TrainingInterrupted:
-        message = ("stopped",)
+        return Stopped()
     except Exception as error:
         summary = "".join(traceback.format_exception_only(error)).strip()
-        message = ("error", f"training raised {summary}")
-    else:
-        message = ("succeeded", outcome)
-    try:
-        conn.send(message)
-    except (BrokenPipeError, ConnectionResetError):
-        return  # the worker is gone; the lease will bring the job back
-    except Exception as error:  # the outcome cannot be pickled
-        conn.send(("error", f"the training result could not be sent to the worker: {error}"))
-    finally:
-        conn.close()
+        return Errored(f"training raised {summary}")
+    return Succeeded(outcome)
 
 
 def warm_up_process() -> None:
     """Does nothing: started once so the fork server is up before the first job."""
 
 
-def _send(conn: Connection, message: tuple[Any, ...]) -> None:
+def _send(conn: Connection, message: FitMessage) -> None:
     # A closed pipe means the worker is gone; should_stop() notices it.
     with contextlib.suppress(BrokenPipeError, ConnectionResetError):
         conn.send(message)

@@ -1,8 +1,8 @@
 """One claimed job, seen from the worker: start its fit process, watch it, record how it ended.
 
 A :class:`JobRun` is a thread of the worker. It starts the fit process
-(:func:`service.worker.execution.fit_process_main`), then loops until the process ends:
-it reads the process's messages, writes progress to the job row (at most once a second),
+(:func:`service.worker.fit_process.fit_process_main`), then loops until the process ends:
+it reads the process's messages (:mod:`service.worker.messages`), writes progress to the job row (at most once a second),
 renews the lease every heartbeat, and polls ``cancel_requested``. On a cancel it sets the
 process's stop event and kills the process if it has not stopped within ``STOP_GRACE``
 seconds. When the worker shuts down past its grace period, the run kills its process and
@@ -22,17 +22,32 @@ from datetime import datetime
 from multiprocessing.connection import Connection, wait
 from multiprocessing.context import BaseContext
 from multiprocessing.process import BaseProcess
-from typing import Any
+from multiprocessing.synchronize import Event
 
 from sqlalchemy import Engine
 from sqlalchemy.exc import OperationalError, SQLAlchemyError
 
+from engine.process_setup import describe_exit
+from service.db.session import transaction
 from service.db.tables import JobStatus
 from service.db.types import utc_now
 from service.logs import bound, job_id_var
 from service.worker import queue, recovery
-from service.worker.execution import JobSnapshot, TrainFunction, fit_process_main
-from service.worker.lease import LeasePolicy, describe_exit
+from service.worker.fit_process import JobSnapshot, TrainFunction, fit_process_main
+from service.worker.lease import LeasePolicy
+from service.worker.messages import (
+    Crashed,
+    Errored,
+    Failed,
+    FitResult,
+    Lost,
+    Progress,
+    RunEnd,
+    ShutDown,
+    Stopped,
+    Succeeded,
+    TrainingOutcomeLike,
+)
 from service.worker.progress import ProgressThrottle
 
 logger = logging.getLogger(__name__)
@@ -65,6 +80,29 @@ class RunContext:
     max_runtime_seconds: float | None = None
 
 
+@dataclass
+class _Watch:
+    """The clock of one watch, in ``time.monotonic()`` seconds, and the fit's stop event."""
+
+    stop: Event
+    heartbeat: float
+    next_beat: float
+    next_poll: float
+    # The last lease renewal that reached the database: a fit outlives a database blip only
+    # while its lease still holds.
+    last_beat_ok: float
+    # When the runtime limit runs out; None: no limit.
+    out_of_time_at: float | None
+    # When a fit asked to stop is killed if it has not stopped; None: not asked.
+    kill_at: float | None = None
+    # Whether it was asked because it ran out of time (then it fails) or for a cancel.
+    timed_out: bool = False
+
+    def ask_to_stop(self, now: float, *, timed_out: bool = False) -> None:
+        self.stop.set()
+        self.kill_at, self.timed_out = now + STOP_GRACE, timed_out
+
+
 class JobRun(threading.Thread):
     """Runs one claimed job to its end; the thread finishes when the job is no longer held."""
 
@@ -90,6 +128,20 @@ class JobRun(threading.Thread):
     # --- the watch loop -------------------------------------------------------------------
 
     def _run(self) -> None:
+        receiver, stop = self._start_fit()
+        try:
+            # Starting a process can take a while on a busy machine; renew the lease at once.
+            if self._touch(beat=True, progress=None) is None:
+                logger.warning("job %s: taken back before its fit started", self.job.id)
+                self._kill()
+                return
+            end = self._watch(receiver, stop)
+        finally:
+            receiver.close()
+        self._record_while_held(end)
+
+    def _start_fit(self) -> tuple[Connection, Event]:
+        """Start the fit process; the end of its pipe to read, and the event that stops it."""
         ctx = self.context
         receiver, sender = ctx.mp_context.Pipe(duplex=False)
         stop = ctx.mp_context.Event()
@@ -103,101 +155,127 @@ class JobRun(threading.Thread):
         self.process.start()
         sender.close()  # so the fit's end reads as EOF here
         logger.info("job %s: fitting in process %s", self.job.id, self.process.pid)
-        try:
-            # Starting a process can take a while on a busy machine; renew the lease at once.
-            if self._touch(beat=True, progress=None) is None:
-                logger.warning("job %s: taken back before its fit started", self.job.id)
-                self._kill()
-                return
-            verdict = self._watch(receiver, stop)
-        finally:
-            receiver.close()
-        self._record_while_held(verdict)
+        return receiver, stop
 
-    def _watch(self, receiver: Connection, stop: Any) -> tuple[Any, ...]:
-        """Follow the fit until it ends; returns its last message or why it ended without one."""
+    def _watch(self, receiver: Connection, stop: Event) -> RunEnd:
+        """Follow the fit until it ends: its result, or why it ended without one.
+
+        Each turn reads what the fit sent, then enforces the shutdown, the stop grace and the
+        runtime limit, then (every ``TICK``, or when progress is due) checks in with the
+        database: lease, progress, cancel.
+        """
+        now = time.monotonic()
+        heartbeat = self.context.policy.heartbeat.total_seconds()
+        limit = self._runtime_limit()
+        watch = _Watch(
+            stop=stop,
+            heartbeat=heartbeat,
+            next_beat=now + heartbeat,
+            next_poll=now + TICK,
+            last_beat_ok=now,
+            out_of_time_at=None if limit is None else now + limit,
+        )
+        throttle = ProgressThrottle(PROGRESS_WRITE_INTERVAL)
+        while True:
+            result = self._next_result(receiver, throttle)
+            if result is not None:
+                return self._settle(result, watch)
+            now = time.monotonic()
+            ended = self._enforce_deadlines(now, watch)
+            if ended is not None:
+                return ended
+            if now < watch.next_poll and not throttle.due(now):
+                continue
+            ended = self._check_in(now, watch, throttle)
+            if ended is not None:
+                return ended
+
+    def _next_result(
+        self, receiver: Connection, throttle: ProgressThrottle
+    ) -> FitResult | Crashed | None:
+        """Wait up to ``TICK`` for the fit: its result, ``Crashed``, or ``None`` (still going)."""
         process = self.process
         assert process is not None
-        heartbeat = self.context.policy.heartbeat.total_seconds()
-        lease = self.context.policy.lease.total_seconds()
-        last_beat_ok = time.monotonic()
-        throttle = ProgressThrottle(PROGRESS_WRITE_INTERVAL)
-        next_beat = time.monotonic() + heartbeat
-        next_poll = time.monotonic() + TICK
-        kill_at: float | None = None
-        limit = self._runtime_limit()
-        out_of_time_at = None if limit is None else time.monotonic() + limit
-        timed_out = False
-        final: tuple[Any, ...] | None = None
-        while final is None:
-            ready = wait([receiver, process.sentinel], timeout=TICK)
-            if receiver in ready:
-                try:
-                    message = receiver.recv()
-                except EOFError:
-                    final = ("crashed",)
-                    break
-                if message[0] != "progress":
-                    final = message
-                    break
-                throttle.offer(message[1], message[2], time.monotonic())
-            elif process.sentinel in ready and not receiver.poll():
-                final = ("crashed",)
-                break
-            now = time.monotonic()
-            if self.context.abort.is_set():
-                self._kill()
-                return ("shutdown",)
-            if kill_at is not None and now >= kill_at:
-                self._kill()
-                return self._runtime_exceeded() if timed_out else ("stopped",)
-            if out_of_time_at is not None and now >= out_of_time_at and kill_at is None:
-                logger.warning(
-                    "job %s: ran past its %g s limit; stopping the fit", self.job.id, limit
-                )
-                stop.set()
-                kill_at, timed_out = now + STOP_GRACE, True
-            if now < next_poll and not throttle.due(now):
-                continue
-            beat = now >= next_beat
-            progress = throttle.take(now) if throttle.due(now) else None
-            next_poll = now + TICK
+        ready = wait([receiver, process.sentinel], timeout=TICK)
+        if receiver in ready:
             try:
-                held = self._touch(beat, progress)
-            except SQLAlchemyError as error:
-                # A database blip need not cost the fit, as long as the lease still holds.
-                if now - last_beat_ok > lease:
-                    logger.error("job %s: lease lapsed while the database was away", self.job.id)
-                    self._kill()
-                    return ("lost",)
-                logger.warning("job %s: could not reach the database (%s)", self.job.id, error)
-                continue
-            if beat:
-                next_beat, last_beat_ok = now + heartbeat, now
-            if held is None:
-                logger.warning("job %s: no longer held by this worker; stopping it", self.job.id)
+                message = receiver.recv()
+            except EOFError:
+                return Crashed()
+            match message:
+                case Progress(fraction, stage):
+                    throttle.offer(fraction, stage, time.monotonic())
+                    return None
+                case Succeeded() | Failed() | Stopped() | Errored():
+                    return message
+                case _:
+                    return Errored(f"the fit process sent an unknown message: {message!r}")
+        # A fit that sent its result and exited is read first: the pipe still holds the result.
+        if process.sentinel in ready and not receiver.poll():
+            return Crashed()
+        return None
+
+    def _enforce_deadlines(self, now: float, watch: _Watch) -> RunEnd | None:
+        """End the run when the worker shuts down or a stopped fit outstays its grace."""
+        if self.context.abort.is_set():
+            self._kill()
+            return ShutDown()
+        if watch.kill_at is not None and now >= watch.kill_at:
+            self._kill()
+            return self._runtime_exceeded() if watch.timed_out else Stopped()
+        out_of_time = watch.out_of_time_at is not None and now >= watch.out_of_time_at
+        if out_of_time and watch.kill_at is None:
+            limit = self._runtime_limit()
+            logger.warning("job %s: ran past its %g s limit; stopping the fit", self.job.id, limit)
+            watch.ask_to_stop(now, timed_out=True)
+        return None
+
+    def _check_in(self, now: float, watch: _Watch, throttle: ProgressThrottle) -> RunEnd | None:
+        """Renew the lease when due, write due progress, and obey a cancel; ``Lost`` if not held."""
+        beat = now >= watch.next_beat
+        progress = throttle.take(now) if throttle.due(now) else None
+        watch.next_poll = now + TICK
+        try:
+            held = self._touch(beat, progress)
+        except SQLAlchemyError as error:
+            # A database blip need not cost the fit, as long as the lease still holds.
+            if now - watch.last_beat_ok > self.context.policy.lease.total_seconds():
+                logger.error("job %s: lease lapsed while the database was away", self.job.id)
                 self._kill()
-                return ("lost",)
-            if held.cancel_requested and kill_at is None:
-                logger.info("job %s: cancel requested; stopping the fit", self.job.id)
-                stop.set()
-                kill_at = now + STOP_GRACE
-        process.join(STOP_GRACE)
+                return Lost()
+            logger.warning("job %s: could not reach the database (%s)", self.job.id, error)
+            return None
+        if beat:
+            watch.next_beat, watch.last_beat_ok = now + watch.heartbeat, now
+        if held is None:
+            logger.warning("job %s: no longer held by this worker; stopping it", self.job.id)
+            self._kill()
+            return Lost()
+        if held.cancel_requested and watch.kill_at is None:
+            logger.info("job %s: cancel requested; stopping the fit", self.job.id)
+            watch.ask_to_stop(now)
+        return None
+
+    def _settle(self, result: FitResult | Crashed, watch: _Watch) -> RunEnd:
+        """The fit has ended: clean up after it and say what its result means."""
+        assert self.process is not None
+        self.process.join(STOP_GRACE)
         # Also when the fit has ended: one killed outright (the out-of-memory killer, say)
         # leaves its engine workers behind, blocked for ever on a pipe it can no longer close.
         self._kill()
-        if final[0] == "stopped" and timed_out:
-            return self._runtime_exceeded()
-        if final[0] == "stopped" and kill_at is None:
-            return ("error", "training stopped although no cancel was requested")
-        return final
+        match result:
+            case Stopped() if watch.timed_out:
+                return self._runtime_exceeded()
+            case Stopped() if watch.kill_at is None:
+                return Errored("training stopped although no cancel was requested")
+        return result
 
     def _runtime_limit(self) -> float | None:
         """The tighter of the server's limit and the job's own, in seconds; None: no limit."""
         limits = [self.context.max_runtime_seconds, self.job.max_runtime_seconds]
         return min((limit for limit in limits if limit is not None), default=None)
 
-    def _runtime_exceeded(self) -> tuple[Any, ...]:
+    def _runtime_exceeded(self) -> Failed:
         # Deterministic enough to fail at once: a retry would take as long again.
         limit = self._runtime_limit()
         assert limit is not None  # only a run with a limit can exceed it
@@ -206,8 +284,7 @@ class JobRun(threading.Thread):
             if limit == self.job.max_runtime_seconds
             else "this server's limit (COPPICE_MAX_RUNTIME_SECONDS)"
         )
-        return (
-            "failed",
+        return Failed(
             "runtime_exceeded",
             f"Training ran longer than {limit:g} seconds, {whose}. Use fewer estimators, "
             "shallower learners or fewer rows, or ask for a higher limit.",
@@ -215,7 +292,7 @@ class JobRun(threading.Thread):
 
     def _touch(self, beat: bool, progress: tuple[float, str] | None) -> queue.Held | None:
         now = utc_now()
-        with queue.transaction(self.context.engine) as session:
+        with transaction(self.context.engine) as session:
             return queue.touch(
                 session,
                 self.job.id,
@@ -241,7 +318,7 @@ class JobRun(threading.Thread):
 
     # --- recording the end ----------------------------------------------------------------
 
-    def _record_while_held(self, verdict: tuple[Any, ...]) -> None:
+    def _record_while_held(self, end: RunEnd) -> None:
         """Record how the run ended, trying again while the database is away, for up to a lease.
 
         A trained model exists only in this process until it is stored: given up, the job waits
@@ -251,7 +328,7 @@ class JobRun(threading.Thread):
         give_up_at = time.monotonic() + self.context.policy.lease.total_seconds()
         while True:
             try:
-                self._record(verdict)
+                self._record(end)
                 return
             except OperationalError as error:
                 if time.monotonic() >= give_up_at or self.context.abort.is_set():
@@ -263,49 +340,39 @@ class JobRun(threading.Thread):
                 )
                 time.sleep(RECORD_RETRY)
 
-    def _record(self, verdict: tuple[Any, ...]) -> None:
-        kind = verdict[0]
+    def _record(self, end: RunEnd) -> None:
         job_id, worker_id, engine = self.job.id, self.context.worker_id, self.context.engine
         now = utc_now()
-        if kind == "lost":
-            return
-        if kind == "shutdown":
-            with queue.transaction(engine) as session:
-                recovery.requeue_for_shutdown(session, job_id, worker_id)
-            logger.info("job %s: queued again because the worker is shutting down", job_id)
-            return
-        if kind == "succeeded":
-            self._record_success(verdict[1], now)
-            return
-        if kind == "stopped":
-            with queue.transaction(engine) as session:
-                queue.finish(session, job_id, worker_id, JobStatus.CANCELLED, now=now)
-            logger.info("job %s: cancelled", job_id)
-            return
-        if kind == "failed":
-            with queue.transaction(engine) as session:
-                queue.finish(
-                    session,
-                    job_id,
-                    worker_id,
-                    JobStatus.FAILED,
-                    now=now,
-                    error=(verdict[1], verdict[2]),
-                )
-            logger.info("job %s: failed (%s)", job_id, verdict[1])
-            return
-        if kind == "error":
-            self._retry_or_fail(now, "training_error", str(verdict[1]))
-            return
-        exitcode = self.process.exitcode if self.process is not None else None
-        self._retry_or_fail(
-            now, "training_crashed", f"the training process was {describe_exit(exitcode)}"
-        )
+        match end:
+            case Lost():
+                pass
+            case ShutDown():
+                with transaction(engine) as session:
+                    recovery.requeue_for_shutdown(session, job_id, worker_id)
+                logger.info("job %s: queued again because the worker is shutting down", job_id)
+            case Succeeded(outcome):
+                self._record_success(outcome, now)
+            case Stopped():
+                with transaction(engine) as session:
+                    queue.finish(session, job_id, worker_id, JobStatus.CANCELLED, now=now)
+                logger.info("job %s: cancelled", job_id)
+            case Failed(code, message):
+                with transaction(engine) as session:
+                    queue.finish(
+                        session, job_id, worker_id, JobStatus.FAILED, now=now, error=(code, message)
+                    )
+                logger.info("job %s: failed (%s)", job_id, code)
+            case Errored(message):
+                self._retry_or_fail(now, "training_error", message)
+            case Crashed():
+                exitcode = self.process.exitcode if self.process is not None else None
+                reason = f"the training process {describe_exit(exitcode)}"
+                self._retry_or_fail(now, "training_crashed", reason)
 
-    def _record_success(self, outcome: Any, now: datetime) -> None:
+    def _record_success(self, outcome: TrainingOutcomeLike, now: datetime) -> None:
         job_id, worker_id = self.job.id, self.context.worker_id
         try:
-            with queue.transaction(self.context.engine) as session:
+            with transaction(self.context.engine) as session:
                 model_id = queue.finish_succeeded(session, self.job, worker_id, outcome, now=now)
         except queue.ArtifactMismatch as error:
             self._retry_or_fail(now, "artifact_corrupt", str(error))
@@ -321,11 +388,11 @@ class JobRun(threading.Thread):
             logger.info("job %s: succeeded with model %s", job_id, model_id)
             return
         # Not held, or a cancel arrived while the fit was finishing: the cancel wins.
-        with queue.transaction(self.context.engine) as session:
+        with transaction(self.context.engine) as session:
             queue.finish(session, job_id, worker_id, JobStatus.CANCELLED, now=now)
 
     def _retry_or_fail(self, now: datetime, code: str, reason: str) -> None:
-        with queue.transaction(self.context.engine) as session:
+        with transaction(self.context.engine) as session:
             status = recovery.retry_or_fail(
                 session,
                 self.job.id,

@@ -3,16 +3,15 @@ and shuts down gracefully.
 
 One :class:`Supervisor` is one worker (one ``lease_owner``). Its loop thread, every
 ``poll_seconds`` or as soon as a job ends: takes back running jobs whose lease expired
-(:func:`queue.reap_expired`; every worker does this, so recovery needs no special process),
-then claims queued jobs until ``concurrency`` are running, each in a :class:`JobRun` thread
-with its own fit process. ``coppice worker`` runs one in the foreground (:func:`run_worker`);
+(:func:`recovery.reap_expired`; every worker does this, so recovery needs no special
+process), then claims queued jobs until ``concurrency`` are running, each watched by a
+:class:`~service.worker.job_watch.JobRun` thread with its own fit process. ``coppice worker`` runs one in the foreground (:func:`run_worker`);
 ``coppice serve`` runs one beside the API, started and stopped by the app's lifespan.
 """
 
 from __future__ import annotations
 
 import logging
-import multiprocessing
 import os
 import signal
 import socket
@@ -25,19 +24,20 @@ from types import FrameType
 
 from sqlalchemy import Engine
 
+from engine.process_setup import process_context
 from service.config import Settings
-from service.db.session import create_db_engine
+from service.db.session import create_db_engine, transaction
 from service.db.types import utc_now
 from service.searches.driver import advance_searches
 from service.worker import queue, recovery
-from service.worker.execution import (
+from service.worker.fit_process import (
     JobSnapshot,
     TrainFunction,
     default_train,
     warm_up_process,
 )
+from service.worker.job_watch import JobRun, RunContext
 from service.worker.lease import LeasePolicy
-from service.worker.runner import JobRun, RunContext
 
 logger = logging.getLogger(__name__)
 
@@ -78,25 +78,16 @@ def default_worker_id() -> str:
     return f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
 
 
-def fit_process_context() -> multiprocessing.context.BaseContext:
-    """How fit processes start: never by a plain fork, since the worker runs threads.
-
-    A fork server forks each fit from a clean single-threaded process with the training stack
-    already imported and the engine's compiled kernels loaded; ``spawn`` is the fallback
-    where there is none.
-    """
-    if "forkserver" in multiprocessing.get_all_start_methods():
-        context = multiprocessing.get_context("forkserver")
-        context.set_forkserver_preload(["service.worker.execution", "engine._preload"])
-        return context
-    return multiprocessing.get_context("spawn")
+# A fork server forks each fit from a clean single-threaded process with the training stack
+# already imported and the engine's compiled kernels loaded.
+FIT_PRELOAD = ("service.worker.fit_process", "engine._preload")
 
 
 class Supervisor:
     """One worker: claims jobs and runs up to ``config.concurrency`` of them at once.
 
     ``train`` is the training function fit processes call (a module-level function; see
-    :data:`~service.worker.execution.TrainFunction`).
+    :data:`~service.worker.fit_process.TrainFunction`).
     """
 
     def __init__(
@@ -118,7 +109,8 @@ class Supervisor:
             worker_id=self.worker_id,
             policy=config.policy,
             train=train,
-            mp_context=fit_process_context(),
+            # Never a plain fork: the worker runs threads (this loop, one per running job).
+            mp_context=process_context(FIT_PRELOAD, allow_fork=False),
             abort=threading.Event(),
             wake=self._wake,
             max_runtime_seconds=config.max_runtime_seconds,
@@ -210,9 +202,9 @@ class Supervisor:
             logger.exception("worker %s: could not start a process", self.worker_id)
 
     def _reap(self) -> None:
-        with queue.transaction(self._engine) as session:
+        with transaction(self._engine) as session:
             reaped = recovery.reap_expired(session, now=utc_now(), policy=self.config.policy)
-        with queue.transaction(self._engine) as session:
+        with transaction(self._engine) as session:
             recovery.cancel_requested_queued(session, now=utc_now())
         for job_id, status in reaped:
             logger.warning(
@@ -222,7 +214,7 @@ class Supervisor:
     def _fill_slots(self) -> None:
         self._runs = [run for run in self._runs if run.is_alive()]
         while len(self._runs) < self.config.concurrency and not self._stopping.is_set():
-            with queue.transaction(self._engine) as session:
+            with transaction(self._engine) as session:
                 job = queue.claim(
                     session, worker_id=self.worker_id, now=utc_now(), policy=self.config.policy
                 )

@@ -1,0 +1,106 @@
+"""What a fit process tells its worker, and how the worker sees a run end.
+
+The fit process (:mod:`service.worker.fit_process`) sends :class:`Progress` any number of
+times, then exactly one :data:`FitResult`. The watcher of the job
+(:mod:`service.worker.job_watch`) adds the ends the fit cannot report itself
+(:class:`Crashed`, :class:`ShutDown`, :class:`Lost`) and records a :data:`RunEnd`.
+
+The messages cross a ``multiprocessing`` pipe, so they are pickled there and back; that is
+the only place they are pickled (a stored model never is).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+
+class TrainingOutcomeLike(Protocol):
+    """What a successful training returns (``service.training.TrainingOutcome`` is one)."""
+
+    @property
+    def artifact(self) -> bytes: ...
+    @property
+    def sha256(self) -> str: ...
+    @property
+    def size(self) -> int: ...
+    @property
+    def features(self) -> Any: ...
+    @property
+    def classes(self) -> Any: ...
+    @property
+    def encoding(self) -> Any: ...
+    @property
+    def resolved_params(self) -> Any: ...
+    @property
+    def metrics(self) -> Any: ...
+    @property
+    def curves(self) -> Any: ...
+    @property
+    def importances(self) -> Mapping[str, Any]: ...
+    @property
+    def n_estimators(self) -> int | None: ...
+
+
+# --- sent by the fit process ------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Progress:
+    """How far training has come, in [0, 1], and what it is doing (``"tree 4/10"``)."""
+
+    fraction: float
+    stage: str
+
+
+@dataclass(frozen=True, slots=True)
+class Succeeded:
+    """Training finished; the outcome holds the model's bytes and everything stored with it."""
+
+    outcome: TrainingOutcomeLike
+
+
+@dataclass(frozen=True, slots=True)
+class Failed:
+    """Training cannot succeed however often it is tried: fail the job, do not retry."""
+
+    code: str
+    message: str
+
+
+@dataclass(frozen=True, slots=True)
+class Stopped:
+    """Training obeyed a stop request (a cancel, or the runtime limit)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Errored:
+    """Training raised something unexpected: worth another attempt."""
+
+    message: str
+
+
+FitMessage = Progress | Succeeded | Failed | Stopped | Errored
+FitResult = Succeeded | Failed | Stopped | Errored
+
+
+# --- ends the fit process cannot report ---------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Crashed:
+    """The fit process ended without a result (killed, or a native crash); its exit says how."""
+
+
+@dataclass(frozen=True, slots=True)
+class ShutDown:
+    """The worker's shutdown grace ran out and the fit was killed: queue the job again."""
+
+
+@dataclass(frozen=True, slots=True)
+class Lost:
+    """The job is no longer this worker's (its lease lapsed): record nothing."""
+
+
+RunEnd = FitResult | Crashed | ShutDown | Lost
