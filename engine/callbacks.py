@@ -27,6 +27,8 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 
 __all__ = [
+    "ESTIMATOR_ERROR",
+    "ESTIMATOR_WEIGHT",
     "INERTIA",
     "LOG_LIKELIHOOD",
     "OOB_ERROR",
@@ -61,6 +63,9 @@ TRAIN_LOSS = "train_loss"
 VALIDATION_LOSS = "validation_loss"
 #: The AdaBoost family and arcing: the ensemble's training error.
 TRAIN_ERROR = "train_error"
+#: The AdaBoost family: the last member's weighted training error and its vote's weight.
+ESTIMATOR_ERROR = "estimator_error"
+ESTIMATOR_WEIGHT = "estimator_weight"
 #: k-means: the best run's inertia so far.
 INERTIA = "inertia"
 #: Mixtures of experts (EM): the log-likelihood, higher is better.
@@ -98,6 +103,10 @@ class StopTraining:
     """
 
     keep: int | None = None
+
+    def __post_init__(self) -> None:
+        if self.keep is not None and self.keep < 1:
+            raise ValueError(f"StopTraining keeps at least one iteration, not {self.keep}.")
 
 
 class TrainingInterrupted(Exception):

@@ -54,7 +54,14 @@ from engine.boosting._weak import (
     share_bins,
     softmax,
 )
-from engine.callbacks import Callback, ProgressEvent, notify
+from engine.callbacks import (
+    ESTIMATOR_ERROR,
+    ESTIMATOR_WEIGHT,
+    TRAIN_ERROR,
+    Callback,
+    ProgressEvent,
+    notify,
+)
 from engine.explain._background import background_sample
 from engine.tree._classes import DecisionTreeClassifier
 
@@ -292,14 +299,14 @@ class AdaBoostClassifier(BaseAdaBoostClassifier):
             votes[rows, boost_round.predicted] += boost_round.alpha
             wrong = votes.argmax(axis=1) != encoded
             metrics = {
-                "train_error": float(np.average(wrong, weights=weights)),
-                "estimator_error": boost_round.error,
-                "estimator_weight": boost_round.alpha,
+                TRAIN_ERROR: float(np.average(wrong, weights=weights)),
+                ESTIMATOR_ERROR: boost_round.error,
+                ESTIMATOR_WEIGHT: boost_round.alpha,
             }
-            notify(
-                callbacks,
-                ProgressEvent(type(self).__name__, len(rounds), self.n_estimators, metrics),
-            )
+            event = ProgressEvent(type(self).__name__, len(rounds), self.n_estimators, metrics)
+            if stop := notify(callbacks, event):
+                del rounds[len(rounds) if stop.keep is None else stop.keep :]
+                break  # the first rounds of AdaBoost are the ensemble of that many
         self._store_rounds(rounds)
         self.classes_ = classes
         self.n_classes_ = n_classes

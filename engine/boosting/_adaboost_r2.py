@@ -36,7 +36,14 @@ from engine.boosting._weak import (
     fit_weak_learner,
     share_bins,
 )
-from engine.callbacks import Callback, ProgressEvent, notify
+from engine.callbacks import (
+    ESTIMATOR_WEIGHT,
+    TRAIN_ERROR,
+    Callback,
+    ProgressEvent,
+    StopTraining,
+    notify,
+)
 from engine.explain._background import background_sample
 from engine.metrics import mean_squared_error
 from engine.tree._classes import DecisionTreeRegressor
@@ -170,7 +177,10 @@ class AdaBoostRegressor(ThreadedRounds, RegressorMixin, BaseEstimator):
                 alphas.append(self.learning_rate * math.log(1.0 / beta))
                 errors.append(error)
                 columns.append(predicted)
-                self._report(callbacks, columns, alphas, target, user_weights)
+                if stop := self._report(callbacks, columns, alphas, target, user_weights):
+                    keep = len(estimators) if stop.keep is None else stop.keep
+                    del estimators[keep:], alphas[keep:], errors[keep:]
+                    break
                 if error <= 0.0:
                     break
                 weights = normalise(weights * beta ** ((1.0 - row_loss) * self.learning_rate))
@@ -188,15 +198,15 @@ class AdaBoostRegressor(ThreadedRounds, RegressorMixin, BaseEstimator):
         alphas: list[float],
         target: NDArray[np.float64],
         user_weights: NDArray[np.float64],
-    ) -> None:
+    ) -> StopTraining | None:
         if not callbacks:
-            return  # the weighted median over all members so far costs O(n m log m)
+            return None  # the weighted median over all members so far costs O(n m log m)
         fitted = weighted_median(np.stack(columns, axis=1), np.array(alphas))
         metrics = {
-            "train_error": mean_squared_error(target, fitted, sample_weight=user_weights),
-            "estimator_weight": alphas[-1],
+            TRAIN_ERROR: mean_squared_error(target, fitted, sample_weight=user_weights),
+            ESTIMATOR_WEIGHT: alphas[-1],
         }
-        notify(
+        return notify(
             callbacks, ProgressEvent(type(self).__name__, len(alphas), self.n_estimators, metrics)
         )
 

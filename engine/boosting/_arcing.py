@@ -38,7 +38,7 @@ from engine.boosting._weak import (
     fit_weak_learner,
     share_bins,
 )
-from engine.callbacks import Callback, ProgressEvent, notify
+from engine.callbacks import ESTIMATOR_ERROR, TRAIN_ERROR, Callback, ProgressEvent, notify
 from engine.explain._background import background_sample
 from engine.tree._classes import DecisionTreeClassifier
 
@@ -127,6 +127,7 @@ class ArcX4Classifier(ThreadedRounds, ClassifierMixin, BaseEstimator):
         votes = np.zeros((X.shape[0], classes.size))
         rows = np.arange(X.shape[0])
         estimators = []
+        misses: list[NDArray[np.bool_]] = []
         with kernel_threads(self.n_jobs) as threads:
             for t, seed in enumerate(seeds, start=1):
                 probabilities = arc_x4_probabilities(counts, self.power, user_weights)
@@ -134,14 +135,23 @@ class ArcX4Classifier(ThreadedRounds, ClassifierMixin, BaseEstimator):
                     prototype, X, encoded, probabilities, seed, self.boosting_mode, shared, threads
                 )
                 predicted = np.asarray(learner.predicted, dtype=np.int64)
-                counts += predicted != encoded
+                wrong = predicted != encoded
+                counts += wrong
+                if callbacks:  # only a callback's answer can drop members
+                    misses.append(wrong)
                 votes[rows, predicted] += 1.0
                 estimators.append(learner.estimator)
                 error = float(np.average(votes.argmax(axis=1) != encoded, weights=user_weights))
                 event = ProgressEvent(
-                    type(self).__name__, t, self.n_estimators, {"train_error": error}
+                    type(self).__name__, t, self.n_estimators, {TRAIN_ERROR: error}
                 )
-                notify(callbacks, event)
+                if stop := notify(callbacks, event):
+                    if stop.keep is not None and stop.keep < t:
+                        # Arc-x4's first members are the ensemble of that many, with the
+                        # misclassification counts of those members alone.
+                        del estimators[stop.keep :]
+                        counts = np.stack(misses[: stop.keep]).sum(axis=0, dtype=np.int64)
+                    break
         self.estimators_ = estimators
         self.misclassification_counts_ = counts
         self.classes_ = classes
@@ -263,13 +273,13 @@ class RegionBoostClassifier(BaseAdaBoostClassifier):
             votes[rows, boost_round.predicted] += local[:, 0]
             wrong = votes.argmax(axis=1) != encoded
             metrics = {
-                "train_error": float(np.average(wrong, weights=weights)),
-                "estimator_error": boost_round.error,
+                TRAIN_ERROR: float(np.average(wrong, weights=weights)),
+                ESTIMATOR_ERROR: boost_round.error,
             }
-            notify(
-                callbacks,
-                ProgressEvent(type(self).__name__, len(rounds), self.n_estimators, metrics),
-            )
+            event = ProgressEvent(type(self).__name__, len(rounds), self.n_estimators, metrics)
+            if stop := notify(callbacks, event):
+                del rounds[len(rounds) if stop.keep is None else stop.keep :]
+                break
         self._store_rounds(rounds)
         self.correct_ = np.stack([r.predicted == encoded for r in rounds], axis=1)
         self.fit_X_ = filled

@@ -18,8 +18,12 @@ from sklearn.datasets import load_diabetes, make_classification, make_regression
 
 from engine import RandomForestClassifier, RandomForestRegressor
 from engine.boosting import (
+    AdaBoostClassifier,
+    AdaBoostRegressor,
+    ArcX4Classifier,
     GradientBoostingClassifier,
     GradientBoostingRegressor,
+    RegionBoostClassifier,
     XGBoostClassifier,
     XGBoostRegressor,
 )
@@ -322,3 +326,22 @@ def test_stopped_boosting_is_the_boosting_of_its_stages() -> None:
     seven = XGBoostRegressor(n_estimators=7, random_state=0).fit(X, y)
     assert booster.n_estimators_ == 7
     np.testing.assert_array_equal(booster.predict(X_val), seven.predict(X_val))
+
+
+@pytest.mark.parametrize(
+    "make",
+    [AdaBoostClassifier, ArcX4Classifier, RegionBoostClassifier, AdaBoostRegressor],
+)
+def test_the_adaboost_family_stops_and_keeps(make: Any) -> None:
+    X, y = _regression() if make is AdaBoostRegressor else _classification()
+    params: dict[str, Any] = {"random_state": 0}
+    stopped = make(n_estimators=30, **params).fit(X, y, callbacks=[_stop_after(8, keep=5)])
+    five = make(n_estimators=5, **params).fit(X, y)
+    assert len(stopped.estimators_) == 5
+    np.testing.assert_array_equal(stopped.predict(X), five.predict(X))
+    if make is ArcX4Classifier:
+        np.testing.assert_array_equal(
+            stopped.misclassification_counts_, five.misclassification_counts_
+        )
+    kept_all = make(n_estimators=30, **params).fit(X, y, callbacks=[_stop_after(4)])
+    assert len(kept_all.estimators_) == 4
