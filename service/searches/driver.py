@@ -10,7 +10,6 @@ takes it over, so, like a candidate whose worker dies, no search is ever strande
 
 from __future__ import annotations
 
-import hashlib
 import logging
 from datetime import datetime, timedelta
 
@@ -21,14 +20,14 @@ from service.db.session import reading, transaction
 from service.db.tables import (
     JobRecord,
     JobStatus,
-    ModelArtifactRecord,
-    ModelRecord,
     SearchCandidateRecord,
     SearchRecord,
     SearchStatus,
     new_id,
 )
 from service.db.types import utc_now
+from service.jobs import repository as job_repository
+from service.models import repository as model_repository
 from service.searches import leaderboard, planner, queueing, registration, repository, stacking
 
 logger = logging.getLogger(__name__)
@@ -149,7 +148,8 @@ def _store_stack(
         "members": [{"model_id": m.id, "method": m.method} for m in built.members],
         "final_estimator": built.final_estimator,
     }
-    session.add(
+    job_repository.add(
+        session,
         JobRecord(
             id=job_id,
             name=f"{search.name or f'search {search.id[:8]}'}: stacked ensemble",
@@ -172,39 +172,29 @@ def _store_stack(
             finished_at=now,
             model_id=model_id,
             search_id=search.id,
-        )
+        ),
     )
-    session.flush()
-    session.add(
-        ModelRecord(
-            id=model_id,
-            name=f"{search.name or f'search {search.id[:8]}'}: stacked ensemble",
-            job_id=job_id,
-            dataset_id=search.dataset_id or "",
-            method="stacking",
-            task=search.task,
-            target=search.target,
-            features=list(first.features),
-            classes=None if first.classes is None else list(first.classes),
-            params=params,
-            encoding=dict(first.encoding),
-            metrics=built.metrics,
-            curves=None,
-            n_estimators=len(built.members),
-            size_bytes=len(built.artifact),
-            created_at=now,
-        )
+    model_repository.add_trained_model(
+        session,
+        model_id=model_id,
+        job_id=job_id,
+        name=f"{search.name or f'search {search.id[:8]}'}: stacked ensemble",
+        dataset_id=search.dataset_id,
+        method="stacking",
+        task=search.task,
+        target=search.target,
+        features=list(first.features),
+        classes=first.classes,
+        params=params,
+        encoding=first.encoding,
+        metrics=built.metrics,
+        curves=None,
+        n_estimators=len(built.members),
+        artifact=built.artifact,
+        created_at=now,
     )
-    session.flush()
-    session.add(
-        ModelArtifactRecord(
-            model_id=model_id,
-            data=built.artifact,
-            size_bytes=len(built.artifact),
-            sha256=hashlib.sha256(built.artifact).hexdigest(),
-        )
-    )
-    session.add(
+    repository.add(
+        session,
         SearchCandidateRecord(
             job_id=job_id,
             search_id=search.id,
@@ -212,7 +202,6 @@ def _store_stack(
             rung=search.rung,
             n_rows=None,
             kind="stack",
-        )
+        ),
     )
-    session.flush()
     return model_id

@@ -12,6 +12,7 @@ from sqlalchemy.orm import Session
 from service.config import Settings
 from service.db.tables import JobRecord, JobStatus, SearchCandidateRecord, SearchRecord, new_id
 from service.db.types import utc_now
+from service.jobs import repository as job_repository
 from service.jobs import service as jobs
 from service.jobs.schemas import FoldsValidation, JobCreate
 from service.methods.catalog import Task
@@ -87,8 +88,7 @@ def queue_again(
             created_at=now,
             search_id=search.id,
         )
-        session.add(job)
-        session.flush()
+        job_repository.add(session, job)
         repository.add(
             session,
             SearchCandidateRecord(
