@@ -20,7 +20,7 @@ from engine.boosting import (
     XGBoostClassifier,
     XGBoostRegressor,
 )
-from engine.callbacks import ProgressEvent, TrainingInterrupted
+from engine.callbacks import ProgressEvent, StopTraining, TrainingInterrupted
 from engine.cluster import ConsensusClustering, KMeans, adjusted_rand_score, clustering_stability
 from engine.combine import (
     GradingClassifier,
@@ -30,6 +30,7 @@ from engine.combine import (
     VotingRegressor,
 )
 from engine.diagnostics import bias_variance_decomposition, ensemble_diversity
+from engine.early_stopping import EarlyStopping
 from engine.ensemble import (
     BaggingClassifier,
     BaggingRegressor,
@@ -69,6 +70,7 @@ __all__ = [
     "DecisionTreeClassifier",
     "DecisionTreeRegressor",
     "DependenceTreeCombiner",
+    "EarlyStopping",
     "EncodedClassifier",
     "EncodedRegressor",
     "Explanation",
@@ -96,6 +98,7 @@ __all__ = [
     "SVDCombiner",
     "StackingClassifier",
     "StackingRegressor",
+    "StopTraining",
     "TrainingInterrupted",
     "VotingClassifier",
     "VotingRegressor",

@@ -24,7 +24,7 @@ from engine._validation import (
     resolve_seed_sequence,
 )
 from engine.base import BaseEstimator
-from engine.callbacks import Callback, ProgressEvent, notify
+from engine.callbacks import INERTIA, Callback, ProgressEvent, notify
 
 __all__ = ["ClusterMixin", "KMeans", "kmeans_plusplus", "lloyd", "squared_distances"]
 
@@ -283,7 +283,7 @@ class KMeans(ClusterMixin, CompleteInputMixin, BaseEstimator):
             result = lloyd(X, weights, start, self.max_iter, tol)
             if best is None or result[2] < best[2]:
                 best = result
-            notify(callbacks, ProgressEvent(type(self).__name__, run, n_runs, {"inertia": best[2]}))
+            notify(callbacks, ProgressEvent(type(self).__name__, run, n_runs, {INERTIA: best[2]}))
         assert best is not None
         self.cluster_centers_, self.labels_, self.inertia_, self.n_iter_ = best
         self.n_features_in_ = n_features

@@ -40,7 +40,7 @@ from numpy.typing import NDArray
 from engine._params import Constraint, EstimatorValue, Interval, NoneValue, RandomStateValue
 from engine._validation import CompleteInputMixin, check_sample_weight, resolve_seed_sequence
 from engine.base import BaseEstimator
-from engine.callbacks import Callback, ProgressEvent, notify
+from engine.callbacks import LOG_LIKELIHOOD, Callback, ProgressEvent, notify
 from engine.combine._members import accepts_sample_weight
 from engine.explain._background import background_sample
 from engine.fusion._gate import (
@@ -189,7 +189,7 @@ class BaseMixtureOfExperts(CompleteInputMixin, BaseEstimator):
                     name,
                     run * self.max_iter + iteration + 1,
                     self.n_init * self.max_iter,
-                    {"log_likelihood": history[-1]},
+                    {LOG_LIKELIHOOD: history[-1]},
                 ),
             )
             if len(history) > 1 and abs(history[-1] - history[-2]) < self.tol:

@@ -148,7 +148,7 @@ class MixtureOfExpertsRegressor(RegressorMixin, BaseMixtureOfExperts):
         """Fit by EM on ``X`` (n_samples, n_features) and targets ``y`` (n_samples,).
 
         ``callbacks`` receive one event per EM iteration, with the objective as
-        ``metrics["log_likelihood"]``.
+        ``metrics[LOG_LIKELIHOOD]`` (``"log_likelihood"``).
         """
         self._em_fit(X, y, sample_weight, callbacks)
         return self

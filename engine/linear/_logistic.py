@@ -27,7 +27,7 @@ from engine._params import Boolean, Constraint, Interval, MappingValue, NoneValu
 from engine._targets import class_weight_per_row, encode_labels
 from engine._validation import CompleteInputMixin, check_sample_weight, check_target
 from engine.base import BaseEstimator, ClassifierMixin
-from engine.callbacks import Callback, ProgressEvent, notify
+from engine.callbacks import TRAIN_LOSS, Callback, ProgressEvent, notify
 from engine.explain._background import training_mean
 
 __all__ = ["ConvergenceWarning", "LogisticRegression"]
@@ -353,7 +353,7 @@ class LogisticRegression(CompleteInputMixin, ClassifierMixin, BaseEstimator):
         name = type(self).__name__
 
         def report(done: int, loss: float) -> None:
-            event = ProgressEvent(name, done, self.max_iter, {"train_loss": loss / total_weight})
+            event = ProgressEvent(name, done, self.max_iter, {TRAIN_LOSS: loss / total_weight})
             notify(callbacks, event)
 
         theta, n_iter, converged = _minimise(

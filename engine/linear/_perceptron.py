@@ -21,7 +21,7 @@ from engine._validation import (
     resolve_seed_sequence,
 )
 from engine.base import BaseEstimator, ClassifierMixin
-from engine.callbacks import Callback, ProgressEvent, notify
+from engine.callbacks import TRAIN_LOSS, Callback, ProgressEvent, notify
 from engine.explain._background import training_mean
 
 __all__ = ["Perceptron"]
@@ -150,7 +150,7 @@ class Perceptron(CompleteInputMixin, ClassifierMixin, BaseEstimator):
                     mistakes += 1
                     loss -= float(margins[wrong].sum())
             loss /= max(rows.size, 1)
-            notify(callbacks, ProgressEvent(name, epoch, self.max_iter, {"train_loss": loss}))
+            notify(callbacks, ProgressEvent(name, epoch, self.max_iter, {TRAIN_LOSS: loss}))
             if mistakes == 0:
                 return W, epoch
             if self.tol is not None:
