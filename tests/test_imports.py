@@ -31,8 +31,7 @@ PACKAGES = ("engine", "service", "coppice")
 
 # Deferred imports that still close a cycle, with the reason each is left. Remove an entry
 # when its cycle is broken (the test says so when an entry no longer matches an import).
-KNOWN_DEFERRED_CYCLE_EDGES: dict[tuple[str, str], str] = {
-}
+KNOWN_DEFERRED_CYCLE_EDGES: dict[tuple[str, str], str] = {}
 
 # What engine may import, beyond itself and the standard library (docs: ARCHITECTURE.md,
 # "engine/ — a library first").
