@@ -15,8 +15,6 @@ Missing values are NaN (``null`` in JSON). A category code that is not an intege
 
 from __future__ import annotations
 
-import difflib
-import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -27,10 +25,11 @@ import numpy.typing as npt
 from service.errors import BadRequest, PayloadTooLarge
 from service.inference.schemas import RequestInput
 from service.inference.tensors import BYTES, Tensor
+from service.models import encoding
 from service.models.cache import LoadedModel
+from service.models.encoding import CellError, Cells, Column, Numbers, quoted
 
 MATRIX_INPUT = "input"
-MAX_NAMED = 10
 
 
 @dataclass(frozen=True, slots=True)
@@ -41,19 +40,11 @@ class Layout:
     matrix: bool  # one [n, n_features] tensor, else one tensor per feature
 
 
-def feature_names(model: LoadedModel) -> list[str]:
-    return [str(feature["name"]) for feature in model.features]
-
-
-def categories(model: LoadedModel) -> dict[str, list[str]]:
-    return dict(model.encoding.get("categories") or {})
-
-
 def plan(
     model: LoadedModel, inputs: Sequence[RequestInput], max_rows: int, *, setting: str
 ) -> Layout:
     """Check the inputs' names, shapes and datatypes against the model; 400 or 413 if wrong."""
-    names = feature_names(model)
+    names = encoding.feature_names(model)
     for i, tensor in enumerate(inputs):
         if any(dim < 0 for dim in tensor.shape):
             raise BadRequest(f"{where(i, tensor)}.shape {tensor.shape} has a negative dimension.")
@@ -68,37 +59,36 @@ def plan(
 
 
 def matrix(model: LoadedModel, tensors: Sequence[Tensor], layout: Layout) -> npt.NDArray[Any]:
-    """The (n_rows, n_features) float64 matrix the estimator predicts on."""
-    names = feature_names(model)
-    cats = categories(model)
+    """The (n_rows, n_features) float64 matrix the estimator predicts on, from
+    ``service.models.encoding`` (the encoder ``/v1`` predict uses), one column per tensor or
+    per column of the matrix."""
     n = layout.n_rows
+    columns: dict[str, Column]
     if layout.matrix:
         (tensor,) = tensors
-        X = np.array(tensor.values, dtype=np.float64).reshape(n, len(names))
-        for j, name in enumerate(names):
-            if name in cats:
-                X[:, j] = _codes(X[:, j], len(cats[name]))
-            else:
-                _check_finite(
-                    X[:, j], lambda row, name=name: f"row {row}, feature '{name}'", tensor
-                )
-        return X
-    X = np.full((n, len(names)), np.nan)
-    position = {name: j for j, name in enumerate(names)}
-    for tensor in tensors:
-        j = position[tensor.name]
-        if tensor.datatype == BYTES:
-            lookup = {category: float(code) for code, category in enumerate(cats[tensor.name])}
-            X[:, j] = [
-                math.nan if value is None else lookup.get(value.strip(), math.nan)
-                for value in tensor.values
-            ]
-        elif tensor.name in cats:
-            X[:, j] = _codes(tensor.values, len(cats[tensor.name]))
+        names = encoding.feature_names(model)
+        given = np.asarray(tensor.values, dtype=np.float64).reshape(n, len(names))
+        columns = {name: Numbers(given[:, j]) for j, name in enumerate(names)}
+    else:
+        columns = {
+            tensor.name: Cells(tensor.values)
+            if tensor.datatype == BYTES
+            else Numbers(tensor.values)
+            for tensor in tensors
+        }
+    try:
+        return encoding.encode(model, columns, n)
+    except CellError as error:
+        if layout.matrix:
+            (tensor,) = tensors
+            cell = f"row {error.row}, feature '{error.feature}'"
         else:
-            X[:, j] = tensor.values
-            _check_finite(X[:, j], lambda row: f"element {row}", tensor)
-    return X
+            tensor = next(tensor for tensor in tensors if tensor.name == error.feature)
+            cell = f"element {error.row}"
+        raise BadRequest(
+            f"{tensor.where}: {cell} is {error.problem}; send a finite number, or NaN (null in "
+            "JSON) for missing."
+        ) from None
 
 
 def where(index: int, tensor: RequestInput | Tensor) -> str:
@@ -109,7 +99,7 @@ def where(index: int, tensor: RequestInput | Tensor) -> str:
 
 
 def _is_matrix(model: LoadedModel, inputs: Sequence[RequestInput]) -> bool:
-    names = set(feature_names(model))
+    names = set(encoding.feature_names(model))
     matrices = [
         tensor
         for tensor in inputs
@@ -130,7 +120,7 @@ def _plan_matrix(model: LoadedModel, inputs: Sequence[RequestInput], names: list
     if len(tensor.shape) != 2 or tensor.shape[1] != len(names):
         raise BadRequest(
             f"{here} has shape {tensor.shape}; the model takes [n, {len(names)}]: one row per "
-            f"prediction, one column per feature in this order: {_quoted(names)}."
+            f"prediction, one column per feature in this order: {quoted(names)}."
         )
     if tensor.datatype == BYTES:
         raise BadRequest(
@@ -143,7 +133,7 @@ def _plan_matrix(model: LoadedModel, inputs: Sequence[RequestInput], names: list
 
 def _plan_columns(model: LoadedModel, inputs: Sequence[RequestInput], names: list[str]) -> Layout:
     known = set(names)
-    cats = categories(model)
+    cats = encoding.categories(model)
     seen: dict[str, int] = {}
     rows: set[int] = set()
     for i, tensor in enumerate(inputs):
@@ -175,36 +165,11 @@ def _plan_columns(model: LoadedModel, inputs: Sequence[RequestInput], names: lis
 
 
 def _unknown_input(model: LoadedModel, name: str, here: str, names: list[str]) -> str:
-    close = difflib.get_close_matches(name, [*names, MATRIX_INPUT], n=1, cutoff=0.6)
-    hint = f" (did you mean '{close[0]}'?)" if close else ""
+    close = encoding.closest_name(name, [*names, MATRIX_INPUT])
+    hint = f" (did you mean '{close}'?)" if close else ""
     if not close and name == model.target:
         hint = " (that is the target)"
     return (
         f"{here} names no input of this model{hint}. Send one tensor '{MATRIX_INPUT}' of shape "
-        f"[n, {len(names)}], or one tensor per feature named after it: {_quoted(names)}."
+        f"[n, {len(names)}], or one tensor per feature named after it: {quoted(names)}."
     )
-
-
-# --- values -----------------------------------------------------------------------------------
-
-
-def _codes(values: npt.NDArray[np.float64], n_categories: int) -> npt.NDArray[np.float64]:
-    """Category codes as training encoded them; anything but a known code is missing."""
-    codes = np.asarray(values, dtype=np.float64)
-    with np.errstate(invalid="ignore"):
-        known = (codes >= 0) & (codes < n_categories) & (np.floor(codes) == codes)
-    return np.where(known, codes, np.nan)
-
-
-def _check_finite(column: npt.NDArray[np.float64], describe: Any, tensor: Tensor) -> None:
-    infinite = np.flatnonzero(np.isinf(column))
-    if infinite.size:
-        raise BadRequest(
-            f"{tensor.where}: {describe(int(infinite[0]))} is infinite; send a finite number, "
-            "or NaN (null in JSON) for missing."
-        )
-
-
-def _quoted(names: Sequence[str]) -> str:
-    shown = ", ".join(f"'{name}'" for name in names[:MAX_NAMED])
-    return shown + (f" and {len(names) - MAX_NAMED} more" if len(names) > MAX_NAMED else "")

@@ -6,18 +6,16 @@ paths that way); docs/inference.md describes the surface for users.
 
 from __future__ import annotations
 
-import logging
 from typing import Any
 
 from anyio import to_thread
 from fastapi import APIRouter, Request, Response
 from fastapi.responses import JSONResponse
-from sqlalchemy import text
-from sqlalchemy.exc import SQLAlchemyError
 
 from service.bodies import read_limited
+from service.db.health import database_ready
 from service.deps import DbEngineDep, ModelCacheDep, ReferenceCacheDep, SettingsDep
-from service.inference import service, serving, wire
+from service.inference import metadata, service, serving, wire
 from service.inference.schemas import (
     ErrorResponse,
     InferenceRequest,
@@ -29,8 +27,6 @@ from service.inference.schemas import (
     ServerMetadataResponse,
 )
 from service.openapi import body_schema
-
-logger = logging.getLogger(__name__)
 
 # Every /v2 error is the protocol's {"error": ...}; declaring 4XX also keeps FastAPI from
 # documenting its own 422 body, which this router never sends.
@@ -56,12 +52,7 @@ async def live() -> LiveResponse:
 )
 def ready(db_engine: DbEngineDep, response: Response) -> ReadyResponse:
     """The service can handle requests: its database answers."""
-    try:
-        with db_engine.connect() as connection:
-            connection.execute(text("SELECT 1"))
-    except SQLAlchemyError:
-        # No URL in the message: it may carry a password.
-        logger.warning("readiness check failed: database unreachable", exc_info=True)
+    if not database_ready(db_engine):
         response.status_code = 503
         return ReadyResponse(ready=False)
     return ReadyResponse(ready=True)
@@ -84,7 +75,7 @@ _INFER_ERRORS: dict[int | str, dict[str, Any]] = {
 @router.get("")
 async def server_metadata(request: Request) -> ServerMetadataResponse:
     """The server's name, version and the protocol extensions it supports."""
-    return ServerMetadataResponse.model_validate(service.server_metadata(request.app.version))
+    return ServerMetadataResponse.model_validate(metadata.server_metadata(request.app.version))
 
 
 @router.get("/models/{model_id}", responses=_MODEL_ERRORS, response_model_exclude_none=True)
@@ -95,7 +86,7 @@ def model_metadata(
 
     `model_id` may be a registered name (its `production` alias, else its latest version)."""
     served = serving.served_model(db_engine, cache, refs, model_id)
-    document = serving.metadata(db_engine, served, service.model_metadata(served.model))
+    document = serving.served_metadata(db_engine, served, metadata.model_metadata(served.model))
     return ModelMetadataResponse.model_validate(document)
 
 
@@ -113,7 +104,7 @@ def model_version_metadata(
 ) -> ModelMetadataResponse:
     """As `GET /v2/models/{model_id}`: a registered name's version N; a model id's one, `1`."""
     served = serving.served_model(db_engine, cache, refs, model_id, version)
-    document = serving.metadata(db_engine, served, service.model_metadata(served.model))
+    document = serving.served_metadata(db_engine, served, metadata.model_metadata(served.model))
     return ModelMetadataResponse.model_validate(document)
 
 
@@ -161,7 +152,7 @@ def _readiness(
 ) -> Response:
     try:
         serving.served_model(db_engine, cache, refs, model_id, version)
-    except service.ModelNotReady as error:
+    except serving.ModelNotReady as error:
         # Both shapes in one body: {"ready": false} for clients that read it, {"error"} for
         # clients (tritonclient) that turn any non-200 body into an exception message.
         body = ModelReadyResponse(name=model_id, ready=False, error=error.detail)
@@ -244,7 +235,7 @@ async def _infer(
     header_length = request.headers.get(wire.HEADER_LENGTH)
 
     # Decoding and predicting are CPU work: off the event loop, in a worker thread.
-    def work() -> service.InferenceResult:
+    def work() -> wire.InferenceResult:
         served = serving.served_model(db_engine, cache, refs, model_id, version)
         body = wire.split_request(
             wire.decompress(raw, encoding, limit, setting=REQUEST_LIMIT_SETTING), header_length

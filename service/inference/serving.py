@@ -5,7 +5,8 @@ newest version) or any ``/v1`` reference (``churn@staging``, ``churn@3``);
 ``/v2/models/{name}/versions/{N}`` is version N of a registered name, or ``1`` of a model id
 (models are immutable, so an id has one version). Answers then carry the registered name and
 version as the protocol's ``model_name`` and ``model_version``, and the model id in
-``parameters``.
+``parameters``. Models come from the app's ``ModelCache``, so once a model is loaded an
+inference reads nothing from the database.
 """
 
 from __future__ import annotations
@@ -18,14 +19,22 @@ from sqlalchemy import Engine
 from sqlalchemy.exc import SQLAlchemyError
 from sqlalchemy.orm import Session
 
-from service.errors import NotFound
-from service.inference.service import MODEL_VERSION, ModelNotReady, loaded_model
+from service.db.session import reading
+from service.errors import NotFound, NotReady
+from service.models import service as models
 from service.models.cache import LoadedModel, ModelCache
 from service.registry import repository as registry
 from service.registry.cache import ReferenceCache, Resolved
 from service.registry.resolve import resolve
 
 logger = logging.getLogger(__name__)
+
+# Models are immutable, so a model id has one version.
+MODEL_VERSION = "1"
+
+
+class ModelNotReady(NotReady):
+    """The model cannot serve right now."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -53,8 +62,8 @@ def served_model(
 ) -> Served:
     """Resolve ``name`` (and ``version``) and load the model, from the caches when they know."""
     try:
-        # A Session connects on first use: with both caches warm, nothing touches the database.
-        with Session(db_engine) as session:
+        # reading() connects on first use: with both caches warm, nothing touches the database.
+        with reading(db_engine) as session:
             resolved = resolve(session, refs, name, bare_names=True)
             if resolved.name is not None and version is not None:
                 if "@" in name:
@@ -75,6 +84,29 @@ def served_model(
     return Served(model, resolved.name, str(resolved.version), resolved.name)
 
 
+def loaded_model(
+    db_engine: Engine, cache: ModelCache, model_id: str, version: str | None = None
+) -> LoadedModel:
+    """The usable model: from the cache, or read (once) with a short read-only session."""
+    try:
+        with reading(db_engine) as session:  # connects on first use: a cache hit never does
+            model = models.loaded_model(session, cache, model_id)
+    except models.ArtifactCorrupt as error:
+        raise ModelNotReady(error.detail) from None
+    except SQLAlchemyError:
+        # No URL in the message: it may carry a password.
+        logger.warning("model %s could not be read: database unreachable", model_id, exc_info=True)
+        raise ModelNotReady(
+            f"Model '{model_id}' cannot be read now: the model store is unreachable. Try again "
+            "shortly."
+        ) from None
+    if version is not None and version != MODEL_VERSION:
+        raise NotFound(
+            f"Model '{model_id}' has no version '{version}'; its only version is '{MODEL_VERSION}'."
+        )
+    return model
+
+
 def _version(session: Session, refs: ReferenceCache, name: str, version: str) -> Resolved:
     if not (version.isdecimal() and version.isascii()):
         raise NotFound(
@@ -83,11 +115,11 @@ def _version(session: Session, refs: ReferenceCache, name: str, version: str) ->
     return resolve(session, refs, f"{name}@{int(version)}")
 
 
-def metadata(db_engine: Engine, served: Served, document: dict[str, Any]) -> dict[str, Any]:
+def served_metadata(db_engine: Engine, served: Served, document: dict[str, Any]) -> dict[str, Any]:
     """``document`` (the model's metadata) under its served name, with its registered versions."""
     if served.registered_name is None:
         return document
-    with Session(db_engine) as session:
+    with reading(db_engine) as session:
         numbers = [str(v.version) for v in registry.versions(session, [served.registered_name])]
     parameters = {**document.get("parameters", {}), **served.parameters, "version": served.version}
     return document | {"name": served.name, "versions": numbers, "parameters": parameters}

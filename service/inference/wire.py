@@ -15,6 +15,8 @@ from typing import Any
 
 from service.bodies import TOO_MANY_DIGITS
 from service.errors import BadRequest, PayloadTooLarge, UnsupportedMediaType
+from service.inference import tensors
+from service.inference.tensors import OutputTensor
 
 HEADER_LENGTH = "Inference-Header-Content-Length"
 JSON_MEDIA_TYPE = "application/json"
@@ -31,6 +33,15 @@ class RequestBody:
 
     header: dict[str, Any]
     binary: bytes
+
+
+@dataclass(frozen=True, slots=True)
+class InferenceResult:
+    """A response's bytes, media type and headers (the JSON header's length, with binary data)."""
+
+    content: bytes
+    media_type: str
+    headers: dict[str, str]
 
 
 def decompress(body: bytes, content_encoding: str, limit: int, *, setting: str) -> bytes:
@@ -97,3 +108,43 @@ def split_request(body: bytes, header_length: str | None) -> RequestBody:
 def dump_json(document: dict[str, Any]) -> bytes:
     # allow_nan=False: outputs turn NaN into null first, so strict JSON always comes out.
     return json.dumps(document, separators=(",", ":"), allow_nan=False).encode("utf-8")
+
+
+def response(
+    outputs: list[OutputTensor],
+    *,
+    model_name: str,
+    model_version: str,
+    parameters: dict[str, Any],
+    request_id: str | None,
+) -> InferenceResult:
+    """The inference response: its JSON, then the binary outputs' data in output order."""
+    document: dict[str, Any] = {"model_name": model_name, "model_version": model_version}
+    if parameters:
+        document["parameters"] = parameters
+    if request_id is not None:
+        document["id"] = request_id
+    described = []
+    blobs = []
+    for output in outputs:
+        item: dict[str, Any] = {
+            "name": output.name,
+            "datatype": output.datatype,
+            "shape": list(output.shape),
+        }
+        if output.parameters:
+            item["parameters"] = dict(output.parameters)
+        if output.binary:
+            blob = tensors.to_binary(output)
+            item["parameters"] = {**item.get("parameters", {}), "binary_data_size": len(blob)}
+            blobs.append(blob)
+        else:
+            item["data"] = tensors.to_json_data(output)
+        described.append(item)
+    document["outputs"] = described
+    header = dump_json(document)
+    if not blobs:
+        return InferenceResult(header, JSON_MEDIA_TYPE, {})
+    return InferenceResult(
+        b"".join([header, *blobs]), BINARY_MEDIA_TYPE, {HEADER_LENGTH: str(len(header))}
+    )

@@ -1,9 +1,18 @@
-"""Predict inputs to the engine's matrix, encoded exactly as training encoded the columns.
+"""Predict rows to the engine's matrix, encoded exactly as training encoded the columns.
+
+The one encoder of both protocols: ``/v1`` predict hands it rows or records of JSON cells
+(:func:`encode_rows`, :func:`encode_records`), ``/v2`` infer one column per feature decoded
+from its tensors (``service.inference.features``); both end in :func:`encode`, so a row means
+the same matrix row whichever way it came.
 
 Numeric features are float64 (``null`` is missing); categorical features are the index of
 the value in the feature's training category list, and a value training never saw is missing.
 A categorical value sent as a JSON number is compared as the text a dataset stores a number
-as in a categorical column (``1.0`` → ``"1"``), booleans as ``"true"``/``"false"``.
+as in a categorical column (``1.0`` → ``"1"``), booleans as ``"true"``/``"false"``; a column
+of :class:`Numbers` for a categorical feature holds category *codes* (the ``/v2`` matrix), and
+anything but a known code is missing. The encoder refuses a cell with :class:`CellError`;
+each protocol words it with its own names for where the cell was (a ``/v1`` 422 naming the
+field, a ``/v2`` 400 naming the tensor).
 """
 
 from __future__ import annotations
@@ -11,7 +20,8 @@ from __future__ import annotations
 import difflib
 import itertools
 import math
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -23,29 +33,215 @@ from service.models.cache import LoadedModel
 
 MAX_NAMED = 10
 
+# What is wrong with a refused cell; /v1 uses these as the field error's ``msg``.
+INFINITE = "infinite"
+NOT_A_NUMBER = "not a number"
+NOT_A_SCALAR = "not a scalar"
+
+
+@dataclass(frozen=True, slots=True)
+class Cells:
+    """One feature's values, a JSON scalar a row: numbers, text, booleans, or null (missing)."""
+
+    values: Sequence[Any] | npt.NDArray[np.object_]
+
+
+@dataclass(frozen=True, slots=True)
+class Numbers:
+    """One feature's values as float64, NaN for missing; a categorical feature's are codes."""
+
+    values: npt.NDArray[np.float64]
+
+
+Column = Cells | Numbers
+
+
+class CellError(ValueError):
+    """A cell the encoder cannot use: ``problem`` (``INFINITE``, …) at ``row`` of ``feature``."""
+
+    def __init__(self, feature: str, row: int, value: Any, problem: str) -> None:
+        super().__init__(f"row {row}, feature '{feature}': {problem}")
+        self.feature = feature
+        self.row = row
+        self.value = value
+        self.problem = problem
+
+
+# --- the model's features ---------------------------------------------------------------------
+
+
+def feature_names(model: LoadedModel) -> list[str]:
+    return [str(feature["name"]) for feature in model.features]
+
+
+def categories(model: LoadedModel) -> dict[str, list[str]]:
+    """Each categorical feature's categories; a category's code is its index in the list."""
+    return dict(model.encoding.get("categories") or {})
+
+
+def closest_name(name: str, names: Sequence[str]) -> str | None:
+    """The one of ``names`` that ``name`` most likely misspells, if any is close."""
+    close = difflib.get_close_matches(name, names, n=1, cutoff=0.6)
+    return close[0] if close else None
+
+
+def quoted(names: Sequence[str]) -> str:
+    """``'a', 'b'`` …, the first ``MAX_NAMED`` of ``names`` and a count of the rest."""
+    shown = ", ".join(f"'{name}'" for name in names[:MAX_NAMED])
+    return shown + (f" and {len(names) - MAX_NAMED} more" if len(names) > MAX_NAMED else "")
+
+
+# --- the encoder ------------------------------------------------------------------------------
+
+
+def encode(
+    model: LoadedModel, columns: Mapping[str, Column], n_rows: int
+) -> npt.NDArray[np.float64]:
+    """The (n_rows, n_features) float64 matrix of ``columns`` (feature name → its ``n_rows``
+    values), in the model's feature order; a feature absent from ``columns`` is missing in
+    every row. Raises :class:`CellError` for the first cell it cannot use."""
+    cats = categories(model)
+    X = np.empty((n_rows, len(model.features)), dtype=np.float64)
+    for j, name in enumerate(feature_names(model)):
+        column = columns.get(name)
+        if column is None:
+            X[:, j] = np.nan
+        elif name in cats:
+            X[:, j] = _category_codes(column, cats[name], name)
+        else:
+            X[:, j] = _numbers(column, name)
+    return X
+
+
+def _category_codes(
+    column: Column, categories: Sequence[str], name: str
+) -> npt.NDArray[np.float64] | list[float]:
+    if isinstance(column, Numbers):
+        codes = np.asarray(column.values, dtype=np.float64)
+        with np.errstate(invalid="ignore"):
+            known = (codes >= 0) & (codes < len(categories)) & (np.floor(codes) == codes)
+        return np.where(known, codes, np.nan)
+    lookup: dict[str | None, float] = {
+        category: float(code) for code, category in enumerate(categories)
+    }
+    values = column.values
+    if _TEXT_TYPES.issuperset(map(type, values)):  # the usual column: text and nulls
+        return [math.nan if v is None else lookup.get(v.strip(), math.nan) for v in values]
+    return [lookup.get(_category_text(v, i, name), math.nan) for i, v in enumerate(values)]
+
+
+# Cell types a column converts without a check per cell (``type``, so bools are not ints).
+_NUMBER_TYPES = frozenset({int, float, type(None)})
+_TEXT_TYPES = frozenset({str, type(None)})
+
+
+def _numbers(column: Column, name: str) -> npt.NDArray[np.float64] | list[float]:
+    """A numeric feature's values as floats, NaN for missing.
+
+    A column of JSON numbers and nulls converts in one NumPy call (None becomes NaN), ten
+    times faster than cell by cell on large requests. Anything else — text, booleans, an
+    infinity, an integer too large for a float — takes the per-cell path, which names the
+    first offending cell.
+    """
+    if isinstance(column, Numbers):
+        infinite = np.flatnonzero(np.isinf(column.values))
+        if infinite.size:
+            row = int(infinite[0])
+            raise CellError(name, row, float(column.values[row]), INFINITE)
+        return column.values
+    values = column.values
+    floats = _finite_floats(values, values)
+    if floats is not None:
+        return floats
+    return [_number(v, i, name) for i, v in enumerate(values)]
+
+
+def _finite_floats(data: Any, cells: Iterable[Any]) -> npt.NDArray[np.float64] | None:
+    """``data`` as float64 (null → NaN) in one NumPy call when every one of its ``cells`` is a
+    JSON number or null and finite; None otherwise (text, a boolean, an infinity, an integer
+    past float range), for the per-cell path to name the offending cell."""
+    if not _NUMBER_TYPES.issuperset(map(type, cells)):
+        return None
+    try:
+        array = np.array(data, dtype=np.float64)
+    except OverflowError:
+        return None
+    return None if np.isinf(array).any() else array
+
+
+def _category_text(value: Any, row: int, name: str) -> str | None:
+    if value is None:
+        return None
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int | float):
+        number = float(value)
+        return _canonical_text(number) if math.isfinite(number) else None
+    if isinstance(value, str):
+        return value.strip()
+    raise CellError(name, row, value, NOT_A_SCALAR)
+
+
+def _number(value: Any, row: int, name: str) -> float:
+    if value is None:
+        return math.nan
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        try:
+            number = float(value)
+        except OverflowError:
+            number = math.inf
+        if math.isinf(number):
+            raise CellError(name, row, value, INFINITE)
+        return number
+    raise CellError(name, row, value, NOT_A_NUMBER)
+
+
+# --- /v1 predict: records and rows of JSON cells ------------------------------------------
+
 
 def encode_records(
     model: LoadedModel, records: Sequence[dict[str, Any]]
 ) -> npt.NDArray[np.float64]:
     """``records`` (one dict per row; absent keys are missing) as an (n_rows, n_features) matrix."""
-    names = [feature["name"] for feature in model.features]
     seen: dict[str, None] = {}
     for record in records:
         for key in record:
             seen.setdefault(key, None)
     _check_columns(model, list(seen), loc_root="records")
-    columns = {name: [record.get(name) for record in records] for name in names}
-    return _matrix(model, columns, len(records), lambda row, name: ["body", "records", row, name])
+    columns = {
+        name: Cells([record.get(name) for record in records]) for name in feature_names(model)
+    }
+    return _encode_cells(
+        model, columns, len(records), lambda row, name: ["body", "records", row, name]
+    )
 
 
 def encode_rows(
     model: LoadedModel, columns: Sequence[str], rows: Sequence[Sequence[Any]]
 ) -> npt.NDArray[np.float64]:
     """``rows`` of cells in ``columns`` order as an (n_rows, n_features) matrix."""
+    _check_rows(columns, rows)
+    _check_columns(model, list(columns), loc_root="columns")
+    position = {name: i for i, name in enumerate(columns)}
+    features = [name for name in feature_names(model) if name in position]
+    given = _numeric_matrix(model, rows)
+    if given is not None:
+        numbers = {name: Numbers(given[:, position[name]]) for name in features}
+        return encode(model, numbers, len(rows))
+    by_column = list(zip(*rows, strict=True)) if rows else [() for _ in columns]  # in C
+    cells = {name: Cells(by_column[position[name]]) for name in features}
+
+    def loc(row: int, name: str) -> list[str | int]:
+        return ["body", "rows", row, position.get(name, name)]
+
+    return _encode_cells(model, cells, len(rows), loc)
+
+
+def _check_rows(columns: Sequence[str], rows: Sequence[Sequence[Any]]) -> None:
     repeated = sorted({name for name in columns if columns.count(name) > 1})
     if repeated:
         raise InvalidInput(
-            "Columns are named more than once: " + _quoted(repeated) + ".",
+            "Columns are named more than once: " + quoted(repeated) + ".",
             errors=[{"loc": ["body", "columns"], "msg": f"'{name}' repeated"} for name in repeated],
         )
     not_lists = [i for i, row in enumerate(rows) if not isinstance(row, list)]
@@ -71,47 +267,22 @@ def encode_rows(
                 for i in ragged[:MAX_NAMED]
             ],
         )
-    _check_columns(model, list(columns), loc_root="columns")
-    position = {name: i for i, name in enumerate(columns)}
-    numeric = _numeric_matrix(model, position, rows)
-    if numeric is not None:
-        return numeric
-    by_column = list(zip(*rows, strict=True)) if rows else [() for _ in columns]  # in C
-    data = {
-        feature["name"]: (
-            by_column[position[feature["name"]]]
-            if feature["name"] in position
-            else [None] * len(rows)
-        )
-        for feature in model.features
-    }
-
-    def loc(row: int, name: str) -> list[str | int]:
-        return ["body", "rows", row, position.get(name, name)]
-
-    return _matrix(model, data, len(rows), loc)
 
 
 def _numeric_matrix(
-    model: LoadedModel, position: Mapping[str, int], rows: Sequence[Sequence[Any]]
+    model: LoadedModel, rows: Sequence[Sequence[Any]]
 ) -> npt.NDArray[np.float64] | None:
     """The usual large request, every cell a JSON number or null and no feature categorical,
     converted in one NumPy call (3× faster than column by column); None for anything else,
-    which the general path converts, naming any offending cell."""
-    if not rows or model.encoding.get("categories"):
+    which the general path converts, naming any offending cell. (Only without categorical
+    features: a JSON number there is a category's text, not the code :class:`Numbers` means.)"""
+    if not rows or categories(model):
         return None
-    given = _finite_floats(rows, itertools.chain.from_iterable(rows))
-    if given is None:
-        return None
-    X = np.full((len(rows), len(model.features)), np.nan)
-    for j, feature in enumerate(model.features):
-        if feature["name"] in position:
-            X[:, j] = given[:, position[feature["name"]]]
-    return X
+    return _finite_floats(rows, itertools.chain.from_iterable(rows))
 
 
 def _check_columns(model: LoadedModel, given: list[str], *, loc_root: str) -> None:
-    names = [feature["name"] for feature in model.features]
+    names = feature_names(model)
     known = set(names)
     unknown = [name for name in given if name not in known]
     if not unknown:
@@ -119,8 +290,8 @@ def _check_columns(model: LoadedModel, given: list[str], *, loc_root: str) -> No
     errors: list[FieldError] = []
     parts = []
     for name in unknown:
-        close = difflib.get_close_matches(name, names, n=1, cutoff=0.6)
-        hint = f" (did you mean '{close[0]}'?)" if close else ""
+        close = closest_name(name, names)
+        hint = f" (did you mean '{close}'?)" if close else ""
         if not close and name == model.target:
             hint = " (the target)"
         parts.append(f"'{name}'{hint}")
@@ -128,110 +299,35 @@ def _check_columns(model: LoadedModel, given: list[str], *, loc_root: str) -> No
     raise InvalidInput(
         f"The model has no feature named {', '.join(parts[:MAX_NAMED])}"
         + (f" and {len(parts) - MAX_NAMED} more" if len(parts) > MAX_NAMED else "")
-        + f". Its features are {_quoted(names)}; leave other columns out.",
+        + f". Its features are {quoted(names)}; leave other columns out.",
         errors=errors[:MAX_NAMED],
     )
 
 
-def _matrix(
+def _encode_cells(
     model: LoadedModel,
-    columns: Mapping[str, Sequence[Any]],
+    columns: Mapping[str, Column],
     n_rows: int,
-    loc: Any,
+    loc: Callable[[int, str], list[str | int]],
 ) -> npt.NDArray[np.float64]:
-    categories: dict[str, list[str]] = model.encoding.get("categories", {})
-    X = np.empty((n_rows, len(model.features)), dtype=np.float64)
-    for j, feature in enumerate(model.features):
-        name = feature["name"]
-        values = columns[name]
-        if name in categories:
-            lookup: dict[str | None, float] = {
-                category: float(code) for code, category in enumerate(categories[name])
-            }
-            if _TEXT_TYPES.issuperset(map(type, values)):  # the usual column: text and nulls
-                X[:, j] = [
-                    math.nan if v is None else lookup.get(v.strip(), math.nan) for v in values
-                ]
-                continue
-            X[:, j] = [
-                lookup.get(_category_text(v, i, name, loc), math.nan) for i, v in enumerate(values)
-            ]
-        else:
-            X[:, j] = _numbers(values, name, loc)
-    return X
-
-
-# Cell types a column converts without a check per cell (``type``, so bools are not ints).
-_NUMBER_TYPES = frozenset({int, float, type(None)})
-_TEXT_TYPES = frozenset({str, type(None)})
-
-
-def _numbers(values: Sequence[Any], name: str, loc: Any) -> npt.NDArray[np.float64] | list[float]:
-    """A numeric feature's cells as floats, NaN for null.
-
-    A column of JSON numbers and nulls converts in one NumPy call (None becomes NaN), ten
-    times faster than cell by cell on large requests. Anything else — text, booleans, an
-    infinity, an integer too large for a float — takes the per-cell path, which names the
-    first offending cell.
-    """
-    column = _finite_floats(values, values)
-    if column is not None:
-        return column
-    return [_number(v, i, name, loc) for i, v in enumerate(values)]
-
-
-def _finite_floats(data: Any, cells: Iterable[Any]) -> npt.NDArray[np.float64] | None:
-    """``data`` as float64 (null → NaN) in one NumPy call when every one of its ``cells`` is a
-    JSON number or null and finite; None otherwise (text, a boolean, an infinity, an integer
-    past float range), for the per-cell path to name the offending cell."""
-    if not _NUMBER_TYPES.issuperset(map(type, cells)):
-        return None
+    """:func:`encode`, with a refused cell as the 422 naming its field."""
     try:
-        array = np.array(data, dtype=np.float64)
-    except OverflowError:
-        return None
-    return None if np.isinf(array).any() else array
-
-
-def _category_text(value: Any, row: int, name: str, loc: Any) -> str | None:
-    if value is None:
-        return None
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, int | float):
-        number = float(value)
-        return _canonical_text(number) if math.isfinite(number) else None
-    if isinstance(value, str):
-        return value.strip()
-    raise InvalidInput(
-        f"Row {row}, feature '{name}' holds a JSON {type(value).__name__}; send a string, a "
-        "number, a boolean or null.",
-        errors=[{"loc": loc(row, name), "msg": "not a scalar"}],
-    )
-
-
-def _number(value: Any, row: int, name: str, loc: Any) -> float:
-    if value is None:
-        return math.nan
-    if isinstance(value, int | float) and not isinstance(value, bool):
-        try:
-            number = float(value)
-        except OverflowError:
-            number = math.inf
-        if math.isinf(number):
-            raise InvalidInput(
+        return encode(model, columns, n_rows)
+    except CellError as error:
+        row, name, value = error.row, error.feature, error.value
+        if error.problem == INFINITE:
+            detail = (
                 f"Row {row}, feature '{name}' is infinite ({value!r}); send a finite number "
-                "or null for missing.",
-                errors=[{"loc": loc(row, name), "msg": "infinite"}],
+                "or null for missing."
             )
-        return number
-    raise InvalidInput(
-        f"Row {row}, feature '{name}' is numeric but holds {value!r}; send a number, or null "
-        "for missing.",
-        errors=[{"loc": loc(row, name), "msg": "not a number"}],
-    )
-
-
-def _quoted(names: Sequence[str]) -> str:
-    shown = ", ".join(f"'{name}'" for name in names[:MAX_NAMED])
-    return shown + (f" and {len(names) - MAX_NAMED} more" if len(names) > MAX_NAMED else "")
+        elif error.problem == NOT_A_NUMBER:
+            detail = (
+                f"Row {row}, feature '{name}' is numeric but holds {value!r}; send a number, "
+                "or null for missing."
+            )
+        else:
+            detail = (
+                f"Row {row}, feature '{name}' holds a JSON {type(value).__name__}; send a "
+                "string, a number, a boolean or null."
+            )
+        raise InvalidInput(detail, errors=[{"loc": loc(row, name), "msg": error.problem}]) from None

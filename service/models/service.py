@@ -165,7 +165,7 @@ def predict(model: LoadedModel, body: PredictRequest) -> dict[str, Any]:
     if classification:
         out["predictions"] = [str(label) for label in np.asarray(estimator.predict(X)).tolist()]
         if body.return_proba:
-            out["probabilities"] = _proba(estimator, X, model.classes or []).tolist()
+            out["probabilities"] = class_probabilities(estimator, X, model.classes or []).tolist()
     else:
         out["predictions"] = _floats(np.asarray(estimator.predict(X), dtype=np.float64))
     if body.explain:
@@ -176,13 +176,18 @@ def predict(model: LoadedModel, body: PredictRequest) -> dict[str, Any]:
     return out
 
 
-def _proba(estimator: Any, X: npt.NDArray[np.float64], classes: list[str]) -> Any:
+def class_probabilities(
+    estimator: Any, X: npt.NDArray[np.float64], classes: list[str]
+) -> npt.NDArray[np.float64]:
+    """``predict_proba`` with one column per class of the model record, in that order (both
+    protocols): an estimator that saw fewer classes than the record lists (a member of an
+    ensemble, say) gets zero columns for the others."""
     proba = np.asarray(estimator.predict_proba(X), dtype=np.float64)
-    model_classes = [str(c) for c in estimator.classes_]
-    if model_classes == classes:
+    seen = [str(label) for label in estimator.classes_]
+    if seen == classes:
         return proba
     full = np.zeros((X.shape[0], len(classes)))
-    full[:, [classes.index(c) for c in model_classes]] = proba
+    full[:, [classes.index(label) for label in seen]] = proba
     return full
 
 
