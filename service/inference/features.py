@@ -79,6 +79,8 @@ def matrix(model: LoadedModel, tensors: Sequence[Tensor], layout: Layout) -> npt
     try:
         return encoding.encode(model, columns, n)
     except CellError as error:
+        # Tensors are typed when decoded (numbers, or BYTES text for a categorical feature),
+        # so the one cell the encoder can still refuse is an infinite number.
         if layout.matrix:
             (tensor,) = tensors
             cell = f"row {error.row}, feature '{error.feature}'"
