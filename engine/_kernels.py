@@ -10,12 +10,14 @@ Kernels are compiled with ``cache=True`` so the machine code is written to disk 
 process loads it instead of compiling again, and with ``nogil=True`` so threads can run kernels
 side by side. Numba keys a cached kernel on its own source file only: a kernel whose helper in
 another module changed would load stale machine code. So the cache lives in a directory named
-after a digest of every kernel module's source (:func:`kernel_cache_dir`): any change to any
-kernel starts a fresh cache.
+after a digest of every kernel module's source and of the engine modules they import
+(:func:`kernel_cache_dir`): any change to any kernel, or to a constant one reads, starts a
+fresh cache.
 """
 
 from __future__ import annotations
 
+import ast
 import functools
 import hashlib
 import os
@@ -29,6 +31,7 @@ __all__ = [
     "inline_kernel",
     "kernel",
     "kernel_cache_dir",
+    "kernel_source_files",
     "kernels_defined",
     "select",
 ]
@@ -62,16 +65,45 @@ _ENGINE = Path(__file__).resolve().parent
 _KERNEL_MARKERS = ("@kernel", "@inline_kernel")
 
 
+def _engine_imports(path: Path) -> set[Path]:
+    """The engine modules ``path`` imports from (absolute ``engine.`` imports only)."""
+    found: set[Path] = set()
+    for node in ast.walk(ast.parse(path.read_bytes())):
+        if isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            parts = node.module.split(".")
+            if parts[0] != "engine":
+                continue
+            base = _ENGINE.joinpath(*parts[1:])
+            for candidate in (base.with_suffix(".py"), base / "__init__.py"):
+                if candidate.is_file():
+                    found.add(candidate)
+    return found
+
+
+def kernel_source_files() -> list[Path]:
+    """The sources compiled kernels depend on: every module holding a kernel, and every
+    engine module those import from (Numba freezes a module-level constant a kernel reads,
+    such as the missing-value code, into the kernel's machine code)."""
+    kernel_modules = [
+        path
+        for path in _ENGINE.rglob("*.py")
+        if any(marker.encode() in path.read_bytes() for marker in _KERNEL_MARKERS)
+    ]
+    sources = set(kernel_modules)
+    for path in kernel_modules:
+        sources |= _engine_imports(path)
+    return sorted(sources)
+
+
 @functools.cache
 def kernel_cache_dir() -> Path:
     """Where compiled kernels are cached: ``NUMBA_CACHE_DIR`` (default: the engine's
-    ``__pycache__/kernels``), in a subdirectory named after the kernel modules' sources."""
+    ``__pycache__/kernels``), in a subdirectory named after a digest of
+    :func:`kernel_source_files`."""
     digest = hashlib.sha256()
-    for path in sorted(_ENGINE.rglob("*.py")):
-        source = path.read_bytes()
-        if any(marker.encode() in source for marker in _KERNEL_MARKERS):
-            digest.update(path.relative_to(_ENGINE).as_posix().encode())
-            digest.update(source)
+    for path in kernel_source_files():
+        digest.update(path.relative_to(_ENGINE).as_posix().encode())
+        digest.update(path.read_bytes())
     base = os.environ.get("NUMBA_CACHE_DIR") or str(_ENGINE / "__pycache__" / "kernels")
     return Path(base) / f"coppice-{digest.hexdigest()[:16]}"
 

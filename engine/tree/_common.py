@@ -17,9 +17,9 @@ Code that receives codes reads the width from their dtype (:func:`missing_code`,
 :func:`n_codes`) rather than assuming either.
 
 Compiled kernels read some of these constants as globals, which Numba freezes into their
-machine code; the kernel cache is keyed on the sources of the modules that hold a ``@kernel``
-(:func:`engine._kernels.kernel_cache_dir`), and this sentence puts this module among them, so
-a change here recompiles the kernels that use it.
+machine code; the kernel cache is keyed on the kernel modules and the engine modules they
+import (:func:`engine._kernels.kernel_source_files`), this one among them, so a change here
+recompiles the kernels that use it.
 """
 
 from __future__ import annotations
