@@ -92,7 +92,7 @@ class CategoricalColumn:
 ColumnData = NumericColumn | CategoricalColumn
 
 
-def _canonical_text(value: float) -> str:
+def canonical_text(value: float) -> str:
     """The text a number is written back as when its column turns categorical."""
     if value.is_integer() and abs(value) < 1e15:
         return str(int(value))
@@ -146,7 +146,7 @@ class ColumnBuilder:
         self.n_rows = 0
         # Numeric mode: `_numbers` is an array; categorical mode: it is None.
         self._numbers: array[float] | None = array("d")
-        self._odd_texts = _OddTexts()  # texts _canonical_text would not reproduce
+        self._odd_texts = _OddTexts()  # texts canonical_text would not reproduce
         self._first_infinite: int | None = None
         self._codes = array("i")
         self._categories = CategoryIndex()
@@ -170,11 +170,11 @@ class ColumnBuilder:
             self.add_missing()
             return
         if self._numbers is None:
-            self._add_category(text if text is not None else _canonical_text(value))
+            self._add_category(text if text is not None else canonical_text(value))
             return
         if math.isinf(value) and self._first_infinite is None:
             self._first_infinite = self.n_rows
-        if text is not None and text != _canonical_text(value):
+        if text is not None and text != canonical_text(value):
             self._odd_texts.add(self.n_rows, text)
         self._numbers.append(value)
         self.n_rows += 1
@@ -226,7 +226,7 @@ class ColumnBuilder:
                 text = next_odd[1]
                 next_odd = next(odd_rows, None)
             else:
-                text = _canonical_text(value)
+                text = canonical_text(value)
             self._codes.append(self._categories.code(text))
 
 

@@ -27,7 +27,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from service.datasets.columns import _canonical_text
+from service.datasets.columns import canonical_text
 from service.errors import FieldError, InvalidInput
 from service.models.cache import LoadedModel
 
@@ -176,7 +176,7 @@ def _category_text(value: Any, row: int, name: str) -> str | None:
         return "true" if value else "false"
     if isinstance(value, int | float):
         number = float(value)
-        return _canonical_text(number) if math.isfinite(number) else None
+        return canonical_text(number) if math.isfinite(number) else None
     if isinstance(value, str):
         return value.strip()
     raise CellError(name, row, value, NOT_A_SCALAR)

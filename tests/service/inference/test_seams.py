@@ -17,13 +17,7 @@ INFERENCE = sorted((ROOT / "service" / "inference").glob("*.py"))
 
 # Private names still imported across domains, with the reason each is left. Remove an entry
 # when its import goes (the test says so when an entry matches nothing).
-KNOWN_PRIVATE_IMPORTS: dict[tuple[str, str, str], str] = {
-    # The text a dataset stores for a number in a categorical column, which predict must
-    # match exactly; it wants a public name in service/datasets/columns.py (issue 17).
-    ("service.models.encoding", "service.datasets.columns", "_canonical_text"): (
-        "the dataset's canonical text of a number"
-    ),
-}
+KNOWN_PRIVATE_IMPORTS: dict[tuple[str, str, str], str] = {}
 
 
 def _module(path: Path) -> str:
