@@ -16,6 +16,7 @@ from sqlalchemy.orm import Session
 
 import engine
 from engine.explain import explainable
+from service.class_columns import over_classes
 from service.datasets.service import load_columns
 from service.db.tables import ImportanceRecord, ModelRecord
 from service.errors import Conflict, InvalidInput, NotFound
@@ -183,12 +184,7 @@ def class_probabilities(
     protocols): an estimator that saw fewer classes than the record lists (a member of an
     ensemble, say) gets zero columns for the others."""
     proba = np.asarray(estimator.predict_proba(X), dtype=np.float64)
-    seen = [str(label) for label in estimator.classes_]
-    if seen == classes:
-        return proba
-    full = np.zeros((X.shape[0], len(classes)))
-    full[:, [classes.index(label) for label in seen]] = proba
-    return full
+    return over_classes(proba, estimator.classes_, classes)
 
 
 def _floats(values: npt.NDArray[np.float64]) -> list[float | None]:

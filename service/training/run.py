@@ -12,6 +12,7 @@ import numpy.typing as npt
 
 import engine
 from engine.callbacks import ProgressEvent, TrainingInterrupted
+from service.class_columns import over_classes
 from service.datasets.columns import ColumnData
 from service.methods.catalog import CATALOG, Method, Task
 from service.methods.params import ParamsInvalid, build_estimator, resolve_params
@@ -273,19 +274,9 @@ def subsample(data: TrainingData, n_rows: int, classification: bool, seed: int) 
 
 def _proba(model: Any, X: npt.NDArray[np.float64], classes: list[str]) -> npt.NDArray[np.float64]:
     """Probabilities over all ``classes``; a class a fold's model never saw gets 0."""
-    return _over_classes(model, np.asarray(model.predict_proba(X), dtype=np.float64), classes)
-
-
-def _over_classes(
-    model: Any, scores: npt.NDArray[np.float64], classes: list[str]
-) -> npt.NDArray[np.float64]:
-    """``scores`` (a column per class of ``model.classes_``) as columns of all ``classes``."""
-    model_classes = [str(c) for c in model.classes_]
-    if model_classes == classes:
-        return scores
-    full = np.zeros((scores.shape[0], len(classes)))
-    full[:, [classes.index(c) for c in model_classes]] = scores
-    return full
+    return over_classes(
+        np.asarray(model.predict_proba(X), dtype=np.float64), model.classes_, classes
+    )
 
 
 def _oob_metrics(
@@ -305,7 +296,7 @@ def _oob_metrics(
         seen = np.all(np.isfinite(scores), axis=1)
         if not seen.any():
             return None
-        scores = _over_classes(model, scores[seen], data.classes)
+        scores = over_classes(scores[seen], model.classes_, data.classes)
         return {
             **classification_metrics(y[seen], scores, data.classes),
             "accuracy": json_number(model.oob_score_),
