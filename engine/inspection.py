@@ -80,9 +80,10 @@ def permutation_importance(
     sample_weight : array-like of shape (n_samples,), optional
         Passed to the scorer.
     n_jobs : int, optional
-        Accepted and ignored for now: features are scored one after another. Parallel
-        permutation arrives with the engine's executor (``engine/parallel.py``) and will give
-        the same numbers, since every feature already has its own seed.
+        Accepted and ignored: features are scored one after another, and the parallelism is
+        the model's own (a forest's or booster's ``predict`` runs on its ``n_jobs`` threads).
+        Scoring features side by side would give the same numbers, since every feature has
+        its own seed, at the cost of one copy of ``X`` per thread.
     max_samples : int or float, default 1.0
         Rows to score on: a count, or a fraction of ``n_samples``. One subsample without
         replacement is drawn and shared by all features; the baseline is scored on it too.
