@@ -19,6 +19,7 @@ from coppice.errors import (
     NotFoundError,
     PayloadTooLargeError,
     PermissionDeniedError,
+    SearchFailedError,
     ServerError,
     ServiceUnavailableError,
     ValidationError,
@@ -26,9 +27,13 @@ from coppice.errors import (
 from coppice.estimator import RemoteEstimator
 from coppice.jobs import Job
 from coppice.models import Explanation, Model
+from coppice.registry import Alias, AliasMove, ModelVersion, RegisteredModel
+from coppice.searches import Search
 
 __all__ = [
     "APIError",
+    "Alias",
+    "AliasMove",
     "AuthenticationError",
     "BadRequestError",
     "Client",
@@ -42,11 +47,15 @@ __all__ = [
     "JobCancelledError",
     "JobFailedError",
     "Model",
+    "ModelVersion",
     "NotFoundError",
     "Page",
     "PayloadTooLargeError",
     "PermissionDeniedError",
+    "RegisteredModel",
     "RemoteEstimator",
+    "Search",
+    "SearchFailedError",
     "ServerError",
     "ServiceUnavailableError",
     "ValidationError",

@@ -1,9 +1,10 @@
-"""A job's progress on screen: a tqdm bar when tqdm is installed, plain lines otherwise.
+"""Progress on screen (a job's, a search's): a tqdm bar when tqdm is installed, lines otherwise.
 
 ``tqdm.auto`` draws a widget inside Jupyter and a console bar elsewhere. The widget needs
 ipywidgets, and fails without it (``tqdm/tqdm#1082``) or in some JupyterLab set-ups
 (``tqdm/tqdm#1497``); the console bar stands in then. A running job is shown at 99% at most,
-as h2o does: 100% means the model exists.
+as h2o does: 100% means the model exists. What is shown is a dict with the job's fields
+``status``, ``progress`` (0-1) and ``stage``; a search is shown through the same three.
 """
 
 from __future__ import annotations
@@ -33,13 +34,13 @@ def _label(job: dict[str, Any]) -> str:
 
 
 class BarProgress:
-    """A tqdm bar whose description is the job's status and stage ("running: tree 37/200")."""
+    """A tqdm bar whose description is the status and stage ("running: tree 37/200")."""
 
-    def __init__(self, job_id: str, file: TextIO | None = None) -> None:
+    def __init__(self, title: str, file: TextIO | None = None) -> None:
         self._shown: tuple[str, int] | None = None
         self._bar = _make_bar(
             total=100,
-            desc=f"job {job_id[:8]}",
+            desc=title,
             file=file,
             bar_format="{desc} {percentage:3.0f}%|{bar}| [{elapsed}]",
         )
@@ -73,14 +74,14 @@ def _make_bar(**options: Any) -> Any:
 class TextProgress:
     """Without tqdm: one line each time the stage changes, at most one a second."""
 
-    def __init__(self, job_id: str, file: TextIO | None = None) -> None:
-        self._job_id = job_id
+    def __init__(self, title: str, file: TextIO | None = None) -> None:
+        self._title = title
         self._file = file
         self._last = ""
         self._shown_at = 0.0
 
     def show(self, job: dict[str, Any]) -> None:
-        line = f"job {self._job_id[:8]} {_percent(job):3d}% {_label(job)}"
+        line = f"{self._title} {_percent(job):3d}% {_label(job)}"
         ended = job.get("status") in ("succeeded", "failed", "cancelled")
         now = time.monotonic()
         if line != self._last and (ended or now - self._shown_at >= 1.0):
@@ -91,10 +92,10 @@ class TextProgress:
         pass
 
 
-def progress_display(job_id: str, file: TextIO | None = None) -> Progress:
-    """The best display this environment has."""
+def progress_display(title: str, file: TextIO | None = None) -> Progress:
+    """The best display this environment has; ``title`` says what is shown ("job 5b7d1c2a")."""
     try:
         import tqdm  # noqa: F401
     except ImportError:
-        return TextProgress(job_id, file)
-    return BarProgress(job_id, file)
+        return TextProgress(title, file)
+    return BarProgress(title, file)

@@ -1,7 +1,9 @@
-"""The entry point of the Python client: one server, its datasets, jobs and models."""
+"""The entry point of the Python client: one server, its datasets, jobs, models, registered
+models and searches."""
 
 from __future__ import annotations
 
+import contextlib
 import copy
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -10,8 +12,11 @@ from urllib.parse import quote
 from coppice._http import DEFAULT_TIMEOUT, Transport
 from coppice._upload import upload_request
 from coppice.datasets import Dataset, Page
+from coppice.errors import ConflictError, NotFoundError
 from coppice.jobs import Job
 from coppice.models import Model
+from coppice.registry import Alias, AliasMove, ModelVersion, RegisteredModel
+from coppice.searches import Candidates, Search, candidate_spaces
 
 
 class Client:
@@ -134,21 +139,193 @@ class Client:
     def job(self, job_id: str) -> Job:
         return Job(self, self._transport.json("GET", f"/v1/jobs/{_seg(job_id)}"))
 
-    def jobs(self, *, status: str | None = None, limit: int = 50, offset: int = 0) -> Page[Job]:
-        """Jobs, newest first; ``status`` keeps one status (``running``, ``failed``, ...)."""
-        page = self._page("/v1/jobs", status=status, limit=limit, offset=offset)
+    def jobs(
+        self,
+        *,
+        status: str | None = None,
+        search_id: str | None = None,
+        limit: int = 50,
+        offset: int = 0,
+    ) -> Page[Job]:
+        """Jobs, newest first; ``status`` keeps one status (``running``, ``failed``, ...),
+        ``search_id`` one search's candidates."""
+        page = self._page(
+            "/v1/jobs", status=status, search_id=search_id, limit=limit, offset=offset
+        )
         return Page([Job(self, item) for item in page["items"]], page["total"])
 
     # Models
 
     def model(self, ref: str) -> Model:
-        """A model by id, or by ``name@alias`` / ``name@N`` of a registered model."""
-        return Model(self, self._transport.json("GET", f"/v1/models/{_seg(ref)}"))
+        """A model by id, or by a registered model's ``name@alias``, ``name@N`` or
+        ``name@latest``; then ``model.registered_version`` is the version it resolved to."""
+        name, at, selector = ref.partition("@")
+        if not at:
+            return Model(self, self._transport.json("GET", f"/v1/models/{_seg(ref)}"))
+        version = self.registered_model(name).version(selector)
+        if version is None:
+            # No such alias or version as last read: the server's answer names what is
+            # missing (or, should it have just been made, the model).
+            return Model(self, self._transport.json("GET", f"/v1/models/{_seg(ref)}"), ref=ref)
+        return self._model_of_version(version, ref=ref)
+
+    def _model_of_version(self, version: ModelVersion, *, ref: str) -> Model:
+        info = self._transport.json("GET", f"/v1/models/{_seg(version.model_id)}")
+        return Model(self, info, ref=ref, registered_version=version)
 
     def models(self, *, method: str | None = None, limit: int = 50, offset: int = 0) -> Page[Model]:
         """Models, newest first; ``method`` keeps one method's."""
         page = self._page("/v1/models", method=method, limit=limit, offset=offset)
         return Page([Model(self, item) for item in page["items"]], page["total"])
+
+    # Registered models
+
+    def register(
+        self,
+        model: Model | str,
+        name: str,
+        *,
+        alias: str | None = None,
+        description: str | None = None,
+    ) -> ModelVersion:
+        """Register ``model`` (a :class:`Model`, a model id or a ``name@…`` reference) as the
+        next version of ``name``, creating the name (with ``description``) when it does not
+        exist, as ``mlflow.register_model`` does; ``alias`` is then pointed at the new version.
+        """
+        model_id = model.id if isinstance(model, Model) else model
+        if "@" in model_id:
+            model_id = self.model(model_id).id
+        with contextlib.suppress(ConflictError):  # the name exists: add to it
+            self.create_registered_model(name, description=description or "")
+        body = {"model_id": model_id} | ({"alias": alias} if alias is not None else {})
+        path = f"/v1/registered-models/{_seg(name)}/versions"
+        return ModelVersion(self, self._transport.json("POST", path, json=body))
+
+    def create_registered_model(self, name: str, *, description: str = "") -> RegisteredModel:
+        """Create the name, with no versions yet; a taken name is a
+        :class:`~coppice.errors.ConflictError`. :meth:`register` creates it when needed."""
+        body = {"name": name, "description": description}
+        return RegisteredModel(
+            self, self._transport.json("POST", "/v1/registered-models", json=body)
+        )
+
+    def registered_model(self, name: str) -> RegisteredModel:
+        """A registered model with its versions and aliases."""
+        path = f"/v1/registered-models/{_seg(name)}"
+        return RegisteredModel(self, self._transport.json("GET", path))
+
+    def registered_models(self, *, limit: int = 50, offset: int = 0) -> Page[RegisteredModel]:
+        """Registered models by name, each with its aliases and newest version."""
+        page = self._page("/v1/registered-models", limit=limit, offset=offset)
+        return Page([RegisteredModel(self, item) for item in page["items"]], page["total"])
+
+    def delete_registered_model(self, name: str) -> None:
+        """Delete the name, its versions, aliases and history; the models stay."""
+        self._transport.request("DELETE", f"/v1/registered-models/{_seg(name)}")
+
+    def model_version(self, name: str, version: int | str) -> ModelVersion:
+        """Version ``version`` of ``name``; a text ``version`` may be an alias (``"production"``)
+        or ``"latest"``, as after the ``@`` of a reference."""
+        text = str(version)
+        if text == "latest":
+            found = self.registered_model(name).version("latest")
+            if found is None:
+                raise NotFoundError(f"Registered model {name!r} has no versions.", status=404)
+            return found
+        if not text.isdigit():
+            path = f"/v1/registered-models/{_seg(name)}/aliases/{_seg(text)}"
+            text = str(self._transport.json("GET", path)["version"])
+        path = f"/v1/registered-models/{_seg(name)}/versions/{text}"
+        return ModelVersion(self, self._transport.json("GET", path))
+
+    def delete_model_version(self, name: str, version: int) -> None:
+        """Remove a version (the model stays); a :class:`~coppice.errors.ConflictError` while
+        an alias names it. Its number is never given again."""
+        self._transport.request("DELETE", f"/v1/registered-models/{_seg(name)}/versions/{version}")
+
+    def set_alias(self, name: str, alias: str, version: int) -> Alias:
+        """Point ``alias`` of ``name`` at ``version``, atomically; the move is recorded
+        (:meth:`alias_history`) and ``Alias.previous_version`` says what it named before."""
+        path = f"/v1/registered-models/{_seg(name)}/aliases/{_seg(alias)}"
+        return Alias(self._transport.json("PUT", path, json={"version": version}))
+
+    def delete_alias(self, name: str, alias: str) -> None:
+        """Remove the alias (recorded in the history too); its version stays."""
+        self._transport.request(
+            "DELETE", f"/v1/registered-models/{_seg(name)}/aliases/{_seg(alias)}"
+        )
+
+    def alias_history(self, name: str, *, limit: int = 50, offset: int = 0) -> Page[AliasMove]:
+        """Every alias move of ``name``, newest first: which version an alias named, when,
+        and who moved it."""
+        page = self._page(f"/v1/registered-models/{_seg(name)}/history", limit=limit, offset=offset)
+        return Page([AliasMove(item) for item in page["items"]], page["total"])
+
+    # Searches
+
+    def search(
+        self,
+        dataset: Dataset | str,
+        *,
+        target: str,
+        candidates: Candidates | None = None,
+        auto: bool = False,
+        strategy: str = "random",
+        max_models: int | None = None,
+        max_seconds: float | None = None,
+        folds: int | None = None,
+        metric: str | None = None,
+        stack: bool = False,
+        register_as: str | None = None,
+        seed: int | None = None,
+        task: str | None = None,
+        features: Sequence[str] | None = None,
+        name: str | None = None,
+    ) -> Search:
+        """Start a hyper-parameter search; ``search.wait()`` waits for its leaderboard.
+
+        ``candidates`` maps methods to their spaces, ``{"random_forest": {"max_features":
+        ["sqrt", 0.5], "min_samples_leaf": {"int": [1, 10]}}}`` (or is the API's list of
+        ``{"method", "params"}``, or a list of method names); ``auto=True`` lets the server
+        choose instead. ``strategy`` is ``random``, ``grid`` or ``halving``; ``max_models``
+        and ``max_seconds`` are the budget; ``folds`` (server default 5) and ``metric``
+        score the candidates. ``stack`` adds a stacked ensemble of the best of each method;
+        ``register_as`` makes the best model the next version of that name (alias
+        ``candidate``). Every parameter is checked before anything runs (a
+        :class:`~coppice.errors.ValidationError` naming the method and parameter).
+        """
+        budget = {"max_models": max_models, "max_seconds": max_seconds}
+        optional = {
+            "candidates": candidate_spaces(candidates) if candidates is not None else None,
+            "auto": auto or None,
+            "budget": {k: v for k, v in budget.items() if v is not None} or None,
+            "validation": {"folds": folds} if folds is not None else None,
+            "metric": metric,
+            "stack": stack or None,
+            "register_as": register_as,
+            "seed": seed,
+            "task": task,
+            "features": list(features) if features is not None else None,
+            "name": name,
+        }
+        body: dict[str, Any] = {
+            "dataset_id": dataset.id if isinstance(dataset, Dataset) else dataset,
+            "target": target,
+            "strategy": strategy,
+        }
+        body |= {key: value for key, value in optional.items() if value is not None}
+        return Search(self, self._transport.json("POST", "/v1/searches", json=body))
+
+    def search_by_id(self, search_id: str) -> Search:
+        """A search, with its leaderboard."""
+        return Search(self, self._transport.json("GET", f"/v1/searches/{_seg(search_id)}"))
+
+    def searches(
+        self, *, status: str | None = None, limit: int = 50, offset: int = 0
+    ) -> Page[Search]:
+        """Searches, newest first (without their leaderboards, read on first use)."""
+        page = self._page("/v1/searches", status=status, limit=limit, offset=offset)
+        return Page([Search(self, item) for item in page["items"]], page["total"])
 
     def _page(self, path: str, **params: Any) -> dict[str, Any]:
         query = {key: value for key, value in params.items() if value is not None}

@@ -99,6 +99,16 @@ class JobCancelledError(CoppiceError):
         self.job_id = job_id
 
 
+class SearchFailedError(CoppiceError):
+    """A search ended ``failed``: no candidate succeeded. ``notes`` are the server's reasons."""
+
+    def __init__(self, search_id: str, notes: list[str]):
+        reason = "; ".join(notes) or "no candidate succeeded"
+        super().__init__(f"search {search_id} failed: {reason}")
+        self.search_id = search_id
+        self.notes = notes
+
+
 _BY_STATUS: dict[int, type[APIError]] = {
     400: BadRequestError,
     401: AuthenticationError,

@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-import contextlib
-import sys
 import time
 from typing import TYPE_CHECKING, Any, TextIO
 
-from coppice._progress import Progress, progress_display
+from coppice._progress import Progress
+from coppice._waiting import Deadline, watching
 from coppice.errors import CoppiceError, JobCancelledError, JobFailedError
 
 if TYPE_CHECKING:
@@ -88,31 +87,18 @@ class Job:
         :class:`~coppice.errors.JobCancelledError` when the job ends without a model, and
         ``TimeoutError`` when ``timeout`` seconds pass first.
         """
-        display = progress_display(self.id, file) if progress else None
-        try:
-            self._wait_until_ended(display, timeout)
-        except KeyboardInterrupt:
-            self._cancel_on_interrupt(file)
-            raise
-        finally:
-            if display is not None:
-                display.close()
+        with watching("job", self.id, self.cancel, progress=progress, file=file) as display:
+            self._wait_until_ended(display, Deadline(timeout))
         return self.result()
 
-    def _wait_until_ended(self, display: Progress | None, timeout: float | None) -> None:
-        deadline = None if timeout is None else time.monotonic() + timeout
+    def _wait_until_ended(self, display: Progress | None, deadline: Deadline) -> None:
         if display is not None:
             display.show(self.info)
         while not self.done:
             step = WAIT_WITH_PROGRESS if display is not None else WAIT_QUIETLY
-            if deadline is not None:
-                remaining = deadline - time.monotonic()
-                if remaining <= 0:
-                    raise TimeoutError(
-                        f"job {self.id} is still {self.status} ({self.stage}) after "
-                        f"{timeout:g} s; it goes on running on the server"
-                    )
-                step = min(step, remaining)
+            step = deadline.left(
+                step, lambda: f"job {self.id} is still {self.status} ({self.stage})"
+            )
             asked = time.monotonic()
             self.refresh(wait=step)
             early = step - (time.monotonic() - asked)
@@ -122,14 +108,6 @@ class Job:
                 time.sleep(min(early, 1.0))
             if display is not None:
                 display.show(self.info)
-
-    def _cancel_on_interrupt(self, file: TextIO | None) -> None:
-        out = file or sys.stderr
-        print(f"\ninterrupted: cancelling job {self.id} on the server", file=out, flush=True)
-        # The job may have ended meanwhile (409), or the server be gone: the interrupt
-        # is what the caller asked for either way, so it must not be replaced by an error.
-        with contextlib.suppress(CoppiceError):
-            self.cancel()
 
     def result(self) -> Model:
         """The model of a succeeded job; the reason, raised, for one that did not succeed."""

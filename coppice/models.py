@@ -14,6 +14,7 @@ from coppice._rows import Rows, predictions_out, rows_of, table_out
 
 if TYPE_CHECKING:
     from coppice.client import Client
+    from coppice.registry import ModelVersion
 
 
 @dataclass(frozen=True)
@@ -54,16 +55,36 @@ class Explanation:
 
 
 class Model:
-    """One model, as ``GET /v1/models/{id}`` describes it; read-only, like the model itself."""
+    """One model, as ``GET /v1/models/{id}`` describes it; read-only, like the model itself.
 
-    def __init__(self, client: Client, info: dict[str, Any]) -> None:
+    A model fetched through a registered name (``client.model("churn@production")``) knows
+    the reference it was asked by (:attr:`ref`) and the version it resolved to
+    (:attr:`registered_version`); its calls go to that model by id, so they keep answering
+    from it even after the alias moves.
+    """
+
+    def __init__(
+        self,
+        client: Client,
+        info: dict[str, Any],
+        *,
+        ref: str | None = None,
+        registered_version: ModelVersion | None = None,
+    ) -> None:
         self._client = client
         self.info = info
+        self.ref = ref
+        self.registered_version = registered_version
         self._curves: dict[str, Any] | None = None
         self._path = f"/v1/models/{quote(self.id, safe='')}"
 
     def __repr__(self) -> str:
-        return f"<Model {self.id} {self.method} {self.task} target={self.target!r}>"
+        registered = ""
+        if self.registered_version is not None:
+            registered = f" {self.registered_version.ref}"
+            if self.ref and self.ref != self.registered_version.ref:
+                registered += f" ({self.ref})"
+        return f"<Model {self.id}{registered} {self.method} {self.task} target={self.target!r}>"
 
     @property
     def id(self) -> str:
@@ -71,7 +92,19 @@ class Model:
 
     @property
     def name(self) -> str | None:
+        """The name given to its training job (not a registered name: see
+        :attr:`registered_name`)."""
         return self.info.get("name")
+
+    @property
+    def registered_name(self) -> str | None:
+        """The registered name it was fetched through (``churn`` of ``churn@production``)."""
+        return None if self.registered_version is None else self.registered_version.name
+
+    @property
+    def version(self) -> int | None:
+        """The version of :attr:`registered_name` it is (``None``: not fetched by a name)."""
+        return None if self.registered_version is None else self.registered_version.version
 
     @property
     def method(self) -> str:
@@ -193,6 +226,12 @@ class Model:
         from coppice.plots import plot_curves
 
         return plot_curves(self.curves, title=f"{self.method} {self.id[:8]}", ax=ax)
+
+    def register(
+        self, name: str, *, alias: str | None = None, description: str | None = None
+    ) -> ModelVersion:
+        """Register this model as the next version of ``name`` (see :meth:`Client.register`)."""
+        return self._client.register(self, name, alias=alias, description=description)
 
     def delete(self) -> None:
         """Delete the model on the server (a registered version cannot be: 409)."""
