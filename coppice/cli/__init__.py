@@ -9,12 +9,17 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from coppice.cli import commands
+from coppice.cli import commands, registry, searches
 from coppice.cli.exits import EXIT_CODES_HELP, INTERRUPTED, STDOUT_CLOSED, exit_code_of
+from coppice.cli.parsing import Handler, common_options, list_verb, noun, verb
 from coppice.client import Client
+
+if TYPE_CHECKING:
+    from coppice.cli.parsing import Subparsers
 
 SERVER_COMMANDS = {
     "serve": "migrate the database, then serve the HTTP API (with a training worker)",
@@ -22,67 +27,11 @@ SERVER_COMMANDS = {
     "migrate": "upgrade the database to the newest schema",
 }
 
-Handler = Callable[[Client, argparse.Namespace], int]
 
-
-def _common() -> argparse.ArgumentParser:
-    """Options every client verb takes, after the verb: ``coppice jobs list --json``."""
-    common = argparse.ArgumentParser(add_help=False)
-    common.add_argument("--url", help="server URL (default: COPPICE_URL or http://127.0.0.1:8000)")
-    common.add_argument("--api-key", help="API key (default: COPPICE_API_KEY)")
-    common.add_argument("--json", action="store_true", help="print JSON, for scripts")
-    return common
-
-
-def _verb(
-    group: argparse._SubParsersAction[argparse.ArgumentParser],
-    name: str,
-    handler: Handler,
-    help_text: str,
-    examples: str,
-    common: argparse.ArgumentParser,
-) -> argparse.ArgumentParser:
-    parser = group.add_parser(
-        name,
-        help=help_text,
-        description=help_text,
-        epilog=f"examples:\n{examples}\n\n{EXIT_CODES_HELP}",
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-        parents=[common],
-    )
-    parser.set_defaults(handler=handler)
-    return parser
-
-
-def _group(
-    top: argparse._SubParsersAction[argparse.ArgumentParser], name: str, help_text: str
-) -> argparse._SubParsersAction[argparse.ArgumentParser]:
-    """A noun with actions of its own: ``coppice jobs list``."""
-    return top.add_parser(name, help=help_text).add_subparsers(
-        dest="action", required=True, metavar="ACTION"
-    )
-
-
-def _list_verb(
-    group: argparse._SubParsersAction[argparse.ArgumentParser],
-    handler: Handler,
-    what: str,
-    examples: str,
-    common: argparse.ArgumentParser,
-) -> argparse.ArgumentParser:
-    """``list``, paged as the API pages: ``--limit`` and ``--offset``."""
-    listing = _verb(group, "list", handler, f"list {what}, newest first", examples, common)
-    listing.add_argument("--limit", type=int, default=50, help="at most this many (default 50)")
-    listing.add_argument("--offset", type=int, default=0, help="skip this many, newest first")
-    return listing
-
-
-def _add_datasets(
-    top: argparse._SubParsersAction[argparse.ArgumentParser], common: argparse.ArgumentParser
-) -> None:
-    group = _group(top, "datasets", "upload, list and show datasets")
-    upload = _verb(
-        group,
+def _add_datasets(top: Subparsers, common: argparse.ArgumentParser) -> None:
+    actions = noun(top, "datasets", "upload, list and show datasets")
+    upload = verb(
+        actions,
         "upload",
         commands.datasets_upload,
         "upload a CSV file (streamed)",
@@ -92,15 +41,15 @@ def _add_datasets(
     upload.add_argument("file", type=Path, help="CSV file with a header row")
     upload.add_argument("--name", help="dataset name (default: the file name)")
     upload.add_argument("--categorical", help="comma-separated columns to keep as categories")
-    _list_verb(
-        group,
+    list_verb(
+        actions,
         commands.datasets_list,
         "datasets",
         "  coppice datasets list\n  coppice datasets list --json | jq '.items[].id'",
         common,
     )
-    show = _verb(
-        group,
+    show = verb(
+        actions,
         "show",
         commands.datasets_show,
         "show a dataset and its columns",
@@ -110,10 +59,8 @@ def _add_datasets(
     show.add_argument("id")
 
 
-def _add_train(
-    top: argparse._SubParsersAction[argparse.ArgumentParser], common: argparse.ArgumentParser
-) -> None:
-    train = _verb(
+def _add_train(top: Subparsers, common: argparse.ArgumentParser) -> None:
+    train = verb(
         top,
         "train",
         commands.train,
@@ -146,12 +93,10 @@ def _add_train(
     train.add_argument("--no-progress", action="store_true", help="with --wait: no progress bar")
 
 
-def _add_jobs(
-    top: argparse._SubParsersAction[argparse.ArgumentParser], common: argparse.ArgumentParser
-) -> None:
-    group = _group(top, "jobs", "list, show, wait for and cancel jobs")
-    listing = _list_verb(
-        group, commands.jobs_list, "jobs", "  coppice jobs list --status running", common
+def _add_jobs(top: Subparsers, common: argparse.ArgumentParser) -> None:
+    actions = noun(top, "jobs", "list, show, wait for and cancel jobs")
+    listing = list_verb(
+        actions, commands.jobs_list, "jobs", "  coppice jobs list --status running", common
     )
     listing.add_argument(
         "--status", choices=["queued", "running", "succeeded", "failed", "cancelled"]
@@ -161,22 +106,20 @@ def _add_jobs(
         ("cancel", commands.jobs_cancel, "cancel a queued or running job"),
         ("wait", commands.jobs_wait, "wait for a job to end, then show its model"),
     ):
-        verb = _verb(group, name, handler, help_text, f"  coppice jobs {name} 9a1e...", common)
-        verb.add_argument("id")
+        action = verb(actions, name, handler, help_text, f"  coppice jobs {name} 9a1e...", common)
+        action.add_argument("id")
         if name == "wait":
-            verb.add_argument("--no-progress", action="store_true", help="no progress bar")
+            action.add_argument("--no-progress", action="store_true", help="no progress bar")
 
 
-def _add_models(
-    top: argparse._SubParsersAction[argparse.ArgumentParser], common: argparse.ArgumentParser
-) -> None:
-    group = _group(top, "models", "list and show models")
-    listing = _list_verb(
-        group, commands.models_list, "models", "  coppice models list --method xgboost", common
+def _add_models(top: Subparsers, common: argparse.ArgumentParser) -> None:
+    actions = noun(top, "models", "list and show models")
+    listing = list_verb(
+        actions, commands.models_list, "models", "  coppice models list --method xgboost", common
     )
     listing.add_argument("--method", help="only this method's models")
-    show = _verb(
-        group,
+    show = verb(
+        actions,
         "show",
         commands.models_show,
         "show a model and its metrics",
@@ -186,10 +129,8 @@ def _add_models(
     show.add_argument("ref", help="model id, or name@alias / name@N")
 
 
-def _add_serving(
-    top: argparse._SubParsersAction[argparse.ArgumentParser], common: argparse.ArgumentParser
-) -> None:
-    predict = _verb(
+def _add_serving(top: Subparsers, common: argparse.ArgumentParser) -> None:
+    predict = verb(
         top,
         "predict",
         commands.predict,
@@ -203,7 +144,7 @@ def _add_serving(
     predict.add_argument("--proba", action="store_true", help="add a probability per class")
     predict.add_argument("-o", "--output", type=Path, help="write here instead of stdout")
     predict.add_argument("--batch", type=int, default=10_000, help="rows per request")
-    imp = _verb(
+    imp = verb(
         top,
         "importance",
         commands.importance,
@@ -217,7 +158,7 @@ def _add_serving(
         help="impurity, permutation, oob_permutation, gain, "
         "split_count, cover or shap (default: the method's)",
     )
-    _verb(
+    verb(
         top,
         "methods",
         commands.methods_list,
@@ -236,12 +177,14 @@ def build_parser() -> argparse.ArgumentParser:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     top = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
-    common = _common()
+    common = common_options()
     _add_datasets(top, common)
     _add_train(top, common)
     _add_jobs(top, common)
     _add_models(top, common)
     _add_serving(top, common)
+    registry.add_parsers(top, common)
+    searches.add_parsers(top, common)
     for name, help_text in SERVER_COMMANDS.items():
         # Listed here for --help; `main` hands them to service.cli before parsing.
         top.add_parser(name, help=help_text, add_help=False)

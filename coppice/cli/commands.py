@@ -16,10 +16,10 @@ from typing import Any
 
 from coppice.cli.output import (
     Column,
-    page_note,
     percent,
     print_fields,
     print_json,
+    print_listing,
     print_table,
     when,
 )
@@ -61,7 +61,7 @@ def datasets_upload(client: Client, args: argparse.Namespace) -> int:
 
 def datasets_list(client: Client, args: argparse.Namespace) -> int:
     page = client.datasets(limit=args.limit, offset=args.offset)
-    return _listing([d.info for d in page], page.total, DATASET_COLUMNS, args)
+    return print_listing([d.info for d in page], page.total, DATASET_COLUMNS, args)
 
 
 def datasets_show(client: Client, args: argparse.Namespace) -> int:
@@ -140,7 +140,7 @@ def _wait_and_show(job: Job, args: argparse.Namespace) -> int:
 
 def jobs_list(client: Client, args: argparse.Namespace) -> int:
     page = client.jobs(status=args.status, limit=args.limit, offset=args.offset)
-    return _listing([j.info for j in page], page.total, JOB_COLUMNS, args)
+    return print_listing([j.info for j in page], page.total, JOB_COLUMNS, args)
 
 
 def jobs_show(client: Client, args: argparse.Namespace) -> int:
@@ -183,7 +183,7 @@ def _show_job(job: Job, args: argparse.Namespace) -> int:
 
 def models_list(client: Client, args: argparse.Namespace) -> int:
     page = client.models(method=args.method, limit=args.limit, offset=args.offset)
-    return _listing([m.info for m in page], page.total, MODEL_COLUMNS, args)
+    return print_listing([m.info for m in page], page.total, MODEL_COLUMNS, args)
 
 
 def models_show(client: Client, args: argparse.Namespace) -> int:
@@ -199,6 +199,7 @@ def _show_model(model: Model, args: argparse.Namespace) -> int:
         {
             "id": info["id"],
             "name": info["name"],
+            "registered": _registered(model),
             "method": info["method"],
             "task": info["task"],
             "target": info["target"],
@@ -226,6 +227,15 @@ def _show_model(model: Model, args: argparse.Namespace) -> int:
         columns += [(split, _reader(split)) for split in splits]
         print_table(rows, columns)
     return 0
+
+
+def _registered(model: Model) -> str | None:
+    """``churn@3 (churn@production)``: the version a reference resolved to, and the reference."""
+    version = model.registered_version
+    if version is None:
+        return None
+    asked = f" ({model.ref})" if model.ref and model.ref != version.ref else ""
+    return version.ref + asked
 
 
 def _reader(key: str) -> Callable[[dict[str, Any]], Any]:
@@ -275,17 +285,6 @@ def predict(client: Client, args: argparse.Namespace) -> int:
             as_json=args.json,
         )
     print(f"{count} rows predicted", file=sys.stderr)
-    return 0
-
-
-def _listing(
-    items: list[dict[str, Any]], total: int, columns: list[Column], args: argparse.Namespace
-) -> int:
-    if args.json:
-        print_json({"items": items, "total": total})
-        return 0
-    print_table(items, columns)
-    page_note(len(items), total, args.offset)
     return 0
 
 

@@ -25,14 +25,14 @@ EXIT_CODES_HELP = """exit codes:
   0    success
   1    the server failed (5xx), or another error
   2    bad command-line arguments
-  4    not found (unknown dataset, job or model id)
+  4    not found (unknown dataset, job, model, search or registered name)
   5    refused as invalid (400, 413, 415, 422), or an unreadable input file
   6    conflict with the resource's state (409), e.g. cancelling a finished job
   7    no API key, or one without the rights (401, 403)
   8    server unreachable, or not ready (503)
-  9    the job failed (train --wait, jobs wait)
-  10   the job was cancelled
-  130  interrupted (Ctrl-C; a job being waited for is cancelled on the server)
+  9    the job or search failed (train --wait, jobs wait, search start --wait)
+  10   the job or search was cancelled
+  130  interrupted (Ctrl-C; a job or search being waited for is cancelled on the server)
   141  the output was closed early (e.g. piped into head)"""
 
 _BY_CLASS: list[tuple[type[BaseException], int]] = [
@@ -44,6 +44,7 @@ _BY_CLASS: list[tuple[type[BaseException], int]] = [
     (errors.ConnectionFailedError, UNREACHABLE),
     (errors.ClientError, INVALID),
     (errors.JobFailedError, JOB_FAILED),
+    (errors.SearchFailedError, JOB_FAILED),
     (errors.JobCancelledError, JOB_CANCELLED),
     (errors.CoppiceError, FAILED),
     (KeyboardInterrupt, INTERRUPTED),

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import argparse
 import json
 import sys
 from collections.abc import Callable, Mapping, Sequence
@@ -57,3 +58,16 @@ def page_note(shown: int, total: int, offset: int) -> None:
     if total > shown:
         end = offset + shown
         print(f"({offset + 1}-{end} of {total}; --offset {end} for more)", file=sys.stderr)
+
+
+def print_listing(
+    items: list[dict[str, Any]], total: int, columns: Sequence[Column], args: argparse.Namespace
+) -> int:
+    """A ``list`` verb's output: the page as a table (with a note when there is more), or as
+    the API's ``{"items", "total"}`` with ``--json``. Returns the exit code (0)."""
+    if args.json:
+        print_json({"items": items, "total": total})
+        return 0
+    print_table(items, columns)
+    page_note(len(items), total, args.offset)
+    return 0
