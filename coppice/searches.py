@@ -179,8 +179,17 @@ class Search:
         with watching("search", self.id, self.cancel, progress=progress, file=file) as display:
             self._wait_until_ended(display, Deadline(timeout))
         if self.status == "failed":
-            raise SearchFailedError(self.id, self.notes)
+            raise SearchFailedError(self.id, self.notes or self._failures())
         return self
+
+    def _failures(self) -> list[str]:
+        """Why the candidates failed, as their jobs say (the first few)."""
+        failed = self.jobs(status="failed", limit=3)
+        reasons = []
+        for job in failed:
+            error = job.info.get("error") or {}
+            reasons.append(f"job {job.id} failed ({error.get('code')}): {error.get('message')}")
+        return [f"{failed.total} candidates failed", *reasons] if reasons else []
 
     def _wait_until_ended(self, display: Progress | None, deadline: Deadline) -> None:
         ceiling = POLL_WITH_PROGRESS if display is not None else POLL_QUIETLY
