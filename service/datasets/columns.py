@@ -28,18 +28,17 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from service.datasets.categories import (
-    CategoryIndex,
-    category_counts,
-    json_list_bytes,
-    top_indices,
+from service.datasets.categories import CategoryIndex, category_counts, json_list_bytes
+from service.datasets.distributions import (
+    count_distinct_sorted,
+    histogram,
+    top_categories,
 )
 from service.db.tables import ColumnKind
 
 # Cell texts that mean "no value", compared after surrounding whitespace is removed.
 MISSING_TEXTS = frozenset({"", "NA", "N/A", "NaN", "nan", "null", "NULL"})
 DATA_FORMAT = 1
-TOP_CATEGORIES = 10
 _LENGTH = struct.Struct("<I")
 
 
@@ -249,10 +248,12 @@ class ColumnSummary:
     n_missing: int
     n_unique: int
     stats: dict[str, Any]
+    # service.datasets.distributions: a histogram (numeric) or the top categories.
+    distribution: dict[str, Any]
 
 
 def summarize(column: ColumnData) -> ColumnSummary:
-    """Missing and distinct counts plus kind-specific statistics, JSON-ready."""
+    """Missing and distinct counts, kind-specific statistics and the distribution, JSON-ready."""
     if isinstance(column, NumericColumn):
         present = column.values[~np.isnan(column.values)]
         stats: dict[str, Any] = {"min": None, "max": None, "mean": None, "std": None}
@@ -265,20 +266,22 @@ def summarize(column: ColumnData) -> ColumnSummary:
                 key: float(value) if math.isfinite(value) else None
                 for key, value in zip(stats, computed, strict=True)
             }
+        # In place: `present` is this function's own copy, and sorted it gives both the
+        # distinct count and the histogram without another copy of the column.
+        present.sort()
         return ColumnSummary(
             n_missing=int(column.values.size - present.size),
-            n_unique=int(np.unique(present).size),
+            n_unique=count_distinct_sorted(present),
             stats=stats,
+            distribution={"histogram": histogram(present), **stats},
         )
     counts = category_counts(column.codes, len(column.categories))
-    n_missing = int(counts[-1])
-    counts = counts[:-1]
-    # Ties keep the categories' sorted order.
-    top = top_indices(counts, TOP_CATEGORIES).tolist()
+    distribution = top_categories(counts[:-1], column.categories)
     return ColumnSummary(
-        n_missing=n_missing,
+        n_missing=int(counts[-1]),
         n_unique=len(column.categories),
-        stats={"top": [{"value": column.categories[i], "count": int(counts[i])} for i in top]},
+        stats={"top": distribution["top"]},
+        distribution=distribution,
     )
 
 

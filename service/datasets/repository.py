@@ -36,15 +36,19 @@ def list_page(session: Session, *, limit: int, offset: int) -> tuple[list[Datase
     return page_of(session, DatasetRecord, order_by=order, limit=limit, offset=offset)
 
 
-def columns(session: Session, dataset_id: str) -> list[DatasetColumnRecord]:
-    """The dataset's columns in order, without their data (``data`` is a deferred column)."""
-    return list(
-        session.scalars(
-            select(DatasetColumnRecord)
-            .where(DatasetColumnRecord.dataset_id == dataset_id)
-            .order_by(DatasetColumnRecord.position)
-        ).all()
+def columns(
+    session: Session, dataset_id: str, *, distributions: bool = False
+) -> list[DatasetColumnRecord]:
+    """The dataset's columns in order, without their data (``data`` is a deferred column);
+    with their ``distribution`` (deferred too) loaded when ``distributions`` is true."""
+    statement = (
+        select(DatasetColumnRecord)
+        .where(DatasetColumnRecord.dataset_id == dataset_id)
+        .order_by(DatasetColumnRecord.position)
     )
+    if distributions:
+        statement = statement.options(undefer(DatasetColumnRecord.distribution))
+    return list(session.scalars(statement).all())
 
 
 def columns_with_data(

@@ -13,7 +13,14 @@ from fastapi import APIRouter, Request, Response
 from service.bodies import check_declared_length, parse_json, read_limited
 from service.datasets import service
 from service.datasets.ingest import ParsedTable, parse_csv, parse_json_upload
-from service.datasets.schemas import ColumnOut, DatasetOut, DatasetPage, DatasetSummaryOut
+from service.datasets.schemas import (
+    CategoricalDistribution,
+    ColumnOut,
+    DatasetOut,
+    DatasetPage,
+    DatasetSummaryOut,
+    NumericDistribution,
+)
 from service.datasets.upload import MAX_FIELD_BYTES, FormStream, multipart_boundary
 from service.db.tables import ColumnKind, DatasetColumnRecord, DatasetRecord
 from service.deps import SessionDep, SettingsDep
@@ -182,11 +189,25 @@ def _dataset_out(dataset: DatasetRecord, columns: list[DatasetColumnRecord]) -> 
         **_summary_out(dataset).model_dump(),
         columns=[
             ColumnOut(
-                name=c.name, kind=ColumnKind(c.kind), n_missing=c.n_missing, n_unique=c.n_unique
+                name=c.name,
+                kind=ColumnKind(c.kind),
+                n_missing=c.n_missing,
+                n_unique=c.n_unique,
+                distribution=_distribution_out(ColumnKind(c.kind), c.distribution),
             )
             for c in columns
         ],
     )
+
+
+def _distribution_out(
+    kind: ColumnKind, stored: dict[str, Any] | None
+) -> NumericDistribution | CategoricalDistribution | None:
+    if stored is None:
+        return None
+    if kind == ColumnKind.NUMERIC:
+        return NumericDistribution.model_validate(stored)
+    return CategoricalDistribution.model_validate(stored)
 
 
 def _summary_out(dataset: DatasetRecord) -> DatasetSummaryOut:

@@ -9,11 +9,51 @@ from pydantic import BaseModel, Field
 from service.db.tables import ColumnKind
 
 
+class Histogram(BaseModel):
+    edges: list[float] = Field(
+        description="Bin edges, ascending: one more than `counts`, from the smallest present "
+        "value to the largest. Both edges are the value when the column is constant; empty "
+        "when no value is present."
+    )
+    counts: list[int] = Field(
+        description="Present values per bin: `edges[i] <= x < edges[i + 1]`, the last bin "
+        "closed; as `np.histogram(values, bins=20)`."
+    )
+
+
+class NumericDistribution(BaseModel):
+    """A numeric column's distribution over its present values."""
+
+    histogram: Histogram
+    min: float | None
+    max: float | None
+    mean: float | None = Field(description="None when no value is present, or on overflow.")
+    std: float | None = Field(description="Population standard deviation (ddof=0).")
+
+
+class CategoryCount(BaseModel):
+    value: str
+    count: int
+
+
+class CategoricalDistribution(BaseModel):
+    """A categorical column's most frequent categories."""
+
+    top: list[CategoryCount] = Field(
+        description="Up to 10 categories, most frequent first; ties in sorted order."
+    )
+    n_other: int = Field(description="Present cells in every other category.")
+
+
 class ColumnOut(BaseModel):
     name: str
     kind: ColumnKind
     n_missing: int = Field(description="Cells with no value.")
     n_unique: int = Field(description="Distinct present values (categories, for categorical).")
+    distribution: NumericDistribution | CategoricalDistribution | None = Field(
+        description="A histogram (numeric) or the top categories (categorical), computed at "
+        "upload; null for datasets uploaded before the server computed them (not computed)."
+    )
 
 
 class DatasetOut(BaseModel):

@@ -67,6 +67,7 @@ def create_dataset(
                 n_missing=summary.n_missing,
                 n_unique=summary.n_unique,
                 stats=summary.stats,
+                distribution=summary.distribution,
                 data_format=DATA_FORMAT,
                 data=encode_column(column),
             )
@@ -78,9 +79,10 @@ def create_dataset(
 def get_dataset(
     session: Session, dataset_id: str
 ) -> tuple[DatasetRecord, list[DatasetColumnRecord]]:
-    """The dataset and its columns (without their data); 404 when there is no such dataset."""
+    """The dataset and its columns with their distributions (without their data); 404 when
+    there is no such dataset."""
     dataset = _get_or_404(session, dataset_id)
-    return dataset, repository.columns(session, dataset_id)
+    return dataset, repository.columns(session, dataset_id, distributions=True)
 
 
 def list_datasets(session: Session, *, limit: int, offset: int) -> tuple[list[DatasetRecord], int]:

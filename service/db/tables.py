@@ -114,6 +114,13 @@ class DatasetColumnRecord(Base):
     n_unique: Mapped[int] = mapped_column(Integer)
     # numeric: {"min", "max", "mean", "std"}; categorical: {"top": [{"value", "count"}, ...]}.
     stats: Mapped[dict[str, Any]] = mapped_column(JSON)
+    # numeric: {"histogram": {"edges", "counts"}, "min", "max", "mean", "std"}; categorical:
+    # {"top": [{"value", "count"}, ...], "n_other"} (service.datasets.distributions). NULL for
+    # columns stored before revision 0006: not computed. Deferred: only GET of one dataset
+    # reads it, not the job and search checks that read the columns.
+    distribution: Mapped[dict[str, Any] | None] = mapped_column(
+        JSON(none_as_null=True), nullable=True, deferred=True
+    )
     # Bumped when the byte layout of `data` changes, so old rows stay readable.
     data_format: Mapped[int] = mapped_column(Integer, default=1)
     data: Mapped[bytes] = mapped_column(LargeBinary, deferred=True)

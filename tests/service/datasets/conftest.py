@@ -1,12 +1,15 @@
-"""Dataset fixtures: a session on a migrated database, SQLite or PostgreSQL."""
+"""Dataset fixtures: a session or an app's client on a migrated database, SQLite or PostgreSQL."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Iterator
+from contextlib import asynccontextmanager
 
+import httpx
 import pytest
 from sqlalchemy.orm import Session
 
+from service.app import create_app
 from service.config import Settings
 from service.db.session import create_db_engine
 
@@ -25,3 +28,20 @@ def session(backend_settings: Settings) -> Iterator[Session]:
     with Session(engine, expire_on_commit=False) as db_session:
         yield db_session
     engine.dispose()
+
+
+@asynccontextmanager
+async def app_client(settings: Settings) -> AsyncIterator[httpx.AsyncClient]:
+    """A client of a real app on ``settings``, its lifespan running."""
+    app = create_app(settings)
+    async with app.router.lifespan_context(app):
+        transport = httpx.ASGITransport(app=app)
+        async with httpx.AsyncClient(transport=transport, base_url="http://test") as client:
+            yield client
+
+
+@pytest.fixture
+async def any_client(backend_settings: Settings) -> AsyncIterator[httpx.AsyncClient]:
+    """A client on SQLite, then on PostgreSQL."""
+    async with app_client(backend_settings) as client:
+        yield client

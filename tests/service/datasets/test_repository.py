@@ -70,6 +70,27 @@ def test_reading_a_dataset_leaves_column_bytes_unloaded(session: Session) -> Non
         {"value": "a", "count": 2},
         {"value": "Ünïcode 🌲", "count": 2},
     ]
+    assert columns[1].distribution == {
+        "top": [
+            {"value": "a", "count": 2},
+            {"value": "Ünïcode 🌲", "count": 2},
+            {"value": "x'); DROP TABLE datasets;--", "count": 1},
+        ],
+        "n_other": 0,
+    }
+    assert columns[0].distribution is not None
+    assert sum(columns[0].distribution["histogram"]["counts"]) == 5
+
+
+def test_job_checks_read_columns_without_their_distributions(session: Session) -> None:
+    # POST /v1/jobs and /v1/searches read every column's kind and counts; a wide dataset's
+    # histograms would be loaded for nothing.
+    dataset_id = _create(session)
+    session.expunge_all()
+
+    columns = repository.columns(session, dataset_id)
+
+    assert all({"data", "distribution"} <= inspect(column).unloaded for column in columns)
 
 
 def test_list_pages_newest_first(session: Session) -> None:
