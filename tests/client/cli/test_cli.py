@@ -11,7 +11,6 @@ import subprocess
 import sys
 import time
 from pathlib import Path
-from typing import Any
 
 import pytest
 
@@ -26,6 +25,7 @@ from coppice.cli.exits import (
     NOT_FOUND,
     UNREACHABLE,
 )
+from tests.client.cli.runner import Cli
 from tests.client.helpers import (
     LONG_FIT,
     churn_frame,
@@ -34,28 +34,6 @@ from tests.client.helpers import (
     write_csv,
 )
 from tests.e2e.processes import free_port
-
-
-class Cli:
-    """Runs ``coppice ...`` in this process against the test server."""
-
-    def __init__(self, url: str, capsys: pytest.CaptureFixture[str]) -> None:
-        self.url = url
-        self.capsys = capsys
-
-    def __call__(self, *args: str, code: int = 0) -> tuple[str, str]:
-        self.capsys.readouterr()
-        assert main([*args, "--url", self.url]) == code
-        out, err = self.capsys.readouterr()
-        return out, err
-
-    def json(self, *args: str) -> Any:
-        return json.loads(self(*args, "--json")[0])
-
-
-@pytest.fixture
-def cli(server_url: str, capsys: pytest.CaptureFixture[str]) -> Cli:
-    return Cli(server_url, capsys)
 
 
 @pytest.fixture(scope="module")
