@@ -6,11 +6,17 @@ has passed; queue halving's next rung once a rung has ended; and once every cand
 ended, build the stacked ensemble, rank, register the best model and end the search. A worker
 that dies in the last step leaves the search ``stacking``; after ``STACKING_LEASE`` another
 takes it over, so, like a candidate whose worker dies, no search is ever stranded.
+
+The last step (loading the members' out-of-fold predictions, fitting the final estimator,
+storing the ensemble) takes seconds on a large search, so the claim loop hands it to a thread
+of its own (``run``) rather than stop claiming and reaping meanwhile.
 """
 
 from __future__ import annotations
 
+import functools
 import logging
+from collections.abc import Callable
 from datetime import datetime, timedelta
 
 from sqlalchemy import Engine
@@ -34,29 +40,45 @@ logger = logging.getLogger(__name__)
 
 STACKING_LEASE = timedelta(minutes=10)
 
+#: Runs a search's last step: at once (the default) or handed to another thread.
+Run = Callable[[Callable[[], None]], object]
 
-def advance_searches(db_engine: Engine) -> None:
-    """Do every step that is due on every running search (cheap when none is)."""
+
+def _at_once(step: Callable[[], None]) -> None:
+    step()
+
+
+def advance_searches(db_engine: Engine, run: Run = _at_once) -> None:
+    """Do every step that is due on every running search (cheap when none is); the last step
+    of a search whose candidates have all ended goes to ``run``."""
     with reading(db_engine) as session:
         search_ids = repository.active_ids(session)
     for search_id in search_ids:
         try:
-            _advance(db_engine, search_id)
+            if _advance(db_engine, search_id):
+                run(functools.partial(_finish_logged, db_engine, search_id))
         except Exception:
             logger.exception("search %s: could not move it on; will try again", search_id)
 
 
-def _advance(db_engine: Engine, search_id: str) -> None:
+def _advance(db_engine: Engine, search_id: str) -> bool:
+    """Do what is due on one search; True once this worker has claimed its last step."""
     now = utc_now()
     with transaction(db_engine) as session:
         search = repository.get(session, search_id)
         if search is None:
-            return
+            return False
         if search.status == SearchStatus.RUNNING and not _candidates_ended(session, search, now):
-            return
-        if not repository.claim_stacking(session, search_id, now=now, stale=now - STACKING_LEASE):
-            return
-    _finish(db_engine, search_id)
+            return False
+        return repository.claim_stacking(session, search_id, now=now, stale=now - STACKING_LEASE)
+
+
+def _finish_logged(db_engine: Engine, search_id: str) -> None:
+    try:
+        _finish(db_engine, search_id)
+    except Exception:
+        # The search stays `stacking`; its lease lapses and a worker takes it over.
+        logger.exception("search %s: could not end it; will try again", search_id)
 
 
 def _candidates_ended(session: Session, search: SearchRecord, now: datetime) -> bool:

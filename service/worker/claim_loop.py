@@ -18,6 +18,7 @@ import socket
 import threading
 import time
 import uuid
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import timedelta
 from types import FrameType
@@ -117,6 +118,9 @@ class Supervisor:
         )
         self._runs: list[JobRun] = []
         self._thread: threading.Thread | None = None
+        # A search's last step (stacking, ranking, registering) runs here, so the loop goes
+        # on claiming and reaping meanwhile; one at a time, as each holds a search's lease.
+        self._search_steps = ThreadPoolExecutor(max_workers=1, thread_name_prefix="coppice-search")
 
     @property
     def running_jobs(self) -> list[str]:
@@ -146,6 +150,9 @@ class Supervisor:
         self._wake.set()
         if self._thread is not None:
             self._thread.join()
+        # Search steps already claimed finish (seconds each): left undone, each would wait out
+        # its lease (STACKING_LEASE) before another worker took it over.
+        self._search_steps.shutdown(wait=True)
         grace = self.config.shutdown_grace_seconds if grace is None else grace
         deadline = time.monotonic() + grace
         for run in self._runs:
@@ -178,7 +185,7 @@ class Supervisor:
                 self._reap()
                 # Searches have no process of their own: each worker moves them on (halving's
                 # next rung, the deadline, the stacked ensemble) before it claims.
-                advance_searches(self._engine)
+                advance_searches(self._engine, self._search_steps.submit)
                 self._fill_slots()
             except Exception:
                 # Most likely the database is away; leases protect the jobs meanwhile.

@@ -8,6 +8,7 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -21,7 +22,7 @@ import engine
 from service.config import Settings
 from service.db.session import create_db_engine
 from service.db.tables import JobRecord, ModelArtifactRecord, OutOfFoldRecord
-from service.searches import predictions
+from service.searches import predictions, stacking
 from tests.service.jobs.conftest import app_client
 from tests.service.searches.helpers import (
     add_dataset,
@@ -243,3 +244,55 @@ async def test_the_deadline_stops_the_rest_and_keeps_what_finished(settings: Set
     assert jobs["cancelled"] >= 1 and jobs["queued"] == jobs["running"] == 0
     assert len(search["leaderboard"]) == jobs["succeeded"]
     assert search["status"] == ("succeeded" if jobs["succeeded"] else "failed")
+
+
+async def test_the_worker_claims_jobs_while_a_search_is_being_stacked(
+    settings: Settings, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The real stacking step, held at its start until the test lets it go: while it is held,
+    # the same worker must still claim and train an ordinary job (the step used to run on the
+    # claim loop's own thread, which then claimed nothing until it was done).
+    held, release = threading.Event(), threading.Event()
+    build = stacking.build
+
+    def held_build(*args: Any, **kwargs: Any) -> Any:
+        held.set()
+        assert release.wait(60), "the test never released the stacking step"
+        return build(*args, **kwargs)
+
+    monkeypatch.setattr(stacking, "build", held_build)
+    async with app_client(settings) as client:
+        dataset_id = await add_dataset(client)
+        created = await client.post(
+            "/v1/searches",
+            json={
+                "dataset_id": dataset_id,
+                "target": "label",
+                "candidates": [
+                    {"method": "logistic_regression", "params": {"C": [1.0]}},
+                    {"method": "decision_tree", "params": {"max_depth": [2]}},
+                ],
+                "strategy": "grid",
+                "validation": {"folds": 2},
+                "stack": True,
+            },
+        )
+        assert created.status_code == 202, created.text
+        with running_worker(settings, concurrency=1):
+            try:
+                assert await anyio.to_thread.run_sync(held.wait, 60), "stacking never began"
+                job = await client.post(
+                    "/v1/jobs",
+                    json={"dataset_id": dataset_id, "target": "label", "method": "gaussian_nb"},
+                )
+                assert job.status_code == 202, job.text
+                ended = await client.get(f"/v1/jobs/{job.json()['id']}", params={"wait": 30})
+                assert ended.json()["status"] == "succeeded", ended.json()
+                running = (await client.get(f"/v1/searches/{created.json()['id']}")).json()
+                assert running["status"] == "stacking"
+            finally:
+                release.set()
+            search = await wait_for_search(client, created.json()["id"])
+
+    assert search["status"] == "succeeded", search
+    assert search["stack_model_id"] is not None, search["notes"]
