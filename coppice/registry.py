@@ -15,17 +15,11 @@ if TYPE_CHECKING:
     from coppice.models import Model
 
 
-class ModelVersion:
-    """Version ``version`` of the registered model ``name``: one model, and the aliases that
-    name it."""
+class _NamesVersion:
+    """What names one version of a registered model: a version, or an alias."""
 
-    def __init__(self, client: Client, info: dict[str, Any]) -> None:
-        self._client = client
+    def __init__(self, info: dict[str, Any]) -> None:
         self.info = info
-
-    def __repr__(self) -> str:
-        aliases = f" ({', '.join(self.aliases)})" if self.aliases else ""
-        return f"<ModelVersion {self.name}@{self.version}{aliases} model={self.model_id}>"
 
     @property
     def name(self) -> str:
@@ -38,6 +32,19 @@ class ModelVersion:
     @property
     def model_id(self) -> str:
         return str(self.info["model_id"])
+
+
+class ModelVersion(_NamesVersion):
+    """Version ``version`` of the registered model ``name``: one model, and the aliases that
+    name it."""
+
+    def __init__(self, client: Client, info: dict[str, Any]) -> None:
+        super().__init__(info)
+        self._client = client
+
+    def __repr__(self) -> str:
+        aliases = f" ({', '.join(self.aliases)})" if self.aliases else ""
+        return f"<ModelVersion {self.name}@{self.version}{aliases} model={self.model_id}>"
 
     @property
     def aliases(self) -> list[str]:
@@ -143,30 +150,15 @@ class RegisteredModel:
         self._client.delete_registered_model(self.name)
 
 
-class Alias:
+class Alias(_NamesVersion):
     """Where an alias points, as ``PUT``/``GET .../aliases/{alias}`` answer."""
-
-    def __init__(self, info: dict[str, Any]) -> None:
-        self.info = info
 
     def __repr__(self) -> str:
         return f"<Alias {self.name}@{self.alias} -> v{self.version} model={self.model_id}>"
 
     @property
-    def name(self) -> str:
-        return str(self.info["name"])
-
-    @property
     def alias(self) -> str:
         return str(self.info["alias"])
-
-    @property
-    def version(self) -> int:
-        return int(self.info["version"])
-
-    @property
-    def model_id(self) -> str:
-        return str(self.info["model_id"])
 
     @property
     def previous_version(self) -> int | None:

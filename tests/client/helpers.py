@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import signal
+import subprocess
+import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
@@ -45,6 +48,27 @@ def wait_until_running(client: Client, job_id: str, timeout: float = 60.0) -> No
     while (job := client.job(job_id)).status != "running" or job.progress == 0:
         assert not job.done and time.monotonic() < deadline, job.info
         time.sleep(0.1)
+
+
+def interrupt_waiter(script: str, args: list[str], ready: Callable[[str], None]) -> tuple[str, str]:
+    """Run ``script`` (which prints the id of what it then waits for) in a child Python with
+    ``args``; once ``ready(id)`` returns, send it SIGINT. Returns the id and its stderr."""
+    waiter = subprocess.Popen(
+        [sys.executable, "-c", script, *args],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        preexec_fn=interruptible,
+    )
+    try:
+        assert waiter.stdout is not None
+        waited_for = waiter.stdout.readline().strip()
+        ready(waited_for)
+        waiter.send_signal(signal.SIGINT)
+        _, err = waiter.communicate(timeout=30)
+    finally:
+        waiter.kill()
+    return waited_for, err
 
 
 def interruptible() -> None:

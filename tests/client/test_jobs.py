@@ -3,14 +3,12 @@ while waiting, which cancels the job on the server."""
 
 from __future__ import annotations
 
-import signal
-import subprocess
 import sys
 
 import pytest
 
 from coppice import Client, ConflictError, JobCancelledError, JobFailedError, Model
-from tests.client.helpers import LONG_FIT, churn_frame, interruptible, wait_until_running
+from tests.client.helpers import LONG_FIT, churn_frame, interrupt_waiter, wait_until_running
 
 
 def test_train_waits_with_a_progress_bar_and_returns_the_model(
@@ -81,22 +79,11 @@ def test_ctrl_c_while_waiting_cancels_the_job_on_the_server(
     client: Client, server_url: str
 ) -> None:
     dataset = client.upload(churn_frame(1000), name="interrupted")
-    waiter = subprocess.Popen(
-        [sys.executable, "-c", WAITER, server_url, dataset.id, repr(LONG_FIT)],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        preexec_fn=interruptible,
+    job_id, err = interrupt_waiter(
+        WAITER,
+        [server_url, dataset.id, repr(LONG_FIT)],
+        lambda job: wait_until_running(client, job),
     )
-    try:
-        assert waiter.stdout is not None
-        job_id = waiter.stdout.readline().strip()
-        wait_until_running(client, job_id)
-
-        waiter.send_signal(signal.SIGINT)
-        _, err = waiter.communicate(timeout=30)
-    finally:
-        waiter.kill()
 
     assert "KeyboardInterrupt" in err and f"cancelling job {job_id}" in err, err
     assert "running:" in err  # the bar showed the stage text

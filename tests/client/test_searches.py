@@ -4,8 +4,6 @@ failures and refusals. Searches stay tiny: 2-3 candidates of a few trees, 2 fold
 
 from __future__ import annotations
 
-import signal
-import subprocess
 import sys
 import time
 import uuid
@@ -23,7 +21,7 @@ from coppice import (
     SearchFailedError,
     ValidationError,
 )
-from tests.client.helpers import LONG_FIT, churn_frame, interruptible
+from tests.client.helpers import LONG_FIT, churn_frame, interrupt_waiter
 
 SMALL = {"decision_tree": {"max_depth": [1, 2, 3]}, "random_forest": {"n_estimators": 5}}
 
@@ -196,22 +194,11 @@ search.wait(progress=True)
 def test_ctrl_c_while_waiting_cancels_the_search_on_the_server(
     client: Client, server_url: str, churn: Dataset
 ) -> None:
-    waiter = subprocess.Popen(
-        [sys.executable, "-c", WAITER, server_url, churn.id, repr(LONG_FIT)],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        preexec_fn=interruptible,
+    search_id, err = interrupt_waiter(
+        WAITER,
+        [server_url, churn.id, repr(LONG_FIT)],
+        lambda search: _wait_for_a_running_candidate(client, search),
     )
-    try:
-        assert waiter.stdout is not None
-        search_id = waiter.stdout.readline().strip()
-        _wait_for_a_running_candidate(client, search_id)
-
-        waiter.send_signal(signal.SIGINT)
-        _, err = waiter.communicate(timeout=30)
-    finally:
-        waiter.kill()
 
     assert "KeyboardInterrupt" in err and f"cancelling search {search_id}" in err, err
     assert "0/1 candidates" in err  # the bar showed the candidates
