@@ -13,6 +13,7 @@ import io
 import os
 import random
 import re
+import sqlite3
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -35,8 +36,13 @@ EXPECTED_422 = "the server responded with a status of 422"
 
 
 @pytest.fixture(scope="module")
-def base_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    with serving(tmp_path_factory.mktemp("console")) as (url, _):
+def server_root(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return tmp_path_factory.mktemp("console")
+
+
+@pytest.fixture(scope="module")
+def base_url(server_root: Path) -> Iterator[str]:
+    with serving(server_root) as (url, _):
         yield url
 
 
@@ -106,6 +112,51 @@ def test_upload_train_watch_and_use_a_model(tab: Watched, data_file: Path) -> No
     page.wait_for_selector("#batch-evaluation svg path.line")  # the ROC curve
 
     assert [e for e in tab.errors if EXPECTED_422 not in e] == []
+    assert tab.outside == []
+
+
+def test_a_dataset_uploaded_through_the_api_shows_its_distributions(
+    tab: Watched, base_url: str, server_root: Path
+) -> None:
+    """Uploaded by a client, not the page (JSON, not a CSV file): the histograms and top
+    categories are the API's; a column stored before the server computed them says so."""
+    names = ["amount", "constant", "empty", "colour", "old"]
+    colours = ["名前 🌲", "é", "blue"]
+    rows = [[None if i % 7 == 0 else i * 0.5, 2.5, None, colours[i % 3], i] for i in range(60)]
+    with httpx.Client(base_url=base_url, timeout=30) as client:
+        upload = client.post(
+            "/v1/datasets", json={"name": "by API", "columns": names, "rows": rows}
+        )
+    assert upload.status_code == 201, upload.text
+    dataset_id = upload.json()["id"]
+    # The column "old" as a dataset uploaded before migration 0006 holds it: no distribution.
+    database = sqlite3.connect(server_root / "data" / "coppice.db")
+    with database:
+        database.execute(
+            "UPDATE dataset_columns SET distribution = NULL WHERE dataset_id = ? AND name = 'old'",
+            (dataset_id,),
+        )
+    database.close()
+
+    tab.open(f"/#/datasets/{dataset_id}")
+    page = tab.page
+    page.wait_for_selector("#columns table")
+    cells = page.locator("#columns tbody tr td:nth-child(5)")
+    assert cells.count() == 5
+    amount, constant, empty, colour, old = (cells.nth(i) for i in range(5))
+    bars = amount.locator("svg.mini rect")
+    assert bars.count() == 20
+    titles = [bars.nth(i).locator("title").text_content() or "" for i in range(20)]
+    assert sum(int(title.rsplit(": ", 1)[1]) for title in titles) == 60 - 9  # 9 missing
+    expect(amount).to_contain_text("0.5 … 29.5")
+    assert constant.locator("svg.mini rect").count() == 1
+    expect(constant).to_contain_text("all 2.5")
+    expect(constant).not_to_contain_text("mean")
+    expect(empty).to_have_text("no values")
+    assert colour.locator("svg.mini rect").count() == 3
+    expect(colour).to_contain_text("名前 🌲")
+    expect(old).to_have_text("not computed")
+    assert tab.errors == []
     assert tab.outside == []
 
 

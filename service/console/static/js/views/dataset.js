@@ -1,27 +1,38 @@
-// One dataset: its facts and its columns (kind, missing, distinct, distribution).
+// One dataset: its facts and its columns (kind, missing, distinct, distribution). The
+// distributions are the API's (`distribution` of each column in GET /v1/datasets/{id}), so
+// every dataset shows them, however it was uploaded; null means the server did not compute one
+// (a dataset uploaded before it did).
 
 import { del, get, isAdmin } from "../api.js";
 import { miniBars } from "../charts/bars.js";
 import { tickText } from "../charts/svg.js";
 import { bytes, card, errorBox, facts, h, number, replace, table, when } from "../dom.js";
-import { distributionOf } from "./profiles.js";
 
-function distribution(datasetId, column) {
-  const stats = distributionOf(datasetId, column);
-  if (stats?.histogram) {
-    const { counts, edges } = stats.histogram;
-    const labels = counts.map((_, i) => `${tickText(edges[i])} – ${tickText(edges[i + 1])}`);
-    return h("div", {}, miniBars(counts, labels), h("span", { class: "small muted" }, `${tickText(edges[0])} … ${tickText(edges[edges.length - 1])}`));
-  }
-  if (stats?.top?.length) {
-    const top = stats.top;
-    return h("div", {}, miniBars(top.map((t) => t.count), top.map((t) => t.value)),
-      h("span", { class: "small muted" }, top.slice(0, 3).map((t) => t.value).join(", ")));
-  }
-  if (column.stats && column.stats.min !== undefined) {
-    return h("span", { class: "small muted" }, `${number(column.stats.min)} … ${number(column.stats.max)}, mean ${number(column.stats.mean)}`);
-  }
-  return h("span", { class: "small muted" }, "—");
+const note = (text) => h("span", { class: "small muted" }, text);
+
+function histogram({ histogram: { counts, edges }, mean }) {
+  if (!counts.length) return note("no values");
+  const labels = counts.map((_, i) => `${tickText(edges[i])} – ${tickText(edges[i + 1])}`);
+  const low = edges[0];
+  const high = edges[edges.length - 1];
+  // A constant column is one bin whose edges are its value.
+  if (low === high) return h("div", {}, miniBars(counts, labels), note(`all ${tickText(low)}`));
+  const range = `${tickText(low)} … ${tickText(high)}`;
+  return h("div", {}, miniBars(counts, labels), note(mean === null ? range : `${range}, mean ${number(mean)}`));
+}
+
+function topCategories({ top, n_other: other }) {
+  if (!top.length) return note("no values");
+  const named = top.slice(0, 3).map((t) => t.value).join(", ");
+  return h("div", {},
+    miniBars(top.map((t) => t.count), top.map((t) => t.value)),
+    note(other ? `${named} … (${number(other)} in other categories)` : named));
+}
+
+function distribution(column) {
+  const stored = column.distribution;
+  if (!stored) return note("not computed");
+  return stored.histogram ? histogram(stored) : topCategories(stored);
 }
 
 export async function render(root, { params: [id] }, signal) {
@@ -31,7 +42,7 @@ export async function render(root, { params: [id] }, signal) {
     column.kind,
     number(column.n_missing),
     number(column.n_unique),
-    distribution(dataset.id, column),
+    distribution(column),
   ]);
   const message = h("div");
   const actions = h("div", { class: "row" });

@@ -2,7 +2,6 @@
 
 import { get, isAdmin, upload } from "../api.js";
 import { bytes, card, errorBox, field, h, number, pager, progressBar, replace, setProgress, shortId, table, when } from "../dom.js";
-import { rememberProfile } from "./profiles.js";
 
 const PAGE = 50;
 
@@ -34,7 +33,6 @@ function uploadForm() {
           barText.textContent = percent < 100 ? `${percent}% of ${bytes(chosen.size)} sent` : "received; the server is reading the columns…";
         });
         setProgress(bar, 1);
-        await rememberProfile(dataset, chosen);
         location.hash = `#/datasets/${dataset.id}`;
       } catch (error) {
         replace(message, errorBox(error));
