@@ -2,13 +2,9 @@
 
 from __future__ import annotations
 
-import time
 from typing import Annotated
 
-import anyio
-from anyio import to_thread
 from fastapi import APIRouter, BackgroundTasks, Query, Request, Response
-from sqlalchemy import Engine
 
 from service.db.session import reading
 from service.db.tables import JobRecord, JobStatus
@@ -16,16 +12,11 @@ from service.deps import DbEngineDep, SessionDep, SettingsDep, get_resources
 from service.errors import problem_responses
 from service.jobs import service
 from service.jobs.schemas import JobCreate, JobError, JobOut, JobPage
+from service.long_poll import Wait, wait_until
 from service.methods.catalog import Task
 from service.paging import Limit, Offset
 
 router = APIRouter(prefix="/v1/jobs", tags=["jobs"], responses=problem_responses())
-
-# Longest a GET of one job may wait for it to end, and how often it looks meanwhile: a
-# primary-key read every 0.1 s costs the server a hundredth of what a client polling over
-# HTTP as often would, and a fit beside it on a small machine feels the difference.
-MAX_WAIT_SECONDS = 30.0
-WAIT_POLL_SECONDS = 0.1
 
 
 @router.post("", status_code=202)
@@ -67,41 +58,15 @@ def list_jobs(
 
 @router.get("/{job_id}")
 async def get_job(
-    job_id: str,
-    request: Request,
-    db_engine: DbEngineDep,
-    wait: Annotated[
-        float,
-        Query(
-            ge=0,
-            le=MAX_WAIT_SECONDS,
-            description=(
-                "Seconds to wait for the job to end before answering (at most "
-                f"{MAX_WAIT_SECONDS:g}): the answer comes as soon as it has ended, or with its "
-                "state then. One request instead of a polling loop."
-            ),
-        ),
-    ] = 0.0,
+    job_id: str, request: Request, db_engine: DbEngineDep, wait: Wait = 0.0
 ) -> JobOut:
     """One job; with ``wait``, once it has ended or ``wait`` seconds have passed."""
-    deadline = time.monotonic() + wait
-    while True:
-        job = await to_thread.run_sync(_read_job, db_engine, job_id)
-        remaining = deadline - time.monotonic()
-        if job.status in service.ENDED_STATUSES or remaining <= 0 or _stopping(request):
-            return job
-        await anyio.sleep(min(WAIT_POLL_SECONDS, remaining))
 
+    def read() -> JobOut:
+        with reading(db_engine) as session:  # a session per look: it sees the latest commit
+            return job_out(service.get_job(session, job_id))
 
-def _read_job(db_engine: Engine, job_id: str) -> JobOut:
-    with reading(db_engine) as session:  # a session per look: it sees the latest commit
-        return job_out(service.get_job(session, job_id))
-
-
-def _stopping(request: Request) -> bool:
-    """Whether the server is shutting down: a waiting request then answers at once, so it
-    does not hold up the shutdown (uvicorn waits for requests in flight)."""
-    return bool(getattr(request.app.state, "stopping", lambda: False)())
+    return await wait_until(request, wait, read, lambda job: job.status in service.ENDED_STATUSES)
 
 
 @router.post("/{job_id}/cancel", status_code=202)

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import functools
 import logging
+from collections import Counter
 from collections.abc import Callable
 from datetime import datetime, timedelta
 
@@ -135,8 +136,11 @@ def _finish(db_engine: Engine, search_id: str) -> None:
         if search is None or search.status != SearchStatus.STACKING:
             return  # cancelled meanwhile
         stack_id = _store_stack(session, search, built, now) if built is not None else None
-        ranked = leaderboard.entries(repository.candidates(session, search_id), search.metric)
+        candidates = repository.candidates(session, search_id)
+        ranked = leaderboard.entries(candidates, search.metric)
         best = ranked[0].model.id if ranked else None
+        if best is None:
+            notes.append(_why_none_succeeded([job for _, job, _ in candidates]))
         registered = search.registration
         if search.register_as and best is not None:
             registered = registration.register(session, search.register_as, best)
@@ -158,6 +162,18 @@ def _finish(db_engine: Engine, search_id: str) -> None:
             finished_at=now,
         )
     logger.info("search %s: ended; best model %s", search_id, best)
+
+
+def _why_none_succeeded(jobs: list[JobRecord]) -> str:
+    """The note a failed search carries: how its candidates ended, and the first failure's
+    error (candidates of one search usually fail alike: a bad target, too few rows)."""
+    ended = Counter(str(job.status) for job in jobs)
+    counts = ", ".join(f"{n} {status}" for status, n in sorted(ended.items())) or "none ran"
+    failed = next((job for job in jobs if job.status == JobStatus.FAILED), None)
+    if failed is None:
+        return f"no candidate succeeded ({counts})"
+    reason = f"{failed.error_code or 'failed'}: {failed.error_message or 'no message'}"
+    return f"no candidate succeeded ({counts}); the first failure, job {failed.id}: {reason}"
 
 
 def _store_stack(

@@ -5,9 +5,11 @@ from __future__ import annotations
 from fastapi import APIRouter, BackgroundTasks, Request, Response
 from sqlalchemy.orm import Session
 
+from service.db.session import reading
 from service.db.tables import SearchRecord, SearchStatus
-from service.deps import SessionDep, SettingsDep, get_resources
+from service.deps import DbEngineDep, SessionDep, SettingsDep, get_resources
 from service.errors import problem_responses
+from service.long_poll import Wait, wait_until
 from service.methods.catalog import Task
 from service.paging import Limit, Offset
 from service.searches import leaderboard, repository, service
@@ -57,10 +59,21 @@ def list_searches(
     return SearchPage(items=items, total=total)
 
 
+ENDED = frozenset({SearchStatus.SUCCEEDED, SearchStatus.FAILED, SearchStatus.CANCELLED})
+
+
 @router.get("/{search_id}")
-def get_search(search_id: str, session: SessionDep) -> SearchOut:
-    """One search with its leaderboard, best first."""
-    return search_out(session, service.get_search(session, search_id))
+async def get_search(
+    search_id: str, request: Request, db_engine: DbEngineDep, wait: Wait = 0.0
+) -> SearchOut:
+    """One search with its leaderboard, best first; with ``wait``, once it has ended or
+    ``wait`` seconds have passed."""
+
+    def read() -> SearchOut:
+        with reading(db_engine) as session:  # a session per look: it sees the latest commit
+            return search_out(session, service.get_search(session, search_id))
+
+    return await wait_until(request, wait, read, lambda search: search.status in ENDED)
 
 
 @router.post("/{search_id}/cancel", status_code=202)

@@ -3,8 +3,10 @@ search's jobs on the queue, listing, reading and cancelling (no worker runs here
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
+import anyio
 import httpx
 import pytest
 
@@ -199,3 +201,42 @@ async def test_halving_starts_on_a_share_of_the_rows(client: httpx.AsyncClient) 
     assert rungs == [{"candidates": 9, "rows": 100}, {"candidates": 3, "rows": 300}]
     jobs = (await client.get("/v1/jobs", params={"search_id": response.json()["id"]})).json()
     assert {job["validation"]["rows"] for job in jobs["items"]} == {100}
+
+
+async def test_get_waits_for_the_search_to_end(any_client: httpx.AsyncClient) -> None:
+    dataset_id = await add_dataset(any_client)
+    created = await _search(any_client, dataset_id=dataset_id, candidates=[FOREST], strategy="grid")
+    search_id = created.json()["id"]
+
+    async def cancel_soon() -> None:
+        await anyio.sleep(0.4)
+        assert (await any_client.post(f"/v1/searches/{search_id}/cancel")).status_code == 202
+
+    started = time.monotonic()
+    async with anyio.create_task_group() as tasks:
+        tasks.start_soon(cancel_soon)
+        response = await any_client.get(f"/v1/searches/{search_id}", params={"wait": 10})
+    waited = time.monotonic() - started
+    assert response.status_code == 200, response.text
+    assert response.json()["status"] == "cancelled"
+    # Answered once the search ended (looked at every 0.1 s), long before the 10 s.
+    assert 0.4 <= waited < 3.0, waited
+
+    started = time.monotonic()
+    ended = await any_client.get(f"/v1/searches/{search_id}", params={"wait": 30})
+    assert ended.json()["status"] == "cancelled" and time.monotonic() - started < 1.0
+    for bad in ("31", "-1", "soon"):
+        problem = _problem(await any_client.get(f"/v1/searches/{search_id}", params={"wait": bad}))
+        assert problem["errors"][0]["loc"] == ["query", "wait"], problem
+    _problem(await any_client.get("/v1/searches/nope", params={"wait": 5}), 404)
+
+
+async def test_get_answers_with_the_state_when_the_wait_runs_out(
+    any_client: httpx.AsyncClient,
+) -> None:
+    dataset_id = await add_dataset(any_client)
+    created = await _search(any_client, dataset_id=dataset_id, candidates=[FOREST], strategy="grid")
+    started = time.monotonic()
+    running = await any_client.get(f"/v1/searches/{created.json()['id']}", params={"wait": 0.5})
+    assert running.status_code == 200 and running.json()["status"] == "running"
+    assert time.monotonic() - started >= 0.5

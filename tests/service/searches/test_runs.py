@@ -296,3 +296,33 @@ async def test_the_worker_claims_jobs_while_a_search_is_being_stacked(
 
     assert search["status"] == "succeeded", search
     assert search["stack_model_id"] is not None, search["notes"]
+
+
+async def test_a_search_whose_candidates_all_fail_says_why(settings: Settings) -> None:
+    async with app_client(settings) as client:
+        # One row of class "a": the fold without it trains on one class only, and fails.
+        dataset = await client.post(
+            "/v1/datasets",
+            json={
+                "columns": ["x", "y"],
+                "rows": [[float(i), "a" if i == 0 else "b"] for i in range(10)],
+            },
+        )
+        created = await client.post(
+            "/v1/searches",
+            json={
+                "dataset_id": dataset.json()["id"],
+                "target": "y",
+                "candidates": [{"method": "decision_tree", "params": {"max_depth": [1, 2]}}],
+                "strategy": "grid",
+                "validation": {"folds": 2},
+            },
+        )
+        assert created.status_code == 202, created.text
+        with running_worker(settings):
+            search = await wait_for_search(client, created.json()["id"])
+
+    assert search["status"] == "failed" and search["best_model_id"] is None
+    [note] = search["notes"]
+    assert note.startswith("no candidate succeeded (2 failed); the first failure, job "), note
+    assert "one_class" in note
