@@ -62,3 +62,35 @@ class Deadline:
                 f"{still()} after {self.timeout:g} s; it goes on running on the server"
             )
         return min(step, remaining)
+
+
+# How long one GET may wait on the server for the job or search to end. With a progress bar
+# it returns every second with the latest stage; without one it can wait longer, so an
+# hour-long fit costs the server one request per 30 s, yet the answer still comes the moment
+# it ends.
+WAIT_WITH_PROGRESS = 1.0
+WAIT_QUIETLY = 30.0
+
+
+def wait_on_server(
+    refresh: Callable[[float], object],
+    done: Callable[[], bool],
+    show: Callable[[], None] | None,
+    deadline: Deadline,
+    still: Callable[[], str],
+) -> None:
+    """Look again (``refresh(wait)``: a GET with ``?wait=``) until ``done()``; ``show()``
+    after every look when there is a display."""
+    if show is not None:
+        show()
+    while not done():
+        step = deadline.left(WAIT_WITH_PROGRESS if show is not None else WAIT_QUIETLY, still)
+        asked = time.monotonic()
+        refresh(step)
+        early = step - (time.monotonic() - asked)
+        if not done() and early > step / 2:
+            # The server answered long before the wait it was asked for without the thing
+            # having ended: it is shutting down. Pace the next look rather than spin.
+            time.sleep(min(early, 1.0))
+        if show is not None:
+            show()

@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-import time
 from typing import TYPE_CHECKING, Any, TextIO
 
 from coppice._progress import Progress
-from coppice._waiting import Deadline, watching
+from coppice._waiting import Deadline, wait_on_server, watching
 from coppice.errors import CoppiceError, JobCancelledError, JobFailedError
 
 if TYPE_CHECKING:
@@ -14,12 +13,6 @@ if TYPE_CHECKING:
     from coppice.models import Model
 
 ENDED = frozenset({"succeeded", "failed", "cancelled"})
-# How long one GET of the job may wait on the server for the job to end. With a progress
-# bar it returns every second with the latest stage; without one it can wait longer, so an
-# hour-long fit costs the server one request per 30 s, yet the answer still comes the moment
-# the job ends.
-WAIT_WITH_PROGRESS = 1.0
-WAIT_QUIETLY = 30.0
 
 
 class Job:
@@ -92,22 +85,13 @@ class Job:
         return self.result()
 
     def _wait_until_ended(self, display: Progress | None, deadline: Deadline) -> None:
-        if display is not None:
-            display.show(self.info)
-        while not self.done:
-            step = WAIT_WITH_PROGRESS if display is not None else WAIT_QUIETLY
-            step = deadline.left(
-                step, lambda: f"job {self.id} is still {self.status} ({self.stage})"
-            )
-            asked = time.monotonic()
-            self.refresh(wait=step)
-            early = step - (time.monotonic() - asked)
-            if not self.done and early > step / 2:
-                # The server answered long before the wait it was asked for without the job
-                # having ended: it is shutting down. Pace the next look rather than spin.
-                time.sleep(min(early, 1.0))
-            if display is not None:
-                display.show(self.info)
+        wait_on_server(
+            lambda step: self.refresh(wait=step),
+            lambda: self.done,
+            None if display is None else lambda: display.show(self.info),
+            deadline,
+            lambda: f"job {self.id} is still {self.status} ({self.stage})",
+        )
 
     def result(self) -> Model:
         """The model of a succeeded job; the reason, raised, for one that did not succeed."""

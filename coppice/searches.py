@@ -6,12 +6,11 @@ cross-validation on one metric (docs/searches.md).
 
 from __future__ import annotations
 
-import time
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, TextIO
 
 from coppice._progress import Progress
-from coppice._waiting import Deadline, watching
+from coppice._waiting import Deadline, wait_on_server, watching
 from coppice.errors import CoppiceError, SearchFailedError
 from coppice.models import _pandas
 
@@ -22,13 +21,6 @@ if TYPE_CHECKING:
     from coppice.models import Model
 
 ENDED = frozenset({"succeeded", "failed", "cancelled"})
-# GET /v1/searches/{id} answers at once (it has no ?wait= as a job's GET has), so waiting
-# polls: first after FIRST_POLL s, each look twice as long after, up to one second with a
-# progress bar (so it moves) and five without, as h2o-py's poller backs off.
-FIRST_POLL = 0.2
-POLL_WITH_PROGRESS = 1.0
-POLL_QUIETLY = 5.0
-
 LEADERBOARD_COLUMNS = ("rank", "model_id", "method", "kind", "fit_seconds", "iter", "n_resources")
 
 
@@ -147,9 +139,11 @@ class Search:
             return "; ".join(self.notes) or "no candidate succeeded"
         return ", ".join(filter(None, [f"{self.n_models} ranked", best_text]))
 
-    def refresh(self) -> Search:
-        """Read the search again, its leaderboard included."""
-        self.info = self._client._transport.json("GET", f"/v1/searches/{self.id}")
+    def refresh(self, wait: float = 0.0) -> Search:
+        """Read the search again, its leaderboard included; with ``wait``, once it has ended
+        or ``wait`` s (≤ 30) passed."""
+        params = {"wait": wait} if wait > 0 else None
+        self.info = self._client._transport.json("GET", f"/v1/searches/{self.id}", params=params)
         return self
 
     def cancel(self) -> Search:
@@ -192,14 +186,13 @@ class Search:
         return [f"{failed.total} candidates failed", *reasons] if reasons else []
 
     def _wait_until_ended(self, display: Progress | None, deadline: Deadline) -> None:
-        ceiling = POLL_WITH_PROGRESS if display is not None else POLL_QUIETLY
-        step = FIRST_POLL
-        self._show(display)
-        while not self.done:
-            time.sleep(deadline.left(step, lambda: f"search {self.id} is still {self.status}"))
-            self.refresh()
-            self._show(display)
-            step = min(2 * step, ceiling)
+        wait_on_server(
+            lambda step: self.refresh(wait=step),
+            lambda: self.done,
+            None if display is None else lambda: self._show(display),
+            deadline,
+            lambda: f"search {self.id} is still {self.status}",
+        )
 
     def _show(self, display: Progress | None) -> None:
         if display is not None:
