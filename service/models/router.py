@@ -33,6 +33,7 @@ from service.models.schemas import (
     ModelPage,
     PredictRequest,
     PredictResponse,
+    RegisteredAs,
 )
 from service.openapi import body_schema
 from service.paging import Limit, Offset
@@ -61,12 +62,15 @@ def list_models(
 ) -> ModelPage:
     """List models, newest first, optionally only those of one method."""
     records, total = service.list_models(session, method=method, limit=limit, offset=offset)
-    return ModelPage(items=[model_out(record) for record in records], total=total)
+    registered = service.registered_as(session, [record.id for record in records])
+    items = [model_out(record, registered.get(record.id, [])) for record in records]
+    return ModelPage(items=items, total=total)
 
 
 @router.get("/{model_id}")
 def get_model(model_id: ModelRef, session: SessionDep, refs: ReferenceCacheDep) -> ModelOut:
-    return model_out(service.get_model(session, resolve(session, refs, model_id).model_id))
+    record = service.get_model(session, resolve(session, refs, model_id).model_id)
+    return model_out(record, service.registered_as(session, [record.id]).get(record.id, []))
 
 
 @router.delete(
@@ -187,7 +191,7 @@ def _predict_request(raw: bytes, max_rows: int) -> PredictRequest:
         ) from None
 
 
-def model_out(record: ModelRecord) -> ModelOut:
+def model_out(record: ModelRecord, registered: list[tuple[str, int]] | None = None) -> ModelOut:
     metrics = record.metrics or {}
     return ModelOut(
         id=record.id,
@@ -209,4 +213,5 @@ def model_out(record: ModelRecord) -> ModelOut:
         n_estimators=record.n_estimators,
         size_bytes=record.size_bytes,
         created_at=record.created_at,
+        registered=[RegisteredAs(name=name, version=version) for name, version in registered or ()],
     )

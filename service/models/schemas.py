@@ -26,6 +26,11 @@ class MetricsOut(BaseModel):
     )
 
 
+class RegisteredAs(BaseModel):
+    name: str
+    version: int
+
+
 class ModelOut(BaseModel):
     id: str
     name: str | None
@@ -43,6 +48,13 @@ class ModelOut(BaseModel):
     n_estimators: int | None
     size_bytes: int
     created_at: datetime
+    registered: list[RegisteredAs] = Field(
+        default_factory=list,
+        description=(
+            "The registered versions this model is, by name: what `name@alias` or `name@N` "
+            "resolved to when the model was fetched by a reference."
+        ),
+    )
 
 
 class ModelPage(BaseModel):

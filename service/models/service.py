@@ -49,6 +49,11 @@ class TrainingDataGone(Conflict):
 # --- reading and deleting -------------------------------------------------------------------
 
 
+def registered_as(session: Session, model_ids: list[str]) -> dict[str, list[tuple[str, int]]]:
+    """The registered ``(name, version)`` pairs of each model (one query for a page)."""
+    return registry.registered_as(session, model_ids)
+
+
 def get_model(session: Session, model_id: str) -> ModelRecord:
     record = repository.get(session, model_id)
     if record is None:

@@ -135,13 +135,25 @@ def model_exists(session: Session, model_id: str) -> bool:
 
 
 def versions_of_model(session: Session, model_id: str) -> list[RegisteredModelVersionRecord]:
-    return list(
-        session.scalars(
-            select(RegisteredModelVersionRecord)
-            .where(RegisteredModelVersionRecord.model_id == model_id)
-            .order_by(RegisteredModelVersionRecord.name, RegisteredModelVersionRecord.version)
-        ).all()
+    return versions_of_models(session, [model_id]).get(model_id, [])
+
+
+def versions_of_models(
+    session: Session, model_ids: Sequence[str]
+) -> dict[str, list[RegisteredModelVersionRecord]]:
+    """The registered versions each of ``model_ids`` is, by name and version; one query (by
+    the index on ``model_id``) for a page of models."""
+    found: dict[str, list[RegisteredModelVersionRecord]] = {}
+    if not model_ids:
+        return found
+    records = session.scalars(
+        select(RegisteredModelVersionRecord)
+        .where(RegisteredModelVersionRecord.model_id.in_(list(model_ids)))
+        .order_by(RegisteredModelVersionRecord.name, RegisteredModelVersionRecord.version)
     )
+    for record in records:
+        found.setdefault(record.model_id, []).append(record)
+    return found
 
 
 def insert(session: Session, record: RegisteredModelVersionRecord | AliasMoveRecord) -> None:

@@ -8,6 +8,7 @@ transaction, with no other move in between.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -151,6 +152,14 @@ def delete_version(session: Session, cache: ReferenceCache, name: str, number: i
         )
     repository.delete_version(session, name, number)
     _changed(session, cache, name)
+
+
+def registered_as(session: Session, model_ids: Sequence[str]) -> dict[str, list[tuple[str, int]]]:
+    """The ``(name, version)`` pairs each model is registered as (absent: none)."""
+    return {
+        model_id: [(record.name, record.version) for record in records]
+        for model_id, records in repository.versions_of_models(session, model_ids).items()
+    }
 
 
 def ensure_deletable(session: Session, model_id: str) -> None:

@@ -21,8 +21,9 @@ async def test_get_describes_the_model(svc: Service) -> None:
     body = response.json()
     assert set(body) == {
         "id", "name", "job_id", "dataset_id", "method", "task", "target", "features",
-        "classes", "params", "metrics", "n_estimators", "size_bytes", "created_at",
+        "classes", "params", "metrics", "n_estimators", "size_bytes", "created_at", "registered",
     }  # fmt: skip
+    assert body["registered"] == []  # registered versions: tests/service/registry
     assert body["id"] == model_id
     assert body["name"] == "churn-rf"
     assert body["dataset_id"] == svc.dataset_id

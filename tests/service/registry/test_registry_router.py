@@ -186,3 +186,24 @@ async def test_a_description_that_cannot_be_stored_is_a_422(registry: Registry) 
     )
     assert response.status_code == 422
     assert response.json()["errors"][0]["loc"] == ["body", "description"]
+
+
+@BOTH_BACKENDS
+async def test_a_model_says_which_registered_versions_it_is(registry: Registry) -> None:
+    client = registry.client
+    assert (await client.get(f"/v1/models/{registry.first}")).json()["registered"] == []
+    await registry.register("churn", registry.first, registry.second)
+    await registry.register("fraud", registry.second)
+    assert (await registry.move("churn", "production", 2)).status_code == 200
+
+    # Fetched by reference: the model it resolved to, and every version it is.
+    by_alias = (await client.get("/v1/models/churn@production")).json()
+    assert by_alias["id"] == registry.second
+    assert by_alias["registered"] == [
+        {"name": "churn", "version": 2},
+        {"name": "fraud", "version": 1},
+    ]
+    # The listing says it too, for every model on the page.
+    listed = {m["id"]: m["registered"] for m in (await client.get("/v1/models")).json()["items"]}
+    assert listed[registry.first] == [{"name": "churn", "version": 1}]
+    assert listed[registry.second] == by_alias["registered"]
