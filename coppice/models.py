@@ -107,6 +107,12 @@ class Model:
         return None if self.registered_version is None else self.registered_version.version
 
     @property
+    def registered(self) -> list[tuple[str, int]]:
+        """Every registered ``(name, version)`` this model is, however it was fetched (by id
+        too), as the server last said; empty when it is none (or the server predates it)."""
+        return [(str(r["name"]), int(r["version"])) for r in self.info.get("registered") or ()]
+
+    @property
     def method(self) -> str:
         return str(self.info["method"])
 

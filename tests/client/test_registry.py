@@ -94,7 +94,10 @@ def test_a_reference_resolves_to_a_version_and_stays_pinned_to_its_model(
     assert client.model(f"{name}@2").id == churn_model.id
     latest = client.model(f"{name}@latest")
     assert (latest.id, latest.version) == (second_model.id, 3)
-    assert client.model(churn_model.id).registered_version is None  # an id names no version
+    by_id = client.model(churn_model.id)
+    assert by_id.registered_version is None  # an id names no version,
+    assert (name, 1) in by_id.registered and (name, 2) in by_id.registered  # but the server
+    assert (name, 3) not in by_id.registered  # says which versions the model is
 
     client.set_alias(name, "production", 3)
 
