@@ -195,6 +195,9 @@ def _check_columns(columns: list[dict[str, Any]], table: dict[str, list[Cell]]) 
         distribution = column["distribution"]
         expected = _expected(values)
         assert {key: distribution[key] for key in expected} == expected, column["name"]
+        if column["kind"] == "categorical":
+            counted = sum(t["count"] for t in distribution["top"]) + distribution["n_other"]
+            assert counted + column["n_missing"] == len(values)
         if column["kind"] == "numeric":
             present = np.array([v for v in values if v is not None], dtype=np.float64)
             if present.size:
