@@ -52,6 +52,8 @@ def _fit_small_models() -> None:
         (RandomForestRegressor(n_estimators=2), value),
         (ExtraTreesClassifier(n_estimators=2), three),
         (ExtraTreesRegressor(n_estimators=2), value),
+        # Best-first random cuts search rows without the level-wise grower's channel order.
+        (ExtraTreesClassifier(n_estimators=2, max_leaf_nodes=6), two),
         (DecisionTreeClassifier(max_leaf_nodes=4), two),
         (XGBoostClassifier(n_estimators=2, n_jobs=2, categorical_features=categorical), two),
         (XGBoostClassifier(n_estimators=2), three),

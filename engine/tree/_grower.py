@@ -24,10 +24,12 @@ from engine.tree._growth import (
     Growth,
     GrowthLimits,
     select_slots,
+    split_maps,
 )
 from engine.tree._histograms import sibling_histograms
 from engine.tree._level_kernels import partition_rows
 from engine.tree._monotone import UNBOUNDED
+from engine.tree._random_grower import grow_random_level_wise, grows_random_levels
 from engine.tree._split_context import SplitContext, Splits
 from engine.tree._tree import Tree
 
@@ -74,6 +76,9 @@ def grow_tree(
 
 
 def _grow_level_wise(growth: Growth, leaves: NDArray[np.intp] | None = None) -> None:
+    if grows_random_levels(growth):
+        grow_random_level_wise(growth, leaves)
+        return
     n_rows = growth.ctx.binned.shape[0]
     rows = np.arange(n_rows, dtype=np.intp)
     slot_of_row = np.zeros(n_rows, dtype=np.intp)
@@ -86,15 +91,11 @@ def _grow_level_wise(growth: Growth, leaves: NDArray[np.intp] | None = None) -> 
         if depth > 0:
             bounds = growth.child_bounds(bounds, parent_feature, totals)
         values, impurities = growth.bounded(totals, values, impurities, bounds)
-        node_ids = growth.record(totals, counts, values, impurities, depth)
-        if leaves is not None:
-            leaves[rows] = node_ids[slot_of_row]  # the deepest node a row reaches is its leaf
-        if depth == 0:
-            growth.root_weight = float(growth.table.columns["weighted_n_samples"][0][0])
-        open_nodes = growth.splittable(totals, counts, impurities, depth)
-        if not open_nodes.any():
+        node_ids, slots = growth.record_level(
+            totals, counts, values, impurities, depth, rows, slot_of_row, leaves
+        )
+        if slots.size == 0:
             break
-        slots = np.flatnonzero(open_nodes)
         slot_bounds = None if bounds is None else bounds[slots]
         if histograms is None:
             batch_rows, batch_slots = select_slots(rows, slot_of_row, slots, n_slots)
@@ -127,11 +128,7 @@ def _grow_level_wise(growth: Growth, leaves: NDArray[np.intp] | None = None) -> 
         if slot_bounds is not None:
             bounds, parent_feature = slot_bounds[chosen], splits.feature[chosen]
         # Rows of chosen nodes move to their children, grouped by child in parent order.
-        n_chosen = int(chosen.sum())
-        split_of_slot = np.zeros(n_slots, dtype=np.intp)
-        split_of_slot[slots] = np.arange(slots.size)
-        rank_of_slot = np.full(n_slots, -1, dtype=np.intp)
-        rank_of_slot[slots[chosen]] = np.arange(n_chosen)
+        split_of_slot, rank_of_slot, n_chosen = split_maps(n_slots, slots, chosen)
         rows, slot_of_row = partition_rows(
             growth.columns,
             rows,
@@ -142,7 +139,7 @@ def _grow_level_wise(growth: Growth, leaves: NDArray[np.intp] | None = None) -> 
             splits.left_codes,
             n_chosen,
         )
-        n_slots = 2 * int(chosen.sum())
+        n_slots = 2 * n_chosen
         depth += 1
         if histograms is not None:
             max_depth = growth.limits.max_depth

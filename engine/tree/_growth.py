@@ -7,6 +7,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any
@@ -30,7 +31,7 @@ from engine.tree._monotone import MonotoneBounds
 from engine.tree._split_context import SplitContext, Splits
 from engine.tree._tree import NODE_DTYPE, Tree
 
-__all__ = ["Growth", "GrowthLimits", "select_slots"]
+__all__ = ["Growth", "GrowthLimits", "select_slots", "split_maps"]
 
 # Nodes whose impurity is below this are pure; splitting them only chases rounding noise.
 IMPURITY_EPSILON = 1e-12
@@ -141,6 +142,14 @@ class Growth:
     ) -> tuple[NDArray[np.float64], NDArray[np.int64], NDArray[np.float64], NDArray[np.float64]]:
         """Channel totals, row counts, values and impurities of a batch of nodes."""
         totals, counts = node_totals(rows, slot_of_row, n_slots, self.ctx.channels)
+        values, impurities = self.statistics(totals, rows, slot_of_row)
+        return totals, counts, values, impurities
+
+    def statistics(
+        self, totals: NDArray[np.float64], rows: NDArray[np.intp], slot_of_row: NDArray[np.intp]
+    ) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+        """Values and impurities of a batch of nodes from their channel totals (regression
+        reads the rows again for exact variances)."""
         criterion = self.ctx.criterion
         if isinstance(criterion, Newton):
             # Cover H is the node weight; this impurity makes H·impurity = −score, so the
@@ -162,7 +171,7 @@ class Growth:
             )
             values = mean[:, None]
             impurities = squared / weight
-        return totals, counts, values, impurities
+        return values, impurities
 
     def bounded(
         self,
@@ -203,6 +212,29 @@ class Growth:
             weighted_n_samples=weight,
             depth=np.broadcast_to(depth, counts.shape),
         )
+
+    def record_level(
+        self,
+        totals: NDArray[np.float64],
+        counts: NDArray[np.int64],
+        values: NDArray[np.float64],
+        impurities: NDArray[np.float64],
+        depth: int,
+        rows: NDArray[np.intp],
+        slot_of_row: NDArray[np.intp],
+        leaves: NDArray[np.intp] | None,
+    ) -> tuple[NDArray[np.intp], NDArray[np.intp]]:
+        """Record a level's nodes; return their ids and the slots still open to splitting.
+
+        ``leaves`` (when given) takes each row's node: the deepest node a row reaches is its
+        leaf.
+        """
+        node_ids = self.record(totals, counts, values, impurities, depth)
+        if leaves is not None:
+            leaves[rows] = node_ids[slot_of_row]
+        if depth == 0:
+            self.root_weight = float(self.table.columns["weighted_n_samples"][0][0])
+        return node_ids, np.flatnonzero(self.splittable(totals, counts, impurities, depth))
 
     def splittable(
         self,
@@ -296,38 +328,15 @@ class Growth:
         bounds: NDArray[np.float64] | None = None,
     ) -> Splits:
         """Best splits of a batch, drawing ``max_features`` candidates per node from the
-        features of its depth level.
-
-        As in scikit-learn, a node whose drawn features admit no valid split keeps drawing
-        from its remaining features before it is declared a leaf.
-        """
+        features of its depth level (:meth:`draw_rounds`)."""
         n_slots = totals.shape[0]
-        pool = self.level_pool(depth)
-        n_candidates = pool.size
-        per_round = self.limits.max_features or n_candidates
-        if per_round >= n_candidates:
-            features = np.broadcast_to(pool, (n_slots, n_candidates))
+
+        def search_round(pending: NDArray[np.intp], features: NDArray[np.int64]) -> Splits:
+            if pending.size == n_slots:
+                batch_rows, batch_slots = rows, slot_of_row
+            else:
+                batch_rows, batch_slots = select_slots(rows, slot_of_row, pending, n_slots)
             return best_splits(
-                self.ctx,
-                rows,
-                slot_of_row,
-                np.ascontiguousarray(features),
-                totals,
-                counts,
-                self.rng,
-                bounds,
-            )
-        order = self.rng.random((n_slots, n_candidates)).argsort(axis=1)
-        drawn = pool[order]
-        result: Splits | None = None
-        pending = np.arange(n_slots)
-        for start in range(0, n_candidates, per_round):
-            features = drawn[pending, start : start + per_round]
-            if features.shape[1] < per_round:
-                pad = np.full((pending.size, per_round - features.shape[1]), -1)
-                features = np.concatenate([features, pad], axis=1)
-            batch_rows, batch_slots = select_slots(rows, slot_of_row, pending, n_slots)
-            splits = best_splits(
                 self.ctx,
                 batch_rows,
                 batch_slots,
@@ -337,6 +346,38 @@ class Growth:
                 self.rng,
                 None if bounds is None else bounds[pending],
             )
+
+        return self.draw_rounds(n_slots, depth, search_round)
+
+    def draw_rounds(
+        self,
+        n_slots: int,
+        depth: int,
+        search_round: Callable[[NDArray[np.intp], NDArray[np.int64]], Splits],
+    ) -> Splits:
+        """Draw each node's candidate features and search them, ``max_features`` at a time.
+
+        ``search_round(pending, features)`` searches the nodes ``pending`` (indices into the
+        batch) on ``features`` (one row per pending node, −1 padded). As in scikit-learn, a
+        node whose drawn features admit no valid split keeps drawing from its remaining
+        features before it is declared a leaf.
+        """
+        pool = self.level_pool(depth)
+        n_candidates = pool.size
+        per_round = self.limits.max_features or n_candidates
+        if per_round >= n_candidates:
+            features = np.broadcast_to(pool, (n_slots, n_candidates))
+            return search_round(np.arange(n_slots), np.ascontiguousarray(features))
+        order = self.rng.random((n_slots, n_candidates)).argsort(axis=1)
+        drawn = pool[order]
+        result: Splits | None = None
+        pending = np.arange(n_slots)
+        for start in range(0, n_candidates, per_round):
+            features = drawn[pending, start : start + per_round]
+            if features.shape[1] < per_round:
+                pad = np.full((pending.size, per_round - features.shape[1]), -1)
+                features = np.concatenate([features, pad], axis=1)
+            splits = search_round(pending, features)
             result = splits if result is None else _merge(result, splits, pending)
             pending = pending[~splits.found]
             if pending.size == 0:
@@ -426,6 +467,20 @@ class Growth:
                 "category_split": self.split_category[:n],
             },
         )
+
+
+def split_maps(
+    n_slots: int, slots: NDArray[np.intp], chosen: NDArray[np.bool_]
+) -> tuple[NDArray[np.intp], NDArray[np.intp], int]:
+    """What the partition kernels take about a level's splits: for each slot, the row of the
+    searched ``slots``' splits holding its split, its rank among the ``chosen`` ones (−1:
+    not split, its rows leave the level), and how many were chosen."""
+    n_chosen = int(chosen.sum())
+    split_of_slot = np.zeros(n_slots, dtype=np.intp)
+    split_of_slot[slots] = np.arange(slots.size)
+    rank_of_slot = np.full(n_slots, -1, dtype=np.intp)
+    rank_of_slot[slots[chosen]] = np.arange(n_chosen)
+    return split_of_slot, rank_of_slot, n_chosen
 
 
 def select_slots(

@@ -18,7 +18,9 @@ from numpy.typing import NDArray
 
 from engine._kernels import kernel, select
 
-__all__ = ["node_totals", "partition_rows", "squared_deviations"]
+__all__ = ["node_totals", "partition_level", "partition_rows", "squared_deviations"]
+
+_NO_CLASSES = np.zeros(0, dtype=np.int64)
 
 
 # -- node totals ----------------------------------------------------------------------------
@@ -134,70 +136,6 @@ def squared_deviations(
 # -- moving rows to their children ------------------------------------------------------
 
 
-@kernel
-def _partition_compiled(
-    columns: NDArray[Any],
-    rows: NDArray[np.intp],
-    slot_of_row: NDArray[np.intp],
-    split_of_slot: NDArray[np.intp],
-    rank_of_slot: NDArray[np.intp],
-    split_feature: NDArray[np.int64],
-    left_codes: NDArray[np.bool_],
-    n_children: int,
-    new_rows: NDArray[np.intp],
-    new_slot: NDArray[np.intp],
-) -> int:
-    child_size = np.zeros(n_children + 1, dtype=np.intp)
-    goes_right = np.empty(rows.size, dtype=np.bool_)
-    for i in range(rows.size):
-        rank = rank_of_slot[slot_of_row[i]]
-        if rank < 0:
-            continue
-        split = split_of_slot[slot_of_row[i]]
-        right = not left_codes[split, columns[split_feature[split], rows[i]]]
-        goes_right[i] = right
-        child_size[2 * rank + right + 1] += 1
-    for child in range(n_children):
-        child_size[child + 1] += child_size[child]
-    for i in range(rows.size):
-        rank = rank_of_slot[slot_of_row[i]]
-        if rank < 0:
-            continue
-        child = 2 * rank + goes_right[i]
-        position = child_size[child]
-        new_rows[position] = rows[i]
-        new_slot[position] = child
-        child_size[child] += 1
-    return child_size[n_children]
-
-
-def _partition_numpy(
-    columns: NDArray[Any],
-    rows: NDArray[np.intp],
-    slot_of_row: NDArray[np.intp],
-    split_of_slot: NDArray[np.intp],
-    rank_of_slot: NDArray[np.intp],
-    split_feature: NDArray[np.int64],
-    left_codes: NDArray[np.bool_],
-    n_children: int,
-    new_rows: NDArray[np.intp],
-    new_slot: NDArray[np.intp],
-) -> int:
-    rank = rank_of_slot[slot_of_row]
-    moving = rank >= 0
-    rows, split = rows[moving], split_of_slot[slot_of_row[moving]]
-    right = ~left_codes[split, columns[split_feature[split], rows]]
-    child = 2 * rank[moving] + right
-    # A stable sort keeps each child's rows in their old order, as the kernel does.
-    order = np.argsort(child, kind="stable")
-    new_rows[: rows.size] = rows[order]
-    new_slot[: rows.size] = child[order]
-    return int(rows.size)
-
-
-_partition = select(_partition_compiled, _partition_numpy)
-
-
 def partition_rows(
     columns: NDArray[Any],
     rows: NDArray[np.intp],
@@ -230,18 +168,179 @@ def partition_rows(
     -------
     rows, slot_of_row : the children's rows, grouped by child ``0..2·n_splits − 1``.
     """
-    new_rows = np.empty(rows.size, dtype=np.intp)
-    new_slot = np.empty(rows.size, dtype=np.intp)
+    moved = partition_level(
+        columns,
+        rows,
+        slot_of_row,
+        np.empty((rows.size, 0)),
+        _NO_CLASSES,
+        split_of_slot,
+        rank_of_slot,
+        split_feature,
+        left_codes,
+        n_splits,
+    )
+    return moved[0], moved[1]
+
+
+@kernel
+def _partition_compiled(
+    columns: NDArray[Any],
+    rows: NDArray[np.intp],
+    slot_of_row: NDArray[np.intp],
+    level_channels: NDArray[np.float64],
+    level_classes: NDArray[np.int64],
+    split_of_slot: NDArray[np.intp],
+    rank_of_slot: NDArray[np.intp],
+    split_feature: NDArray[np.int64],
+    left_codes: NDArray[np.bool_],
+    new_rows: NDArray[np.intp],
+    new_slot: NDArray[np.intp],
+    new_channels: NDArray[np.float64],
+    new_classes: NDArray[np.int64],
+    totals: NDArray[np.float64],
+    counts: NDArray[np.int64],
+) -> int:
+    n_children = counts.size
+    child_size = np.zeros(n_children + 1, dtype=np.intp)
+    goes_right = np.empty(rows.size, dtype=np.bool_)
+    for i in range(rows.size):
+        rank = rank_of_slot[slot_of_row[i]]
+        if rank < 0:
+            continue
+        split = split_of_slot[slot_of_row[i]]
+        right = not left_codes[split, columns[split_feature[split], rows[i]]]
+        goes_right[i] = right
+        child_size[2 * rank + right + 1] += 1
+    for child in range(n_children):
+        child_size[child + 1] += child_size[child]
+    totals[:] = 0.0
+    counts[:] = 0
+    for i in range(rows.size):
+        rank = rank_of_slot[slot_of_row[i]]
+        if rank < 0:
+            continue
+        child = 2 * rank + goes_right[i]
+        position = child_size[child]
+        new_rows[position] = rows[i]
+        new_slot[position] = child
+        counts[child] += 1
+        for c in range(level_channels.shape[1]):
+            new_channels[position, c] = level_channels[i, c]
+            totals[child, c] += level_channels[i, c]
+        if level_classes.size > 0:
+            new_classes[position] = level_classes[i]
+        child_size[child] += 1
+    return child_size[n_children]
+
+
+def _partition_numpy(
+    columns: NDArray[Any],
+    rows: NDArray[np.intp],
+    slot_of_row: NDArray[np.intp],
+    level_channels: NDArray[np.float64],
+    level_classes: NDArray[np.int64],
+    split_of_slot: NDArray[np.intp],
+    rank_of_slot: NDArray[np.intp],
+    split_feature: NDArray[np.int64],
+    left_codes: NDArray[np.bool_],
+    new_rows: NDArray[np.intp],
+    new_slot: NDArray[np.intp],
+    new_channels: NDArray[np.float64],
+    new_classes: NDArray[np.int64],
+    totals: NDArray[np.float64],
+    counts: NDArray[np.int64],
+) -> int:
+    rank = rank_of_slot[slot_of_row]
+    moving = np.flatnonzero(rank >= 0)
+    split = split_of_slot[slot_of_row[moving]]
+    right = ~left_codes[split, columns[split_feature[split], rows[moving]]]
+    child = 2 * rank[moving] + right
+    # A stable sort keeps each child's rows in their old order, as the kernel does.
+    order = moving[np.argsort(child, kind="stable")]
+    n_moved = order.size
+    new_rows[:n_moved] = rows[order]
+    new_slot[:n_moved] = np.sort(child, kind="stable")
+    new_channels[:n_moved] = level_channels[order]
+    if level_classes.size > 0:
+        new_classes[:n_moved] = level_classes[order]
+    _totals_numpy(np.arange(n_moved), new_slot[:n_moved], new_channels[:n_moved], totals, counts)
+    return int(n_moved)
+
+
+_partition = select(_partition_compiled, _partition_numpy)
+
+
+def partition_level(
+    columns: NDArray[Any],
+    rows: NDArray[np.intp],
+    slot_of_row: NDArray[np.intp],
+    level_channels: NDArray[np.float64],
+    level_classes: NDArray[np.int64],
+    split_of_slot: NDArray[np.intp],
+    rank_of_slot: NDArray[np.intp],
+    split_feature: NDArray[np.int64],
+    left_codes: NDArray[np.bool_],
+    n_splits: int,
+) -> tuple[
+    NDArray[np.intp],
+    NDArray[np.intp],
+    NDArray[np.float64],
+    NDArray[np.int64],
+    NDArray[np.float64],
+    NDArray[np.int64],
+]:
+    """:func:`partition_rows` that also moves each row's channels (and class) with it and
+    sums the children's totals on the way.
+
+    Keeping the channels in the level's order lets every later read of a node's channels go
+    front to back (LightGBM's data partition keeps a leaf's rows together the same way; Ke
+    et al. 2017), and the totals come in the children's row order, so they equal
+    :func:`node_totals` of the children to the last bit.
+
+    Parameters
+    ----------
+    level_channels : ndarray of float64, shape (n, C)
+        Channels of ``rows[i]`` at position ``i``.
+    level_classes : ndarray of int64, shape (n,) or (0,)
+        Class of ``rows[i]``, or empty.
+
+    Returns
+    -------
+    rows, slot_of_row, level_channels, level_classes
+        The children's, grouped by child ``0..2·n_splits − 1``.
+    totals : ndarray of float64, shape (2·n_splits, C)
+    counts : ndarray of int64, shape (2·n_splits,)
+    """
+    n_rows, n_channels = level_channels.shape
+    new_rows = np.empty(n_rows, dtype=np.intp)
+    new_slot = np.empty(n_rows, dtype=np.intp)
+    new_channels = np.empty((n_rows, n_channels))
+    new_classes = np.empty(n_rows if level_classes.size else 0, dtype=np.int64)
+    totals = np.empty((2 * n_splits, n_channels))
+    counts = np.empty(2 * n_splits, dtype=np.int64)
     n_moved = _partition(
         columns,
         rows.astype(np.intp, copy=False),
         slot_of_row.astype(np.intp, copy=False),
+        level_channels,
+        level_classes,
         split_of_slot.astype(np.intp, copy=False),
         rank_of_slot.astype(np.intp, copy=False),
         np.ascontiguousarray(split_feature, dtype=np.int64),
         np.ascontiguousarray(left_codes),
-        2 * n_splits,
         new_rows,
         new_slot,
+        new_channels,
+        new_classes,
+        totals,
+        counts,
     )
-    return new_rows[:n_moved], new_slot[:n_moved]
+    return (
+        new_rows[:n_moved],
+        new_slot[:n_moved],
+        new_channels[:n_moved],
+        new_classes[:n_moved],
+        totals,
+        counts,
+    )

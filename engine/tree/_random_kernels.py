@@ -20,7 +20,7 @@ from engine._kernels import kernel
 from engine.tree._criterion_kernels import class_score, class_weight, pair_score, pair_weight
 from engine.tree._scan_kernels import node_score
 
-__all__ = ["search_random_rows"]
+__all__ = ["ONE_HOT_CLASSES", "search_random_level", "search_random_rows"]
 
 
 @kernel
@@ -67,6 +67,69 @@ def _cut_gain(
     return children - parent_score, left_weight, right_weight
 
 
+# Up to this many classes, each side's class sums are register sums over the node's one-hot
+# channels (one weighted channel per class); with more, each row adds its weight to its class's
+# cell instead, one pass whatever the number of classes.
+ONE_HOT_CLASSES = 8
+
+
+@kernel
+def _side_sums(
+    node_codes: NDArray[Any],
+    cut: int,
+    missing_code: int,
+    n_missing: int,
+    node_channels: NDArray[np.float64],
+    node_classes: NDArray[np.int64],
+    sides: NDArray[np.float64],
+) -> None:
+    """Row count and channel sums of the rows left of ``cut`` (``sides[0]``) and of the
+    missing rows (``sides[2]``), each added in row order, as the twin's ``bincount`` does.
+
+    ``node_channels`` (m, C) are the node's rows' channels, in the order of ``node_codes``;
+    with ``node_classes`` given and more than :data:`ONE_HOT_CLASSES` channels, row ``i``
+    adds ``node_channels[i, node_classes[i]]`` to its class only.
+
+    Each row adds its channels times 1.0 or 0.0: adding ±0.0 leaves a sum bit for bit what
+    adding only the side's rows gives, and the loop has no branch to mispredict (a random
+    cut sends rows either way at random, so a branch per row misses half the time) and no
+    store to memory that the next row must wait for. The right side is never summed; callers
+    take it as parent minus left (Louppe 2014, §5.3.3: scikit-learn's criterion likewise
+    updates one side and derives the other).
+    """
+    sides[:] = 0.0
+    size = node_codes.size
+    n_channels = sides.shape[1] - 1
+    by_class = node_classes.size > 0 and n_channels > ONE_HOT_CLASSES
+    for side, wanted in ((0, cut), (2, missing_code)):
+        if side == 2 and n_missing == 0:
+            continue
+        count = 0
+        if by_class:
+            for i in range(size):
+                if node_codes[i] <= wanted if side == 0 else node_codes[i] == wanted:
+                    count += 1
+                    c = node_classes[i]
+                    sides[side, 1 + c] += node_channels[i, c]
+        elif n_channels == 2:
+            first, second = 0.0, 0.0
+            for i in range(size):
+                take = node_codes[i] <= wanted if side == 0 else node_codes[i] == wanted
+                count += take
+                weight = np.float64(take)
+                first += node_channels[i, 0] * weight
+                second += node_channels[i, 1] * weight
+            sides[side, 1], sides[side, 2] = first, second
+        else:
+            for i in range(size):
+                take = node_codes[i] <= wanted if side == 0 else node_codes[i] == wanted
+                count += take
+                weight = np.float64(take)
+                for c in range(n_channels):
+                    sides[side, 1 + c] += node_channels[i, c] * weight
+        sides[side, 0] = count
+
+
 @kernel
 def search_random_rows(
     columns: NDArray[Any],
@@ -89,59 +152,138 @@ def search_random_rows(
     missing_left: NDArray[np.bool_],
     left_codes: NDArray[np.bool_],
 ) -> None:
-    """Best random cut of each node's candidate features.
+    """Best random cut of each node's candidate features, channels read by row.
 
     ``uniforms[j · S + s]`` is the draw of node ``s``'s ``j``-th candidate (the twin's
     feature-major segment order); ``settings`` as for
     :func:`engine.tree._search_kernels.search_rows`. With ``classes`` non-empty, ``channels``
-    is one column of row weights added to the row's class.
+    is one column of row weights added to the row's class. The rows' channels are gathered
+    into the order of ``rows`` once, then searched by :func:`search_random_level`.
     """
-    n_slots, n_per_node = features.shape
     n_channels = parents.shape[1]
     by_class = classes.size > 0
+    level_channels = np.zeros((rows.size, n_channels))
+    level_classes = np.empty(rows.size if by_class else 0, dtype=np.int64)
+    for i in range(rows.size):
+        row = rows[i]
+        if by_class:
+            level_classes[i] = classes[row]
+            level_channels[i, classes[row]] = channels[row, 0]
+        else:
+            for c in range(n_channels):
+                level_channels[i, c] = channels[row, c]
+    search_random_level(
+        columns,
+        rows,
+        node_start,
+        np.arange(features.shape[0]),
+        features,
+        level_channels,
+        level_classes,
+        parents,
+        parent_counts,
+        settings,
+        bin_values,
+        n_bins,
+        uniforms,
+        missing_code,
+        found,
+        gain,
+        split_feature,
+        split_bin,
+        missing_left,
+        left_codes,
+    )
+
+
+@kernel
+def search_random_level(
+    columns: NDArray[Any],
+    rows: NDArray[np.intp],
+    node_start: NDArray[np.intp],
+    nodes: NDArray[np.intp],
+    features: NDArray[np.int64],
+    level_channels: NDArray[np.float64],
+    level_classes: NDArray[np.int64],
+    parents: NDArray[np.float64],
+    parent_counts: NDArray[np.float64],
+    settings: NDArray[np.float64],
+    bin_values: NDArray[np.float64],
+    n_bins: NDArray[np.int32],
+    uniforms: NDArray[np.float64],
+    missing_code: int,
+    found: NDArray[np.bool_],
+    gain: NDArray[np.float64],
+    split_feature: NDArray[np.int64],
+    split_bin: NDArray[np.int64],
+    missing_left: NDArray[np.bool_],
+    left_codes: NDArray[np.bool_],
+) -> None:
+    """Best random cut of the candidate features of some nodes of a level.
+
+    Parameters
+    ----------
+    columns : ndarray of uint8 or uint16, shape (n_features, n_rows)
+        Bin codes, feature-major.
+    rows : ndarray of intp, shape (n,)
+        The level's rows, grouped by node slot: slot ``s`` holds
+        ``rows[node_start[s]:node_start[s + 1]]``.
+    nodes : ndarray of intp, shape (K,)
+        The slots searched; entry ``k`` of every output and of ``features``, ``parents`` and
+        ``parent_counts`` belongs to slot ``nodes[k]``.
+    level_channels : ndarray of float64, shape (n, C)
+        The channels of ``rows[i]`` at position ``i`` (weighted one-hot classes, or
+        ``(w, w·y)``): kept in the level's order as the rows move, so a node reads its
+        channels front to back instead of gathering them from scattered rows.
+    level_classes : ndarray of int64, shape (n,) or (0,)
+        Class of ``rows[i]`` (classification), read when there are more than
+        :data:`ONE_HOT_CLASSES` classes.
+    uniforms : ndarray of float64, shape (K · n_per_node,)
+        ``uniforms[j · K + k]`` places the threshold of node ``k``'s ``j``-th candidate
+        between the node's smallest and largest value (Geurts et al. 2006).
+    """
+    n_nodes, n_per_node = features.shape
+    n_channels = parents.shape[1]
     criterion, l1, l2 = int(settings[0]), settings[1], settings[2]
     min_samples_leaf, min_weight_leaf = settings[4], settings[5]
-    sides = np.zeros((3, 1 + n_channels))  # left, right, missing: count then channel sums
+    sides = np.zeros((3, 1 + n_channels))  # left, (unused), missing: count then channel sums
     left = np.empty(n_channels)
     right = np.empty(n_channels)
-    # A node's channels and one feature's codes, gathered once into contiguous buffers: by
-    # deep levels the rows are scattered, and each is read twice per feature.
+    # One feature's codes of a node, gathered into a contiguous buffer: the gather is the
+    # one scattered read of a candidate, and the side sums then read the buffer in order.
     largest = 0
-    for node in range(n_slots):
-        largest = max(largest, node_start[node + 1] - node_start[node])
-    width = 1 if by_class else n_channels
-    node_channels = np.empty((largest, width))
-    node_classes = np.empty(largest if by_class else 0, dtype=np.int64)
-    node_codes = np.empty(largest, dtype=np.intp)
-    for node in range(n_slots):
-        parent = parents[node]
-        parent_score = node_score(parent, criterion, l1, l2, 0.0, -np.inf, np.inf, False)
-        start, stop = node_start[node], node_start[node + 1]
+    for k in range(n_nodes):
+        largest = max(largest, node_start[nodes[k] + 1] - node_start[nodes[k]])
+    code_buffer = np.empty(largest, dtype=columns.dtype)
+    for k in range(n_nodes):
+        slot = nodes[k]
+        start, stop = node_start[slot], node_start[slot + 1]
         size = stop - start
-        for i in range(size):
-            row = rows[start + i]
-            for c in range(width):
-                node_channels[i, c] = channels[row, c]
-            if by_class:
-                node_classes[i] = classes[row]
+        node_codes = code_buffer[:size]
+        node_channels = level_channels[start:stop]
+        node_classes = level_classes[start:stop] if level_classes.size > 0 else level_classes
+        parent = parents[k]
+        parent_score = node_score(parent, criterion, l1, l2, 0.0, -np.inf, np.inf, False)
         best_gain, best_feature, best_cut, best_missing_left = -np.inf, -1, 0, False
         for j in range(n_per_node):
-            feature = features[node, j]
+            feature = features[k, j]
             if feature < 0:
                 continue
             codes = columns[feature]
-            low, high = missing_code, -1
+            low, high, n_missing = missing_code, -1, 0
             for i in range(size):
-                code = int(codes[rows[start + i]])
+                code = codes[rows[start + i]]
                 node_codes[i] = code
-                low = min(low, code)
-                if code != missing_code:
-                    high = max(high, code)
+                low = min(low, int(code))
+                if code == missing_code:
+                    n_missing += 1
+                else:
+                    high = max(high, int(code))
             if high < 0:
                 continue  # every row missing: no present value to cut between
             low_value = bin_values[feature, min(low, missing_code - 1)]
             high_value = bin_values[feature, high]
-            threshold = low_value + uniforms[j * n_slots + node] * (high_value - low_value)
+            threshold = low_value + uniforms[j * n_nodes + k] * (high_value - low_value)
             # The last representative ≤ threshold (searchsorted side="right", minus one).
             lo, hi = 0, int(n_bins[feature])
             while lo < hi:
@@ -155,21 +297,12 @@ def search_random_rows(
             cut = min(lo - 1, high - 1)
             if cut < low:
                 continue
-            sides[:] = 0.0
-            for i in range(size):
-                code = node_codes[i]
-                side = 2 if code == missing_code else (1 if code > cut else 0)
-                sides[side, 0] += 1.0
-                if by_class:
-                    sides[side, 1 + node_classes[i]] += node_channels[i, 0]
-                else:
-                    for c in range(n_channels):
-                        sides[side, 1 + c] += node_channels[i, c]
+            _side_sums(node_codes, cut, missing_code, n_missing, node_channels, node_classes, sides)
             cut_gain, left_weight, right_weight = _cut_gain(
                 sides,
                 False,
-                parents[node],
-                parent_counts[node],
+                parent,
+                parent_counts[k],
                 parent_score,
                 criterion,
                 l1,
@@ -186,8 +319,8 @@ def search_random_rows(
                 with_missing, _, _ = _cut_gain(
                     sides,
                     True,
-                    parents[node],
-                    parent_counts[node],
+                    parent,
+                    parent_counts[k],
                     parent_score,
                     criterion,
                     l1,
@@ -202,15 +335,15 @@ def search_random_rows(
             if cut_gain > best_gain:
                 best_gain, best_feature, best_cut = cut_gain, feature, max(cut, 0)
                 best_missing_left = goes_left
-        found[node] = np.isfinite(best_gain)
-        if not found[node]:
-            gain[node], split_feature[node], split_bin[node] = 0.0, -1, 0
-            missing_left[node] = False
-            left_codes[node, :] = False
+        found[k] = np.isfinite(best_gain)
+        if not found[k]:
+            gain[k], split_feature[k], split_bin[k] = 0.0, -1, 0
+            missing_left[k] = False
+            left_codes[k, :] = False
             continue
-        gain[node] = max(best_gain, 0.0)
-        split_feature[node], split_bin[node] = best_feature, best_cut
-        missing_left[node] = best_missing_left
+        gain[k] = max(best_gain, 0.0)
+        split_feature[k], split_bin[k] = best_feature, best_cut
+        missing_left[k] = best_missing_left
         for bin_code in range(left_codes.shape[1]):
-            left_codes[node, bin_code] = bin_code <= best_cut
-        left_codes[node, missing_code] = best_missing_left
+            left_codes[k, bin_code] = bin_code <= best_cut
+        left_codes[k, missing_code] = best_missing_left

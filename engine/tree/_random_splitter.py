@@ -17,7 +17,7 @@ from engine.tree._criteria import score
 from engine.tree._split_context import SplitContext, Splits
 from engine.tree._split_gains import weight_of
 
-__all__ = ["find_random_splits"]
+__all__ = ["find_random_splits", "random_splits_with"]
 
 
 def find_random_splits(
@@ -33,6 +33,22 @@ def find_random_splits(
 
     Same contract as :func:`engine.tree._splitter.find_splits`.
     """
+    uniforms = rng.random(features.size)
+    return random_splits_with(
+        ctx, rows, slot_of_row, features, parent_channels, parent_counts, uniforms
+    )
+
+
+def random_splits_with(
+    ctx: SplitContext,
+    rows: NDArray[np.intp],
+    slot_of_row: NDArray[np.intp],
+    features: NDArray[np.int64],
+    parent_channels: NDArray[np.float64],
+    parent_counts: NDArray[np.int64],
+    uniforms: NDArray[np.float64],
+) -> Splits:
+    """:func:`find_random_splits` with its uniforms drawn (one per segment)."""
     n_slots, n_per_node = features.shape
     n_segments = n_slots * n_per_node
     slot_starts = np.flatnonzero(np.diff(slot_of_row, prepend=-1) != 0)
@@ -57,7 +73,7 @@ def find_random_splits(
     # compiled twin's) but never used, so any bin stands in for its low value.
     low_value = ctx.bin_values[feature, np.where(has_present, low, 0)]
     high_value = ctx.bin_values[feature, np.maximum(high, 0)]
-    threshold_value = low_value + rng.random(n_segments) * (high_value - low_value)
+    threshold_value = low_value + uniforms * (high_value - low_value)
     n_bins = (
         ctx.n_bins
         if ctx.n_bins is not None

@@ -1,0 +1,194 @@
+"""Growing an extremely randomised tree level by level, each node's rows kept with their
+channels.
+
+Geurts, Ernst and Wehenkel (2006) cut each candidate feature of a node at one uniform
+threshold, so a split needs no histogram, only each candidate's range in the node and the
+channel sums left of the cut. scikit-learn's splitter (Louppe 2014, §5.3) keeps a node's
+samples contiguous and partitions them in place; here a level's rows stay grouped by node
+(as in :mod:`engine.tree._grower`) and carry their channels along when they move
+(:func:`engine.tree._level_kernels.partition_level`), so that:
+
+* a node's channels are read front to back by the search, not gathered from scattered rows
+  (the one scattered read left is each candidate's codes);
+* the children's totals are summed while the rows move, instead of in a pass of their own.
+
+The random stream is drawn exactly as the general grower draws it (the candidates of
+:meth:`Growth.draw_rounds`, then one uniform per node and candidate), so both grow the same
+tree from the same seed, and so do the kernels and their NumPy twins.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+from numpy.typing import NDArray
+
+from engine._kernels import compiled_kernels
+from engine.tree._compiled_splitter import _empty_splits, _outputs, _settings
+from engine.tree._growth import Growth, split_maps
+from engine.tree._level_kernels import node_totals, partition_level
+from engine.tree._random_kernels import search_random_level
+from engine.tree._random_splitter import random_splits_with
+from engine.tree._split_context import SplitContext, Splits
+
+__all__ = ["grow_random_level_wise", "grows_random_levels", "random_level_splits"]
+
+_NO_CLASSES = np.zeros(0, dtype=np.int64)
+
+
+def grows_random_levels(growth: Growth) -> bool:
+    """Whether :func:`grow_random_level_wise` grows this tree: random cuts on numeric
+    features, without monotone bounds or histograms built elsewhere."""
+    ctx = growth.ctx
+    return (
+        ctx.random_splits
+        and not bool(ctx.is_categorical.any())
+        and growth.monotone is None
+        and ctx.remote_histograms is None
+    )
+
+
+def grow_random_level_wise(growth: Growth, leaves: NDArray[np.intp] | None = None) -> None:
+    """Grow ``growth``'s tree level by level (see :func:`engine.tree._grower.grow_tree`)."""
+    ctx = growth.ctx
+    n_rows = ctx.binned.shape[0]
+    rows = np.arange(n_rows, dtype=np.intp)
+    slot_of_row = np.zeros(n_rows, dtype=np.intp)
+    level_channels = np.ascontiguousarray(ctx.channels, dtype=np.float64)
+    by_class = ctx.classes is not None and ctx.weights is not None
+    level_classes = (
+        np.ascontiguousarray(ctx.classes, dtype=np.int64)
+        if by_class and ctx.classes is not None
+        else _NO_CLASSES
+    )
+    totals, counts = node_totals(rows, slot_of_row, 1, ctx.channels)
+    n_slots, depth = 1, 0
+    while n_slots:
+        values, impurities = growth.statistics(totals, rows, slot_of_row)
+        node_ids, slots = growth.record_level(
+            totals, counts, values, impurities, depth, rows, slot_of_row, leaves
+        )
+        if slots.size == 0:
+            break
+        node_start = np.zeros(n_slots + 1, dtype=np.intp)
+        np.cumsum(counts, out=node_start[1:])
+        splits = _search_level(
+            growth,
+            depth,
+            rows,
+            node_start,
+            slots,
+            level_channels,
+            level_classes,
+            totals[slots],
+            counts[slots],
+        )
+        chosen = growth.accepted(splits)
+        if not chosen.any():
+            break
+        growth.apply_splits(node_ids[slots], splits, chosen)
+        # Rows of chosen nodes move to their children, grouped by child in parent order.
+        split_of_slot, rank_of_slot, n_chosen = split_maps(n_slots, slots, chosen)
+        rows, slot_of_row, level_channels, level_classes, totals, counts = partition_level(
+            growth.columns,
+            rows,
+            slot_of_row,
+            level_channels,
+            level_classes,
+            split_of_slot,
+            rank_of_slot,
+            splits.feature,
+            splits.left_codes,
+            n_chosen,
+        )
+        n_slots = 2 * n_chosen
+        depth += 1
+
+
+def _search_level(
+    growth: Growth,
+    depth: int,
+    rows: NDArray[np.intp],
+    node_start: NDArray[np.intp],
+    slots: NDArray[np.intp],
+    level_channels: NDArray[np.float64],
+    level_classes: NDArray[np.int64],
+    totals: NDArray[np.float64],
+    counts: NDArray[np.int64],
+) -> Splits:
+    """Best random cuts of the level's open ``slots`` (their ``totals`` and ``counts``)."""
+
+    def search_round(pending: NDArray[np.intp], features: NDArray[np.int64]) -> Splits:
+        return random_level_splits(
+            growth.ctx,
+            growth.columns,
+            rows,
+            node_start,
+            slots[pending],
+            features,
+            level_channels,
+            level_classes,
+            totals[pending],
+            counts[pending],
+            growth.rng,
+        )
+
+    return growth.draw_rounds(slots.size, depth, search_round)
+
+
+def random_level_splits(
+    ctx: SplitContext,
+    columns: NDArray[np.unsignedinteger[Any]],
+    rows: NDArray[np.intp],
+    node_start: NDArray[np.intp],
+    nodes: NDArray[np.intp],
+    features: NDArray[np.int64],
+    level_channels: NDArray[np.float64],
+    level_classes: NDArray[np.int64],
+    parent_channels: NDArray[np.float64],
+    parent_counts: NDArray[np.int64],
+    rng: np.random.Generator,
+) -> Splits:
+    """Best random cut of the level's slots ``nodes``, on the kernels the engine runs.
+
+    The level keeps ``rows`` grouped by slot (slot ``s`` at ``node_start[s]:node_start[s +
+    1]``) with their channels beside them in ``level_channels`` (and classes in
+    ``level_classes``; see :func:`engine.tree._random_kernels.search_random_level`).
+    ``columns`` are ``ctx.binned`` feature-major. One uniform is drawn per (node,
+    candidate), in the order :func:`find_random_splits` draws them, so the kernel and its
+    twin grow the same trees.
+    """
+    uniforms = rng.random(features.size)
+    if not compiled_kernels():
+        sizes = node_start[nodes + 1] - node_start[nodes]
+        positions = np.repeat(node_start[nodes] - np.cumsum(sizes) + sizes, sizes)
+        positions += np.arange(positions.size)
+        slot_of_row = np.repeat(np.arange(nodes.size), sizes)
+        return random_splits_with(
+            ctx, rows[positions], slot_of_row, features, parent_channels, parent_counts, uniforms
+        )
+    n_bins = (
+        ctx.n_bins
+        if ctx.n_bins is not None
+        else np.count_nonzero(~np.isnan(ctx.bin_values), axis=1).astype(np.int32)
+    )
+    splits = _empty_splits(nodes.size, ctx.n_codes)
+    search_random_level(
+        columns,
+        rows,
+        node_start,
+        nodes.astype(np.intp, copy=False),
+        np.ascontiguousarray(features, dtype=np.int64),
+        level_channels,
+        level_classes,
+        np.ascontiguousarray(parent_channels, dtype=np.float64),
+        parent_counts.astype(np.float64),
+        _settings(ctx),
+        ctx.bin_values,
+        n_bins.astype(np.int32, copy=False),
+        uniforms,
+        ctx.missing_code,
+        *_outputs(splits),
+    )
+    return splits

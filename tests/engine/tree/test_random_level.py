@@ -1,0 +1,213 @@
+"""Extra trees' level-wise grower, whose rows carry their channels: kernels against twins.
+
+:mod:`engine.tree._random_grower` keeps a level's channels in the order of its rows and moves
+them with the rows (:func:`engine.tree._level_kernels.partition_level`), and searches the
+random cuts of Geurts et al. (2006) on the slots still open
+(:func:`engine.tree._random_grower.random_level_splits`). Each is held bit for bit to its NumPy
+twin, to the kernels it stands in for (:func:`partition_rows` and :func:`node_totals`;
+:func:`find_random_splits` on the same rows and draws), and the trees it grows to those of the
+general level-wise grower.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import Any
+
+import numpy as np
+import pytest
+
+import engine
+from engine.tree import _grower, _random_grower
+from engine.tree import _level_kernels as level
+from engine.tree._random_kernels import ONE_HOT_CLASSES
+from engine.tree._random_splitter import find_random_splits
+from engine.tree._split_context import Splits
+from tests.engine.tree.test_grow_kernels import (
+    assert_bits_equal,
+    assert_same_splits,
+    random_batch,
+)
+from tests.engine.tree.test_splitter import make_problem
+
+
+def level_arrays(
+    channels: np.ndarray, classes: np.ndarray | None, rows: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    level_classes = np.zeros(0, dtype=np.int64) if classes is None else classes[rows]
+    return np.ascontiguousarray(channels[rows]), level_classes
+
+
+@pytest.mark.parametrize("seed", range(30))
+def test_partition_level_equals_its_twin_and_node_totals(seed: int) -> None:
+    n_channels = [1, 2, 3, 12][seed % 4]
+    batch = random_batch(seed, n_channels)
+    rng = np.random.default_rng(seed + 1)
+    n_slots = int(batch["n_slots"])
+    split = rng.random(n_slots) < 0.7
+    n_splits = int(split.sum())
+    rank_of_slot = np.where(split, np.cumsum(split) - 1, -1).astype(np.intp)
+    split_of_slot = rng.permutation(n_slots).astype(np.intp)
+    split_feature = rng.integers(0, batch["columns"].shape[0], n_slots)
+    left_codes = rng.random((n_slots, 256)) < 0.5
+    rows, slot_of_row = batch["rows"], batch["slot_of_row"]
+    with_classes = seed % 2 == 0
+    level_channels, level_classes = level_arrays(
+        batch["channels"], batch["classes"] if with_classes else None, rows
+    )
+    args = (split_of_slot, rank_of_slot, split_feature, left_codes)
+    results = []
+    for partition in (level._partition_compiled, level._partition_numpy):
+        n = rows.size
+        outputs = (
+            np.full(n, -1, dtype=np.intp),
+            np.full(n, -1, dtype=np.intp),
+            np.full((n, n_channels), np.nan),
+            np.full(n if with_classes else 0, -1, dtype=np.int64),
+            np.full((2 * n_splits, n_channels), np.nan),
+            np.full(2 * n_splits, -1, dtype=np.int64),
+        )
+        moved = partition(
+            batch["columns"], rows, slot_of_row, level_channels, level_classes, *args, *outputs
+        )
+        results.append((int(moved), *(out[:moved] for out in outputs[:4]), *outputs[4:]))
+    for actual, expected in zip(results[0], results[1], strict=True):
+        if isinstance(actual, int):
+            assert actual == expected
+        else:
+            assert_bits_equal(actual, expected)
+    moved, new_rows, new_slot, new_channels, new_classes, totals, counts = results[0]
+    # The rows go where partition_rows sends them (held from first principles in
+    # test_grow_kernels.py), whatever they carry.
+    plain_rows, plain_slot = level.partition_rows(
+        batch["columns"], rows, slot_of_row, *args, n_splits
+    )
+    assert_bits_equal(new_rows, plain_rows)
+    assert_bits_equal(new_slot, plain_slot)
+    # The channels and classes moved with their rows, and the totals are node_totals'.
+    assert_bits_equal(new_channels, batch["channels"][new_rows])
+    if with_classes:
+        assert_bits_equal(new_classes, batch["classes"][new_rows])
+    expected_totals, expected_counts = level.node_totals(
+        new_rows, new_slot, 2 * n_splits, batch["channels"]
+    )
+    assert_bits_equal(totals, expected_totals)
+    assert_bits_equal(counts, expected_counts)
+
+
+def level_problem(seed: int) -> dict[str, Any]:
+    """A level: rows grouped by slot, their channels beside them, some slots searched."""
+    criterion, n_classes = [
+        ("gini", 2),
+        ("entropy", 3),
+        ("squared_error", 0),
+        ("gini", ONE_HOT_CLASSES + 4),
+    ][seed % 4]
+    problem = make_problem(seed, criterion, n_classes, categorical=False)
+    ctx = replace(problem.ctx, random_splits=True)
+    rng = np.random.default_rng(seed + 7)
+    n_slots = problem.features.shape[0]
+    node_start = np.zeros(n_slots + 1, dtype=np.intp)
+    np.cumsum(np.bincount(problem.slot_of_row, minlength=n_slots), out=node_start[1:])
+    nodes = np.sort(rng.choice(n_slots, int(rng.integers(1, n_slots + 1)), replace=False))
+    level_channels, level_classes = level_arrays(ctx.channels, ctx.classes, problem.rows)
+    return {
+        "ctx": ctx,
+        "problem": problem,
+        "node_start": node_start,
+        "nodes": nodes.astype(np.intp),
+        "level_channels": level_channels,
+        "level_classes": level_classes,
+    }
+
+
+def search(level_problem: dict[str, Any], seed: int) -> Splits:
+    problem, nodes = level_problem["problem"], level_problem["nodes"]
+    ctx = level_problem["ctx"]
+    return _random_grower.random_level_splits(
+        ctx,
+        np.ascontiguousarray(ctx.binned.T),
+        problem.rows,
+        level_problem["node_start"],
+        nodes,
+        problem.features[nodes],
+        level_problem["level_channels"],
+        level_problem["level_classes"],
+        problem.parent_channels[nodes],
+        problem.parent_counts[nodes],
+        np.random.default_rng(seed),
+    )
+
+
+@pytest.mark.parametrize("seed", range(60))
+def test_random_level_splits_equal_the_twin_and_find_random_splits(
+    seed: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    batch = level_problem(seed)
+    monkeypatch.setattr(_random_grower, "compiled_kernels", lambda: True)
+    compiled = search(batch, seed)
+    monkeypatch.setattr(_random_grower, "compiled_kernels", lambda: False)
+    twin = search(batch, seed)
+    assert_same_splits(compiled, twin, f"{seed=}")
+    # The same as searching the selected slots' rows on their own.
+    problem, nodes = batch["problem"], batch["nodes"]
+    keep = np.isin(problem.slot_of_row, nodes)
+    renumber = np.full(problem.features.shape[0], -1)
+    renumber[nodes] = np.arange(nodes.size)
+    alone = find_random_splits(
+        batch["ctx"],
+        problem.rows[keep],
+        renumber[problem.slot_of_row[keep]].astype(np.intp),
+        problem.features[nodes],
+        problem.parent_channels[nodes],
+        problem.parent_counts[nodes],
+        np.random.default_rng(seed),
+    )
+    assert_same_splits(compiled, alone, f"{seed=}, alone")
+
+
+def fitted_trees(model: Any, X: np.ndarray, y: np.ndarray, **fit: Any) -> list[np.ndarray]:
+    model.fit(X, y, **fit)
+    return [member.nodes for member in model.members_]
+
+
+MODELS = [
+    ("binary", lambda: engine.ExtraTreesClassifier(4, max_features="sqrt", random_state=0)),
+    (
+        "three classes, leaves of 3",
+        lambda: engine.ExtraTreesClassifier(3, min_samples_leaf=3, random_state=1),
+    ),
+    ("fourteen classes", lambda: engine.ExtraTreesClassifier(3, random_state=2)),
+    (
+        "regression, a third of the features",
+        lambda: engine.ExtraTreesRegressor(3, max_features=0.3, random_state=3),
+    ),
+    (
+        "bootstrap, depth 6",
+        lambda: engine.ExtraTreesClassifier(3, bootstrap=True, max_depth=6, random_state=4),
+    ),
+]
+
+
+@pytest.mark.parametrize(("label", "make"), MODELS, ids=[label for label, _ in MODELS])
+def test_grows_the_trees_of_the_general_grower(
+    label: str, make: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    rng = np.random.default_rng(5)
+    X = rng.normal(size=(600, 9))
+    X[:, 4] = np.round(X[:, 4])  # few distinct values: constant in many nodes
+    X[rng.random(X.shape) < 0.08] = np.nan
+    signal = np.nan_to_num(X[:, 0]) + np.nan_to_num(X[:, 1]) * np.nan_to_num(X[:, 2])
+    if "regression" in label:
+        y = signal + 0.3 * rng.normal(size=600)
+    else:
+        n_classes = 14 if "fourteen" in label else 3 if "three" in label else 2
+        y = np.digitize(signal, np.quantile(signal, np.linspace(0, 1, n_classes + 1)[1:-1]))
+    weights = rng.uniform(0.2, 2.0, 600)
+    ours = fitted_trees(make(), X, y, sample_weight=weights)
+    monkeypatch.setattr(_grower, "grows_random_levels", lambda growth: False)
+    general = fitted_trees(make(), X, y, sample_weight=weights)
+    assert len(ours) == len(general)
+    for mine, theirs in zip(ours, general, strict=True):
+        for name in theirs.dtype.names:
+            np.testing.assert_array_equal(mine[name], theirs[name], err_msg=f"{label}: {name}")
