@@ -329,21 +329,22 @@ class BaseTreeEnsemble(BaseEstimator):
             for member in self.members_[1:]:
                 total += self._member_votes(member.predict(X))
             return total / len(self.members_)
-        # Chunks bound the (trees × rows × outputs) leaf-value block held at once, and
-        # spread large batches over threads: NumPy releases the GIL in the gathers that
-        # dominate traversal, so threads scale without copying the model to processes.
+        n_jobs = resolve_n_jobs(self.n_jobs)
+        if not (self._classification and self._hard_voting):
+            # The mean as ``mean(axis=0)`` computes it: the sum, then one division. The sum
+            # holds no (trees × rows) block, so a batch is not chunked: each chunk would read
+            # the whole forest once more. Large batches share their rows among threads (the
+            # kernels release the GIL, and a row's sum is the same whichever thread adds it).
+            return packed.leaf_value_sum(X, n_jobs) / packed.n_trees
+        # Hard votes: chunks bound the (trees × rows × outputs) leaf-value block held at once,
+        # and spread large batches over threads.
         chunk = max(1, PREDICT_PAIRS_PER_CHUNK // packed.n_trees)
         starts = range(0, X.shape[0], chunk)
-        hard = self._classification and self._hard_voting
 
         def predict_chunk(start: int) -> NDArray[np.float64]:
-            rows = X[start : start + chunk]
-            if hard:
-                return _one_hot_argmax(packed.leaf_values(rows)).mean(axis=0)
-            # The mean as ``mean(axis=0)`` computes it: the sum, then one division.
-            return packed.leaf_value_sum(rows) / packed.n_trees
+            return _one_hot_argmax(packed.leaf_values(X[start : start + chunk])).mean(axis=0)
 
-        n_threads = min(resolve_n_jobs(self.n_jobs), len(starts))
+        n_threads = min(n_jobs, len(starts))
         if n_threads <= 1:
             return np.concatenate([predict_chunk(start) for start in starts])
         with ThreadPoolExecutor(n_threads) as pool:

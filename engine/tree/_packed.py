@@ -36,14 +36,13 @@ class PackedTrees:
             [tree.nodes for tree in trees], [tree.category_bitsets for tree in trees]
         )
         self.offsets = self._nodes.roots
-        # One contiguous row per output: the kernels read a leaf's values from it, and the
-        # NumPy twin's 1-D ``take`` is ~3× faster than gathering rows of a 2-D array.
-        # Filled tree by tree: a concatenated copy would be one more model-sized transient.
+        # A node's values side by side (C order), so a leaf's values are one cache line for the
+        # kernels. Filled tree by tree: a concatenated copy would be one more model-sized
+        # transient.
         n_outputs = trees[0].values.shape[1]
-        self._value_rows = np.empty((n_outputs, self._nodes.nodes.size), dtype=np.float64)
+        self.values = np.empty((self._nodes.nodes.size, n_outputs), dtype=np.float64)
         for tree, root in zip(trees, self.offsets, strict=True):
-            self._value_rows[:, root : root + tree.values.shape[0]] = tree.values.T
-        self.values = self._value_rows.T
+            self.values[root : root + tree.values.shape[0]] = tree.values
         self.max_depth = max(tree.max_depth for tree in trees)
         self.n_trees = len(trees)
 
@@ -56,8 +55,7 @@ class PackedTrees:
 
     def leaf_values(self, X: NDArray[np.float64]) -> NDArray[np.float64]:
         """Leaf values of every tree, shape (n_trees, n_samples, n_outputs)."""
-        leaves = self.apply(X).T
-        return np.stack([row.take(leaves) for row in self._value_rows], axis=-1)
+        return self.values[self.apply(X).T]
 
     def leaf_value_sum(self, X: NDArray[np.float64], n_threads: int = 1) -> NDArray[np.float64]:
         """Sum over the trees of their leaf values, shape (n_samples, n_outputs).
@@ -69,11 +67,11 @@ class PackedTrees:
         """
         n_threads = min(n_threads, X.shape[0] // MIN_ROWS_PER_THREAD)
         if n_threads <= 1:
-            return leaf_value_sums(X, self._nodes, self._value_rows)
+            return leaf_value_sums(X, self._nodes, self.values)
         bounds = np.linspace(0, X.shape[0], n_threads + 1).astype(np.intp)
         with ThreadPoolExecutor(n_threads, thread_name_prefix="coppice-predict") as pool:
             parts = pool.map(
-                lambda start, stop: leaf_value_sums(X[start:stop], self._nodes, self._value_rows),
+                lambda start, stop: leaf_value_sums(X[start:stop], self._nodes, self.values),
                 bounds[:-1],
                 bounds[1:],
             )

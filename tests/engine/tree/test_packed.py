@@ -54,3 +54,37 @@ def test_threaded_chunks_give_the_same_predictions() -> None:
     threaded = RandomForestClassifier(n_estimators=10, random_state=4, n_jobs=2).fit(X, y)
     X_big = np.tile(X, (80, 1))  # 64k rows × 10 trees: several chunks on two threads
     np.testing.assert_array_equal(threaded.predict_proba(X_big), serial.predict_proba(X_big))
+
+
+@pytest.mark.parametrize("n_jobs", [1, 2])
+def test_forest_probabilities_are_the_tree_by_tree_sum_to_the_last_bit(n_jobs: int) -> None:
+    """Every batch size, on one thread or two, gives each row the sum of its trees' leaf values
+    added in tree order from 0.0, divided once: small batches (the leaf-index walk), large
+    ones (tree by tree, leaves added as rows reach them) and batches split among threads."""
+    X, y = _data(700, 5)
+    forest = RandomForestClassifier(n_estimators=12, random_state=2, n_jobs=n_jobs).fit(X, y)
+    X_big = np.tile(X, (8, 1))  # 5,600 rows: two threads' worth (MIN_ROWS_PER_THREAD)
+    encoded = forest._prepare(X_big)
+    expected = np.zeros((X_big.shape[0], 2))
+    for tree in forest.trees_:
+        expected += tree.predict(encoded)
+    expected /= len(forest.trees_)
+    for n_rows in (1, _traversal.MIN_ROWS_FOR_TREE_BY_TREE - 1, 300, X_big.shape[0]):
+        actual = forest.predict_proba(X_big[:n_rows])
+        np.testing.assert_array_equal(actual.view(np.uint64), expected[:n_rows].view(np.uint64))
+
+
+def test_the_twin_sums_a_batch_in_chunks_as_in_one(monkeypatch: pytest.MonkeyPatch) -> None:
+    X, y = _data(300, 6)
+    forest = RandomForestClassifier(n_estimators=5, random_state=3).fit(X, y)
+    packed, encoded = forest._packed(), forest._prepare(X)
+    arguments = (packed._nodes.roots, packed._nodes.depths, packed._nodes.nodes)
+    rest = (packed._nodes.missing_left, packed._nodes.category_split)
+    whole = _traversal._leaf_value_sums_numpy(
+        encoded, *arguments, *rest, packed._nodes.category_bitsets, packed.values
+    )
+    monkeypatch.setattr(_traversal, "TWIN_PAIRS_PER_CHUNK", 7 * 5)  # 7-row chunks
+    chunked = _traversal._leaf_value_sums_numpy(
+        encoded, *arguments, *rest, packed._nodes.category_bitsets, packed.values
+    )
+    np.testing.assert_array_equal(chunked.view(np.uint64), whole.view(np.uint64))

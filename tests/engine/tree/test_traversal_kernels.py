@@ -120,8 +120,8 @@ def _arguments(arrays: NodeArrays) -> tuple[NDArray[np.generic], ...]:
     return a.roots, a.depths, a.nodes, a.missing_left, a.category_split, a.category_bitsets
 
 
-def _value_rows(trees: list[Tree]) -> NDArray[np.float64]:
-    return np.ascontiguousarray(np.concatenate([tree.values for tree in trees]).T)
+def _node_values(trees: list[Tree]) -> NDArray[np.float64]:
+    return np.ascontiguousarray(np.concatenate([tree.values for tree in trees]))
 
 
 def _assert_bits_equal(actual: NDArray[np.float64], expected: NDArray[np.float64]) -> None:
@@ -178,16 +178,18 @@ def test_random_inputs_take_every_route() -> None:
 
 @pytest.mark.parametrize("max_depth", [8, 20])
 @pytest.mark.parametrize("n_outputs", [1, 3])
-@pytest.mark.parametrize("n_rows", [0, 1, 33])
+# Fewer than MIN_ROWS_FOR_TREE_BY_TREE rows add the leaves the leaf-index walk found; more take
+# the trees one by one, adding each leaf's values as a row reaches it.
+@pytest.mark.parametrize("n_rows", [0, 1, 33, 300])
 def test_kernel_and_twin_sums_are_bit_identical(
     n_outputs: int, n_rows: int, max_depth: int
 ) -> None:
     trees = _random_trees(7 + n_rows, 25, n_outputs, max_depth)
     X = _random_rows(8, n_rows)
     arrays = node_arrays([tree.nodes for tree in trees], [tree.category_bitsets for tree in trees])
-    value_rows = _value_rows(trees)
-    compiled = _traversal._leaf_value_sums_kernel(X, *_arguments(arrays), value_rows)
-    twin = _traversal._leaf_value_sums_numpy(X, *_arguments(arrays), value_rows)
+    node_values = _node_values(trees)
+    compiled = _traversal._leaf_value_sums_kernel(X, *_arguments(arrays), node_values)
+    twin = _traversal._leaf_value_sums_numpy(X, *_arguments(arrays), node_values)
     # The sum as its definition: leaf values added tree by tree from 0.0.
     expected = np.zeros((n_rows, n_outputs))
     for i, row in enumerate(X):
@@ -201,7 +203,10 @@ def test_batches_spanning_blocks_and_partial_steps_agree() -> None:
     """More rows than two kernel blocks, ending in a step the rows do not fill."""
     trees = _random_trees(11, 8, max_depth=20)
     arrays = node_arrays([tree.nodes for tree in trees], [tree.category_bitsets for tree in trees])
-    block = _traversal._rows_per_block(arrays.nodes.size, len(trees))
+    block = max(
+        _traversal._rows_per_block(arrays.nodes.size, len(trees)),
+        _traversal._rows_per_sum_block(arrays.nodes.size, len(trees)),
+    )
     n_rows = 2 * block + _traversal.PAIRS_IN_STEP + 3
     X = _random_rows(12, n_rows)
     assert n_rows * len(trees) >= _traversal.COMPACT_MIN_PAIRS  # the twin compacts too
@@ -209,10 +214,10 @@ def test_batches_spanning_blocks_and_partial_steps_agree() -> None:
         _traversal._leaf_indices_kernel(X, *_arguments(arrays)),
         _traversal._leaf_indices_numpy(X, *_arguments(arrays)),
     )
-    value_rows = _value_rows(trees)
+    node_values = _node_values(trees)
     _assert_bits_equal(
-        _traversal._leaf_value_sums_kernel(X, *_arguments(arrays), value_rows),
-        _traversal._leaf_value_sums_numpy(X, *_arguments(arrays), value_rows),
+        _traversal._leaf_value_sums_kernel(X, *_arguments(arrays), node_values),
+        _traversal._leaf_value_sums_numpy(X, *_arguments(arrays), node_values),
     )
 
 
