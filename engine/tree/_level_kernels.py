@@ -21,6 +21,7 @@ from engine._kernels import kernel, select
 __all__ = ["node_totals", "partition_level", "partition_rows", "squared_deviations"]
 
 _NO_CLASSES = np.zeros(0, dtype=np.int64)
+_NO_SIDES = np.zeros(0, dtype=np.bool_)
 
 
 # -- node totals ----------------------------------------------------------------------------
@@ -194,6 +195,7 @@ def _partition_compiled(
     rank_of_slot: NDArray[np.intp],
     split_feature: NDArray[np.int64],
     left_codes: NDArray[np.bool_],
+    row_right: NDArray[np.bool_],
     new_rows: NDArray[np.intp],
     new_slot: NDArray[np.intp],
     new_channels: NDArray[np.float64],
@@ -202,20 +204,22 @@ def _partition_compiled(
     counts: NDArray[np.int64],
 ) -> int:
     n_children = counts.size
+    n_channels = level_channels.shape[1]
     child_size = np.zeros(n_children + 1, dtype=np.intp)
-    goes_right = np.empty(rows.size, dtype=np.bool_)
+    known = row_right.size > 0
+    goes_right = row_right if known else np.empty(rows.size, dtype=np.bool_)
     for i in range(rows.size):
         rank = rank_of_slot[slot_of_row[i]]
         if rank < 0:
             continue
-        split = split_of_slot[slot_of_row[i]]
-        right = not left_codes[split, columns[split_feature[split], rows[i]]]
-        goes_right[i] = right
-        child_size[2 * rank + right + 1] += 1
+        if not known:
+            split = split_of_slot[slot_of_row[i]]
+            goes_right[i] = not left_codes[split, columns[split_feature[split], rows[i]]]
+        child_size[2 * rank + goes_right[i] + 1] += 1
     for child in range(n_children):
+        counts[child] = child_size[child + 1]
         child_size[child + 1] += child_size[child]
-    totals[:] = 0.0
-    counts[:] = 0
+    child_start = child_size[:-1].copy()
     for i in range(rows.size):
         rank = rank_of_slot[slot_of_row[i]]
         if rank < 0:
@@ -224,13 +228,20 @@ def _partition_compiled(
         position = child_size[child]
         new_rows[position] = rows[i]
         new_slot[position] = child
-        counts[child] += 1
-        for c in range(level_channels.shape[1]):
+        for c in range(n_channels):
             new_channels[position, c] = level_channels[i, c]
-            totals[child, c] += level_channels[i, c]
         if level_classes.size > 0:
             new_classes[position] = level_classes[i]
         child_size[child] += 1
+    # Each child's totals in its row order, as node_totals adds them, from the moved
+    # channels read front to back (a sum per child in registers, not one in memory that
+    # each row's add must wait for).
+    for child in range(n_children):
+        for c in range(n_channels):
+            total = 0.0
+            for position in range(child_start[child], child_size[child]):
+                total += new_channels[position, c]
+            totals[child, c] = total
     return child_size[n_children]
 
 
@@ -244,6 +255,7 @@ def _partition_numpy(
     rank_of_slot: NDArray[np.intp],
     split_feature: NDArray[np.int64],
     left_codes: NDArray[np.bool_],
+    row_right: NDArray[np.bool_],
     new_rows: NDArray[np.intp],
     new_slot: NDArray[np.intp],
     new_channels: NDArray[np.float64],
@@ -253,8 +265,11 @@ def _partition_numpy(
 ) -> int:
     rank = rank_of_slot[slot_of_row]
     moving = np.flatnonzero(rank >= 0)
-    split = split_of_slot[slot_of_row[moving]]
-    right = ~left_codes[split, columns[split_feature[split], rows[moving]]]
+    if row_right.size > 0:
+        right = row_right[moving]
+    else:
+        split = split_of_slot[slot_of_row[moving]]
+        right = ~left_codes[split, columns[split_feature[split], rows[moving]]]
     child = 2 * rank[moving] + right
     # A stable sort keeps each child's rows in their old order, as the kernel does.
     order = moving[np.argsort(child, kind="stable")]
@@ -282,6 +297,7 @@ def partition_level(
     split_feature: NDArray[np.int64],
     left_codes: NDArray[np.bool_],
     n_splits: int,
+    row_right: NDArray[np.bool_] | None = None,
 ) -> tuple[
     NDArray[np.intp],
     NDArray[np.intp],
@@ -304,6 +320,9 @@ def partition_level(
         Channels of ``rows[i]`` at position ``i``.
     level_classes : ndarray of int64, shape (n,) or (0,)
         Class of ``rows[i]``, or empty.
+    row_right : ndarray of bool, shape (n,), optional
+        Whether each split row goes right, when the split search knows it already; read
+        from the codes otherwise.
 
     Returns
     -------
@@ -329,6 +348,7 @@ def partition_level(
         rank_of_slot.astype(np.intp, copy=False),
         np.ascontiguousarray(split_feature, dtype=np.int64),
         np.ascontiguousarray(left_codes),
+        _NO_SIDES if row_right is None else row_right,
         new_rows,
         new_slot,
         new_channels,

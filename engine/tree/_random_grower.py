@@ -28,13 +28,14 @@ from engine._kernels import compiled_kernels
 from engine.tree._compiled_splitter import _empty_splits, _outputs, _settings
 from engine.tree._growth import Growth, split_maps
 from engine.tree._level_kernels import node_totals, partition_level
-from engine.tree._random_kernels import search_random_level
+from engine.tree._random_kernels import ONE_HOT_CLASSES, search_random_level
 from engine.tree._random_splitter import random_splits_with
 from engine.tree._split_context import SplitContext, Splits
 
 __all__ = ["grow_random_level_wise", "grows_random_levels", "random_level_splits"]
 
 _NO_CLASSES = np.zeros(0, dtype=np.int64)
+_NO_SIDES = np.zeros(0, dtype=np.bool_)
 
 
 def grows_random_levels(growth: Growth) -> bool:
@@ -56,10 +57,12 @@ def grow_random_level_wise(growth: Growth, leaves: NDArray[np.intp] | None = Non
     rows = np.arange(n_rows, dtype=np.intp)
     slot_of_row = np.zeros(n_rows, dtype=np.intp)
     level_channels = np.ascontiguousarray(ctx.channels, dtype=np.float64)
+    # Up to ONE_HOT_CLASSES classes the search sums the one-hot channels and never reads
+    # a row's class, so the classes need not move with the rows.
     by_class = ctx.classes is not None and ctx.weights is not None
     level_classes = (
         np.ascontiguousarray(ctx.classes, dtype=np.int64)
-        if by_class and ctx.classes is not None
+        if by_class and ctx.classes is not None and ctx.channels.shape[1] > ONE_HOT_CLASSES
         else _NO_CLASSES
     )
     totals, counts = node_totals(rows, slot_of_row, 1, ctx.channels)
@@ -73,6 +76,7 @@ def grow_random_level_wise(growth: Growth, leaves: NDArray[np.intp] | None = Non
             break
         node_start = np.zeros(n_slots + 1, dtype=np.intp)
         np.cumsum(counts, out=node_start[1:])
+        row_right = np.empty(rows.size, dtype=np.bool_)
         splits = _search_level(
             growth,
             depth,
@@ -83,6 +87,7 @@ def grow_random_level_wise(growth: Growth, leaves: NDArray[np.intp] | None = Non
             level_classes,
             totals[slots],
             counts[slots],
+            row_right,
         )
         chosen = growth.accepted(splits)
         if not chosen.any():
@@ -101,6 +106,7 @@ def grow_random_level_wise(growth: Growth, leaves: NDArray[np.intp] | None = Non
             splits.feature,
             splits.left_codes,
             n_chosen,
+            row_right,
         )
         n_slots = 2 * n_chosen
         depth += 1
@@ -116,8 +122,10 @@ def _search_level(
     level_classes: NDArray[np.int64],
     totals: NDArray[np.float64],
     counts: NDArray[np.int64],
+    row_right: NDArray[np.bool_],
 ) -> Splits:
-    """Best random cuts of the level's open ``slots`` (their ``totals`` and ``counts``)."""
+    """Best random cuts of the level's open ``slots`` (their ``totals`` and ``counts``),
+    with the side each row of a found split goes to in ``row_right``."""
 
     def search_round(pending: NDArray[np.intp], features: NDArray[np.int64]) -> Splits:
         return random_level_splits(
@@ -132,6 +140,7 @@ def _search_level(
             totals[pending],
             counts[pending],
             growth.rng,
+            row_right,
         )
 
     return growth.draw_rounds(slots.size, depth, search_round)
@@ -149,6 +158,7 @@ def random_level_splits(
     parent_channels: NDArray[np.float64],
     parent_counts: NDArray[np.int64],
     rng: np.random.Generator,
+    row_right: NDArray[np.bool_] | None = None,
 ) -> Splits:
     """Best random cut of the level's slots ``nodes``, on the kernels the engine runs.
 
@@ -157,7 +167,8 @@ def random_level_splits(
     ``level_classes``; see :func:`engine.tree._random_kernels.search_random_level`).
     ``columns`` are ``ctx.binned`` feature-major. One uniform is drawn per (node,
     candidate), in the order :func:`find_random_splits` draws them, so the kernel and its
-    twin grow the same trees.
+    twin grow the same trees. ``row_right`` (level-wide, optional) takes, for the rows of
+    each node a split was found for, whether it sends them right.
     """
     uniforms = rng.random(features.size)
     if not compiled_kernels():
@@ -165,17 +176,25 @@ def random_level_splits(
         positions = np.repeat(node_start[nodes] - np.cumsum(sizes) + sizes, sizes)
         positions += np.arange(positions.size)
         slot_of_row = np.repeat(np.arange(nodes.size), sizes)
-        return random_splits_with(
+        splits = random_splits_with(
             ctx, rows[positions], slot_of_row, features, parent_channels, parent_counts, uniforms
         )
+        if row_right is not None:
+            found = splits.found[slot_of_row]
+            k, at = slot_of_row[found], positions[found]
+            codes = ctx.binned[rows[at], splits.feature[k]]
+            row_right[at] = ~splits.left_codes[k, codes]
+        return splits
     n_bins = (
         ctx.n_bins
         if ctx.n_bins is not None
         else np.count_nonzero(~np.isnan(ctx.bin_values), axis=1).astype(np.int32)
     )
     splits = _empty_splits(nodes.size, ctx.n_codes)
+    outputs: list[NDArray[Any]] = [*_outputs(splits), _NO_SIDES if row_right is None else row_right]
     search_random_level(
         columns,
+        np.ascontiguousarray(ctx.binned),
         rows,
         node_start,
         nodes.astype(np.intp, copy=False),
@@ -189,6 +208,6 @@ def random_level_splits(
         n_bins.astype(np.int32, copy=False),
         uniforms,
         ctx.missing_code,
-        *_outputs(splits),
+        *outputs,
     )
     return splits

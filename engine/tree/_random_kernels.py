@@ -71,6 +71,9 @@ def _cut_gain(
 # channels (one weighted channel per class); with more, each row adds its weight to its class's
 # cell instead, one pass whatever the number of classes.
 ONE_HOT_CLASSES = 8
+# A node whose rows span more than this many times its size among all rows is sparse: it
+# reads its codes row by row (see search_random_level's ``binned``).
+SPARSE_SPAN = 2
 
 
 @kernel
@@ -174,6 +177,7 @@ def search_random_rows(
                 level_channels[i, c] = channels[row, c]
     search_random_level(
         columns,
+        np.empty((0, columns.shape[0]), dtype=columns.dtype),
         rows,
         node_start,
         np.arange(features.shape[0]),
@@ -193,12 +197,14 @@ def search_random_rows(
         split_bin,
         missing_left,
         left_codes,
+        np.zeros(0, dtype=np.bool_),
     )
 
 
 @kernel
 def search_random_level(
     columns: NDArray[Any],
+    binned: NDArray[Any],
     rows: NDArray[np.intp],
     node_start: NDArray[np.intp],
     nodes: NDArray[np.intp],
@@ -218,6 +224,7 @@ def search_random_level(
     split_bin: NDArray[np.int64],
     missing_left: NDArray[np.bool_],
     left_codes: NDArray[np.bool_],
+    row_right: NDArray[np.bool_],
 ) -> None:
     """Best random cut of the candidate features of some nodes of a level.
 
@@ -225,6 +232,11 @@ def search_random_level(
     ----------
     columns : ndarray of uint8 or uint16, shape (n_features, n_rows)
         Bin codes, feature-major.
+    binned : ndarray of uint8 or uint16, shape (n_rows, n_features) or (0, n_features)
+        The same codes row-major (or none): a node whose rows are sparse among all rows
+        reads each row's candidates from its one record (one cache miss a row, not one a
+        candidate), as scikit-learn's splitter reads its row-major ``X`` (Louppe 2014,
+        §5.3); a dense node reads each candidate's column, in order.
     rows : ndarray of intp, shape (n,)
         The level's rows, grouped by node slot: slot ``s`` holds
         ``rows[node_start[s]:node_start[s + 1]]``.
@@ -241,6 +253,11 @@ def search_random_level(
     uniforms : ndarray of float64, shape (K · n_per_node,)
         ``uniforms[j · K + k]`` places the threshold of node ``k``'s ``j``-th candidate
         between the node's smallest and largest value (Geurts et al. 2006).
+    row_right : ndarray of bool, shape (n,) or (0,)
+        Set, for the rows of each node a split was found for, to whether the split sends
+        the row right (``not left_codes[k, code]``): the search holds the winning feature's
+        codes in order already, so the partition need not read them from scattered rows
+        again. Left alone for other rows; not written when empty.
     """
     n_nodes, n_per_node = features.shape
     n_channels = parents.shape[1]
@@ -249,31 +266,45 @@ def search_random_level(
     sides = np.zeros((3, 1 + n_channels))  # left, (unused), missing: count then channel sums
     left = np.empty(n_channels)
     right = np.empty(n_channels)
-    # One feature's codes of a node, gathered into a contiguous buffer: the gather is the
-    # one scattered read of a candidate, and the side sums then read the buffer in order.
+    # Each candidate's codes of a node, gathered into a contiguous buffer: the gather is the
+    # one scattered read of a candidate, and the side sums then read the buffer in order, as
+    # does the winner's row_right.
     largest = 0
     for k in range(n_nodes):
         largest = max(largest, node_start[nodes[k] + 1] - node_start[nodes[k]])
-    code_buffer = np.empty(largest, dtype=columns.dtype)
+    code_buffer = np.empty((n_per_node, largest), dtype=columns.dtype)
     for k in range(n_nodes):
         slot = nodes[k]
         start, stop = node_start[slot], node_start[slot + 1]
         size = stop - start
-        node_codes = code_buffer[:size]
         node_channels = level_channels[start:stop]
         node_classes = level_classes[start:stop] if level_classes.size > 0 else level_classes
         parent = parents[k]
         parent_score = node_score(parent, criterion, l1, l2, 0.0, -np.inf, np.inf, False)
         best_gain, best_feature, best_cut, best_missing_left = -np.inf, -1, 0, False
+        best_j = 0
+        # Past one row in SPARSE_SPAN, a node's rows rarely share a column's cache line.
+        sparse = size > 0 and rows[stop - 1] - rows[start] >= SPARSE_SPAN * size
+        if sparse and binned.shape[0] > 0:
+            for i in range(size):
+                record = binned[rows[start + i]]
+                for j in range(n_per_node):
+                    if features[k, j] >= 0:
+                        code_buffer[j, i] = record[features[k, j]]
+        else:
+            for j in range(n_per_node):
+                if features[k, j] >= 0:
+                    codes = columns[features[k, j]]
+                    for i in range(size):
+                        code_buffer[j, i] = codes[rows[start + i]]
         for j in range(n_per_node):
             feature = features[k, j]
             if feature < 0:
                 continue
-            codes = columns[feature]
+            node_codes = code_buffer[j, :size]
             low, high, n_missing = missing_code, -1, 0
             for i in range(size):
-                code = codes[rows[start + i]]
-                node_codes[i] = code
+                code = node_codes[i]
                 low = min(low, int(code))
                 if code == missing_code:
                     n_missing += 1
@@ -334,7 +365,7 @@ def search_random_level(
                     cut_gain, goes_left = with_missing, True
             if cut_gain > best_gain:
                 best_gain, best_feature, best_cut = cut_gain, feature, max(cut, 0)
-                best_missing_left = goes_left
+                best_missing_left, best_j = goes_left, j
         found[k] = np.isfinite(best_gain)
         if not found[k]:
             gain[k], split_feature[k], split_bin[k] = 0.0, -1, 0
@@ -347,3 +378,10 @@ def search_random_level(
         for bin_code in range(left_codes.shape[1]):
             left_codes[k, bin_code] = bin_code <= best_cut
         left_codes[k, missing_code] = best_missing_left
+        if row_right.size > 0:
+            best_codes = code_buffer[best_j, :size]
+            for i in range(size):
+                code = best_codes[i]
+                row_right[start + i] = (
+                    not best_missing_left if code == missing_code else code > best_cut
+                )

@@ -104,6 +104,7 @@ def test_partition_equals_the_twin_and_keeps_row_order(seed: int) -> None:
             rank_of_slot,
             split_feature,
             left_codes,
+            np.zeros(0, dtype=np.bool_),  # sides read from the codes
             new_rows,
             new_slot,
             np.empty((batch["rows"].size, 0)),

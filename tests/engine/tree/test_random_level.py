@@ -56,6 +56,13 @@ def test_partition_level_equals_its_twin_and_node_totals(seed: int) -> None:
         batch["channels"], batch["classes"] if with_classes else None, rows
     )
     args = (split_of_slot, rank_of_slot, split_feature, left_codes)
+    # Every third case is told each row's side, as the random-cut search tells it (rows of
+    # slots not split hold anything); the others read it from the codes.
+    row_right = np.zeros(0, dtype=np.bool_)
+    if seed % 3 == 0:
+        split_of_row = split_of_slot[slot_of_row]
+        codes = batch["binned"][rows, split_feature[split_of_row]]
+        row_right = ~left_codes[split_of_row, codes] | (rank_of_slot[slot_of_row] < 0)
     results = []
     for partition in (level._partition_compiled, level._partition_numpy):
         n = rows.size
@@ -68,7 +75,14 @@ def test_partition_level_equals_its_twin_and_node_totals(seed: int) -> None:
             np.full(2 * n_splits, -1, dtype=np.int64),
         )
         moved = partition(
-            batch["columns"], rows, slot_of_row, level_channels, level_classes, *args, *outputs
+            batch["columns"],
+            rows,
+            slot_of_row,
+            level_channels,
+            level_classes,
+            *args,
+            row_right,
+            *outputs,
         )
         results.append((int(moved), *(out[:moved] for out in outputs[:4]), *outputs[4:]))
     for actual, expected in zip(results[0], results[1], strict=True):
@@ -121,10 +135,11 @@ def level_problem(seed: int) -> dict[str, Any]:
     }
 
 
-def search(level_problem: dict[str, Any], seed: int) -> Splits:
+def search(level_problem: dict[str, Any], seed: int) -> tuple[Splits, np.ndarray]:
     problem, nodes = level_problem["problem"], level_problem["nodes"]
     ctx = level_problem["ctx"]
-    return _random_grower.random_level_splits(
+    row_right = np.full(problem.rows.size, 2, dtype=np.uint8).view(np.bool_)  # neither side
+    splits = _random_grower.random_level_splits(
         ctx,
         np.ascontiguousarray(ctx.binned.T),
         problem.rows,
@@ -136,7 +151,9 @@ def search(level_problem: dict[str, Any], seed: int) -> Splits:
         problem.parent_channels[nodes],
         problem.parent_counts[nodes],
         np.random.default_rng(seed),
+        row_right,
     )
+    return splits, row_right.view(np.uint8)
 
 
 @pytest.mark.parametrize("seed", range(60))
@@ -145,9 +162,9 @@ def test_random_level_splits_equal_the_twin_and_find_random_splits(
 ) -> None:
     batch = level_problem(seed)
     monkeypatch.setattr(_random_grower, "compiled_kernels", lambda: True)
-    compiled = search(batch, seed)
+    compiled, compiled_right = search(batch, seed)
     monkeypatch.setattr(_random_grower, "compiled_kernels", lambda: False)
-    twin = search(batch, seed)
+    twin, twin_right = search(batch, seed)
     assert_same_splits(compiled, twin, f"{seed=}")
     # The same as searching the selected slots' rows on their own.
     problem, nodes = batch["problem"], batch["nodes"]
@@ -164,6 +181,13 @@ def test_random_level_splits_equal_the_twin_and_find_random_splits(
         np.random.default_rng(seed),
     )
     assert_same_splits(compiled, alone, f"{seed=}, alone")
+    # Each row of a found split is marked with the side its code goes to; others untouched.
+    k = renumber[problem.slot_of_row]
+    split_rows = (k >= 0) & compiled.found[np.maximum(k, 0)]
+    codes = problem.ctx.binned[problem.rows, compiled.feature[np.maximum(k, 0)]]
+    expected = np.where(split_rows, ~compiled.left_codes[np.maximum(k, 0), codes], 2)
+    np.testing.assert_array_equal(compiled_right, expected.astype(np.uint8))
+    np.testing.assert_array_equal(twin_right, compiled_right)
 
 
 def fitted_trees(model: Any, X: np.ndarray, y: np.ndarray, **fit: Any) -> list[np.ndarray]:
