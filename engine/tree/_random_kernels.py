@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from engine._kernels import kernel
+from engine._kernels import inline_kernel, kernel
 from engine.tree._criterion_kernels import class_score, class_weight, pair_score, pair_weight
 from engine.tree._scan_kernels import node_score
 
@@ -101,36 +101,83 @@ def _side_sums(
     updates one side and derives the other).
     """
     sides[:] = 0.0
-    size = node_codes.size
     n_channels = sides.shape[1] - 1
     by_class = node_classes.size > 0 and n_channels > ONE_HOT_CLASSES
+    if by_class:
+        for i in range(node_codes.size):
+            code = node_codes[i]
+            side = 0 if code <= cut else (2 if code == missing_code else 1)
+            if side != 1:
+                c = node_classes[i]
+                sides[side, 0] += 1.0
+                sides[side, 1 + c] += node_channels[i, c]
+        sides[1, :] = 0.0
+        return
+    # Separate loops for the two sides and the common two channels: a loop whose test is
+    # the same for every row compiles to straight-line code.
+    if n_channels == 2:
+        _two_channel_sums(node_codes, cut, False, node_channels, sides[0])
+        if n_missing > 0:
+            _two_channel_sums(node_codes, missing_code, True, node_channels, sides[2])
+        return
     for side, wanted in ((0, cut), (2, missing_code)):
         if side == 2 and n_missing == 0:
             continue
         count = 0
-        if by_class:
-            for i in range(size):
-                if node_codes[i] <= wanted if side == 0 else node_codes[i] == wanted:
-                    count += 1
-                    c = node_classes[i]
-                    sides[side, 1 + c] += node_channels[i, c]
-        elif n_channels == 2:
-            first, second = 0.0, 0.0
-            for i in range(size):
-                take = node_codes[i] <= wanted if side == 0 else node_codes[i] == wanted
-                count += take
-                weight = np.float64(take)
-                first += node_channels[i, 0] * weight
-                second += node_channels[i, 1] * weight
-            sides[side, 1], sides[side, 2] = first, second
-        else:
-            for i in range(size):
-                take = node_codes[i] <= wanted if side == 0 else node_codes[i] == wanted
-                count += take
-                weight = np.float64(take)
-                for c in range(n_channels):
-                    sides[side, 1 + c] += node_channels[i, c] * weight
+        for i in range(node_codes.size):
+            take = node_codes[i] <= wanted if side == 0 else node_codes[i] == wanted
+            count += take
+            weight = np.float64(take)
+            for c in range(n_channels):
+                sides[side, 1 + c] += node_channels[i, c] * weight
         sides[side, 0] = count
+
+
+@inline_kernel
+def _two_channel_sums(
+    node_codes: NDArray[Any],
+    wanted: int,
+    equal: bool,
+    node_channels: NDArray[np.float64],
+    side: NDArray[np.float64],
+) -> None:
+    """Count and two channel sums of the rows whose code is ≤ ``wanted`` (or == it)."""
+    count = 0
+    first, second = 0.0, 0.0
+    if equal:
+        for i in range(node_codes.size):
+            take = node_codes[i] == wanted
+            count += take
+            weight = np.float64(take)
+            first += node_channels[i, 0] * weight
+            second += node_channels[i, 1] * weight
+    else:
+        for i in range(node_codes.size):
+            take = node_codes[i] <= wanted
+            count += take
+            weight = np.float64(take)
+            first += node_channels[i, 0] * weight
+            second += node_channels[i, 1] * weight
+    side[0], side[1], side[2] = count, first, second
+
+
+@inline_kernel
+def _code_range(node_codes: NDArray[Any], missing_code: int) -> tuple[int, int, int]:
+    """Smallest code, largest present code (−1 if none) and whether any is missing (0/1)."""
+    if node_codes.size == 0:
+        return missing_code, -1, 0
+    smallest, largest = node_codes[0], node_codes[0]
+    # Codes of one dtype, no branch: a min/max the compiler turns into vector instructions.
+    for i in range(1, node_codes.size):
+        smallest = min(smallest, node_codes[i])
+        largest = max(largest, node_codes[i])
+    if largest != missing_code:
+        return int(smallest), int(largest), 0
+    high = -1
+    for i in range(node_codes.size):
+        if node_codes[i] != missing_code:
+            high = max(high, int(node_codes[i]))
+    return int(smallest), high, 1
 
 
 @kernel
@@ -302,14 +349,7 @@ def search_random_level(
             if feature < 0:
                 continue
             node_codes = code_buffer[j, :size]
-            low, high, n_missing = missing_code, -1, 0
-            for i in range(size):
-                code = node_codes[i]
-                low = min(low, int(code))
-                if code == missing_code:
-                    n_missing += 1
-                else:
-                    high = max(high, int(code))
+            low, high, n_missing = _code_range(node_codes, missing_code)
             if high < 0:
                 continue  # every row missing: no present value to cut between
             low_value = bin_values[feature, min(low, missing_code - 1)]
