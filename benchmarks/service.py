@@ -298,19 +298,34 @@ def measure_latency(
     return {"calls": len(latencies), **_ms(latencies), "in_process_p50_ms": _ms(local)["p50_ms"]}
 
 
+def _cpu_seconds(pid: int) -> float:
+    """CPU time (user + system, all threads) the process ``pid`` has used so far."""
+    import psutil
+
+    times = psutil.Process(pid).cpu_times()
+    return float(times.user + times.system)
+
+
 def measure_batch(
-    client: httpx.Client, url: str, data: Data, model: Any, settings: Settings
+    client: httpx.Client, url: str, data: Data, model: Any, settings: Settings, server_pid: int
 ) -> dict[str, Any]:
-    """One request of ``predict_rows`` rows (columns/rows form), repeated; median taken."""
+    """One request of ``predict_rows`` rows (columns/rows form), repeated; median taken.
+
+    Beside the wall time, the CPU time the server process spent on each request: on a
+    machine shared with other work the wall time swings with the neighbours' load, the CPU
+    time much less (it counts the server's own work, on every thread, and not its waiting).
+    """
     rows = data.test_rows(settings.predict_rows)
     content = json.dumps({"columns": data.columns, "rows": rows}).encode()
     headers = {"content-type": "application/json"}
     client.post(url, content=content, headers=headers).raise_for_status()  # warm-up
-    timings = []
+    timings, server_cpu = [], []
     for _ in range(settings.predict_repeats):
+        cpu_before = _cpu_seconds(server_pid)
         started = time.perf_counter()
         response = client.post(url, content=content, headers=headers)
         timings.append(time.perf_counter() - started)
+        server_cpu.append(_cpu_seconds(server_pid) - cpu_before)
         response.raise_for_status()
     served = response.json()["predictions"]
     started = time.perf_counter()
@@ -321,6 +336,8 @@ def measure_batch(
         "body_bytes": len(content),
         "median_s": statistics.median(timings),
         "all_s": timings,
+        "server_cpu_median_s": statistics.median(server_cpu),
+        "server_cpu_all_s": server_cpu,
         "in_process_s": local_s,
         # Same data, params and seed: the served model and the in-process one should agree.
         "agreement": float(np.mean(np.asarray(served) == local)),
@@ -407,8 +424,9 @@ def render(payload: dict[str, Any]) -> str:
         (
             f"{batch['rows']:,}-row predict",
             f"{batch['median_s']:.2f} s",
-            f"median of {len(batch['all_s'])}; {batch['body_bytes'] / 1e6:.1f} MB body; "
-            f"in-process {batch['in_process_s']:.2f} s; "
+            f"median of {len(batch['all_s'])}; server CPU "
+            f"{batch.get('server_cpu_median_s', float('nan')):.2f} s; "
+            f"{batch['body_bytes'] / 1e6:.1f} MB body; in-process {batch['in_process_s']:.2f} s; "
             f"{batch['agreement']:.1%} same predictions",
         ),
         (
@@ -463,8 +481,11 @@ def main(argv: Sequence[str] | None = None) -> int:
                 log(
                     f"1-row predict: p50 {latency['p50_ms']:.2f} ms, p99 {latency['p99_ms']:.2f} ms"
                 )
-                batch = measure_batch(client, url, data, model, settings)
-                log(f"{batch['rows']}-row predict: median {batch['median_s']:.2f} s")
+                batch = measure_batch(client, url, data, model, settings, server.pid)
+                log(
+                    f"{batch['rows']}-row predict: median {batch['median_s']:.2f} s, "
+                    f"server CPU {batch['server_cpu_median_s']:.2f} s"
+                )
             concurrent = measure_concurrent(base_url, url, data, settings)
             log(f"{settings.clients} clients: {concurrent['throughput_rps']:.0f} req/s")
         finally:
