@@ -25,7 +25,7 @@ from engine.tree._criteria import (
     score,
 )
 from engine.tree._histograms import build_histograms
-from engine.tree._level_kernels import node_totals, squared_deviations
+from engine.tree._level_kernels import node_totals, shuffle_rows, squared_deviations
 from engine.tree._memo import feature_major
 from engine.tree._monotone import MonotoneBounds
 from engine.tree._split_context import SplitContext, Splits
@@ -368,12 +368,19 @@ class Growth:
         if per_round >= n_candidates:
             features = np.broadcast_to(pool, (n_slots, n_candidates))
             return search_round(np.arange(n_slots), np.ascontiguousarray(features))
-        order = self.rng.random((n_slots, n_candidates)).argsort(axis=1)
-        drawn = pool[order]
+        random_cuts = self.ctx.random_splits
+        if random_cuts:
+            # Random cuts draw a round's candidates when they need them, one uniform each.
+            order = np.tile(np.arange(n_candidates, dtype=np.intp), (n_slots, 1))
+        else:
+            order = self.rng.random((n_slots, n_candidates)).argsort(axis=1)
         result: Splits | None = None
         pending = np.arange(n_slots)
         for start in range(0, n_candidates, per_round):
-            features = drawn[pending, start : start + per_round]
+            if random_cuts:
+                width = min(per_round, n_candidates - start)
+                shuffle_rows(order, pending, self.rng.random((pending.size, width)), start)
+            features = pool[order[pending, start : start + per_round]]
             if features.shape[1] < per_round:
                 pad = np.full((pending.size, per_round - features.shape[1]), -1)
                 features = np.concatenate([features, pad], axis=1)

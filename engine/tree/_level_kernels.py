@@ -18,7 +18,13 @@ from numpy.typing import NDArray
 
 from engine._kernels import kernel, select
 
-__all__ = ["node_totals", "partition_level", "partition_rows", "squared_deviations"]
+__all__ = [
+    "node_totals",
+    "partition_level",
+    "partition_rows",
+    "shuffle_rows",
+    "squared_deviations",
+]
 
 _NO_CLASSES = np.zeros(0, dtype=np.int64)
 _NO_SIDES = np.zeros(0, dtype=np.bool_)
@@ -364,3 +370,58 @@ def partition_level(
         totals,
         counts,
     )
+
+
+# -- drawing candidate features ---------------------------------------------------------
+
+
+@kernel
+def _shuffle_compiled(
+    order: NDArray[np.intp], rows: NDArray[np.intp], uniforms: NDArray[np.float64], start: int
+) -> None:
+    n_columns = order.shape[1]
+    for k in range(rows.size):
+        row = rows[k]
+        for step in range(uniforms.shape[1]):
+            at = start + step
+            pick = min(at + int(uniforms[k, step] * (n_columns - at)), n_columns - 1)
+            order[row, at], order[row, pick] = order[row, pick], order[row, at]
+
+
+def _shuffle_numpy(
+    order: NDArray[np.intp], rows: NDArray[np.intp], uniforms: NDArray[np.float64], start: int
+) -> None:
+    n_columns = order.shape[1]
+    for step in range(uniforms.shape[1]):
+        at = start + step
+        pick = np.minimum(
+            at + (uniforms[:, step] * (n_columns - at)).astype(np.intp), n_columns - 1
+        )
+        taken = order[rows, pick]
+        order[rows, pick] = order[rows, at]
+        order[rows, at] = taken
+
+
+_shuffle = select(_shuffle_compiled, _shuffle_numpy)
+
+
+def shuffle_rows(
+    order: NDArray[np.intp], rows: NDArray[np.intp], uniforms: NDArray[np.float64], start: int
+) -> None:
+    """Fisher–Yates steps ``start, start + 1, …`` on the given rows of ``order``, in place.
+
+    Step ``at`` swaps ``order[row, at]`` with a uniformly drawn entry of ``order[row, at:]``
+    (``uniforms[k, at − start]`` for ``rows[k]``), so after it ``order[row, :at + 1]`` is a
+    uniform draw without replacement, and later steps continue the same draw. A node takes
+    its candidate features this way one round at a time, as scikit-learn's splitter draws
+    them one at a time (Louppe 2014, §5.3), with one uniform per feature taken rather than
+    one per feature of the pool.
+
+    Parameters
+    ----------
+    order : ndarray of intp, shape (n, m)
+    rows : ndarray of intp, shape (k,)
+    uniforms : ndarray of float64, shape (k, steps), steps ≤ m − start
+    """
+    if rows.size and uniforms.shape[1]:
+        _shuffle(order, rows.astype(np.intp, copy=False), uniforms, start)

@@ -63,10 +63,10 @@ def test_partition_level_equals_its_twin_and_node_totals(seed: int) -> None:
         split_of_row = split_of_slot[slot_of_row]
         codes = batch["binned"][rows, split_feature[split_of_row]]
         row_right = ~left_codes[split_of_row, codes] | (rank_of_slot[slot_of_row] < 0)
-    results = []
+    results: list[tuple[Any, ...]] = []
     for partition in (level._partition_compiled, level._partition_numpy):
         n = rows.size
-        outputs = (
+        outputs: tuple[Any, ...] = (
             np.full(n, -1, dtype=np.intp),
             np.full(n, -1, dtype=np.intp),
             np.full((n, n_channels), np.nan),
@@ -223,7 +223,7 @@ def test_grows_the_trees_of_the_general_grower(
     X[rng.random(X.shape) < 0.08] = np.nan
     signal = np.nan_to_num(X[:, 0]) + np.nan_to_num(X[:, 1]) * np.nan_to_num(X[:, 2])
     if "regression" in label:
-        y = signal + 0.3 * rng.normal(size=600)
+        y: np.ndarray = signal + 0.3 * rng.normal(size=600)
     else:
         n_classes = 14 if "fourteen" in label else 3 if "three" in label else 2
         y = np.digitize(signal, np.quantile(signal, np.linspace(0, 1, n_classes + 1)[1:-1]))
@@ -233,5 +233,43 @@ def test_grows_the_trees_of_the_general_grower(
     general = fitted_trees(make(), X, y, sample_weight=weights)
     assert len(ours) == len(general)
     for mine, theirs in zip(ours, general, strict=True):
+        assert theirs.dtype.names is not None
         for name in theirs.dtype.names:
             np.testing.assert_array_equal(mine[name], theirs[name], err_msg=f"{label}: {name}")
+
+
+@pytest.mark.parametrize("seed", range(20))
+def test_shuffle_rows_equals_its_twin_and_continues_one_draw(seed: int) -> None:
+    rng = np.random.default_rng(seed)
+    n, m = int(rng.integers(1, 30)), int(rng.integers(1, 45))
+    per_round = int(rng.integers(1, m + 1))
+    orders = [np.tile(np.arange(m, dtype=np.intp), (n, 1)) for _ in range(2)]
+    pending = np.arange(n, dtype=np.intp)
+    for start in range(0, m, per_round):
+        uniforms = rng.random((pending.size, min(per_round, m - start)))
+        if seed % 4 == 0:
+            uniforms[:, 0] = np.nextafter(1.0, 0.0)  # the largest draw picks the last entry
+        level._shuffle_compiled(orders[0], pending, uniforms, start)
+        level._shuffle_numpy(orders[1], pending, uniforms, start)
+        assert_bits_equal(orders[0], orders[1])
+        pending = np.sort(
+            rng.choice(pending, int(rng.integers(0, pending.size + 1)), replace=False)
+        )
+    # Every row is still a permutation of the features.
+    np.testing.assert_array_equal(np.sort(orders[0], axis=1), np.tile(np.arange(m), (n, 1)))
+
+
+def test_shuffle_rows_draws_every_feature_alike() -> None:
+    """Each feature comes first, and each pair comes first and second, as often as any other
+    (Fisher–Yates draws a uniform permutation), within five standard errors."""
+    n, m = 60_000, 5
+    rng = np.random.default_rng(0)
+    order = np.tile(np.arange(m, dtype=np.intp), (n, 1))
+    level.shuffle_rows(order, np.arange(n), rng.random((n, 2)), 0)
+    first = np.bincount(order[:, 0], minlength=m) / n
+    assert np.all(np.abs(first - 1 / m) < 5 * np.sqrt((1 / m) * (1 - 1 / m) / n))
+    pairs = np.bincount(order[:, 0] * m + order[:, 1], minlength=m * m).reshape(m, m) / n
+    expected = 1 / (m * (m - 1))
+    off_diagonal = ~np.eye(m, dtype=bool)
+    assert np.all(np.diag(pairs) == 0)
+    assert np.all(np.abs(pairs[off_diagonal] - expected) < 5 * np.sqrt(expected / n))
