@@ -20,14 +20,11 @@ from engine._kernels import kernel, select
 
 __all__ = [
     "node_totals",
-    "partition_level",
+    "partition_ranges",
     "partition_rows",
     "shuffle_rows",
     "squared_deviations",
 ]
-
-_NO_CLASSES = np.zeros(0, dtype=np.int64)
-_NO_SIDES = np.zeros(0, dtype=np.bool_)
 
 
 # -- node totals ----------------------------------------------------------------------------
@@ -143,6 +140,70 @@ def squared_deviations(
 # -- moving rows to their children ------------------------------------------------------
 
 
+@kernel
+def _partition_compiled(
+    columns: NDArray[Any],
+    rows: NDArray[np.intp],
+    slot_of_row: NDArray[np.intp],
+    split_of_slot: NDArray[np.intp],
+    rank_of_slot: NDArray[np.intp],
+    split_feature: NDArray[np.int64],
+    left_codes: NDArray[np.bool_],
+    n_children: int,
+    new_rows: NDArray[np.intp],
+    new_slot: NDArray[np.intp],
+) -> int:
+    child_size = np.zeros(n_children + 1, dtype=np.intp)
+    goes_right = np.empty(rows.size, dtype=np.bool_)
+    for i in range(rows.size):
+        rank = rank_of_slot[slot_of_row[i]]
+        if rank < 0:
+            continue
+        split = split_of_slot[slot_of_row[i]]
+        right = not left_codes[split, columns[split_feature[split], rows[i]]]
+        goes_right[i] = right
+        child_size[2 * rank + right + 1] += 1
+    for child in range(n_children):
+        child_size[child + 1] += child_size[child]
+    for i in range(rows.size):
+        rank = rank_of_slot[slot_of_row[i]]
+        if rank < 0:
+            continue
+        child = 2 * rank + goes_right[i]
+        position = child_size[child]
+        new_rows[position] = rows[i]
+        new_slot[position] = child
+        child_size[child] += 1
+    return child_size[n_children]
+
+
+def _partition_numpy(
+    columns: NDArray[Any],
+    rows: NDArray[np.intp],
+    slot_of_row: NDArray[np.intp],
+    split_of_slot: NDArray[np.intp],
+    rank_of_slot: NDArray[np.intp],
+    split_feature: NDArray[np.int64],
+    left_codes: NDArray[np.bool_],
+    n_children: int,
+    new_rows: NDArray[np.intp],
+    new_slot: NDArray[np.intp],
+) -> int:
+    rank = rank_of_slot[slot_of_row]
+    moving = rank >= 0
+    rows, split = rows[moving], split_of_slot[slot_of_row[moving]]
+    right = ~left_codes[split, columns[split_feature[split], rows]]
+    child = 2 * rank[moving] + right
+    # A stable sort keeps each child's rows in their old order, as the kernel does.
+    order = np.argsort(child, kind="stable")
+    new_rows[: rows.size] = rows[order]
+    new_slot[: rows.size] = child[order]
+    return int(rows.size)
+
+
+_partition = select(_partition_compiled, _partition_numpy)
+
+
 def partition_rows(
     columns: NDArray[Any],
     rows: NDArray[np.intp],
@@ -175,201 +236,175 @@ def partition_rows(
     -------
     rows, slot_of_row : the children's rows, grouped by child ``0..2·n_splits − 1``.
     """
-    moved = partition_level(
+    new_rows = np.empty(rows.size, dtype=np.intp)
+    new_slot = np.empty(rows.size, dtype=np.intp)
+    n_moved = _partition(
         columns,
-        rows,
-        slot_of_row,
-        np.empty((rows.size, 0)),
-        _NO_CLASSES,
-        split_of_slot,
-        rank_of_slot,
-        split_feature,
-        left_codes,
-        n_splits,
+        rows.astype(np.intp, copy=False),
+        slot_of_row.astype(np.intp, copy=False),
+        split_of_slot.astype(np.intp, copy=False),
+        rank_of_slot.astype(np.intp, copy=False),
+        np.ascontiguousarray(split_feature, dtype=np.int64),
+        np.ascontiguousarray(left_codes),
+        2 * n_splits,
+        new_rows,
+        new_slot,
     )
-    return moved[0], moved[1]
+    return new_rows[:n_moved], new_slot[:n_moved]
+
+
+# -- moving a level's rows with their channels ------------------------------------------
 
 
 @kernel
-def _partition_compiled(
-    columns: NDArray[Any],
+def _ranges_compiled(
     rows: NDArray[np.intp],
-    slot_of_row: NDArray[np.intp],
+    node_start: NDArray[np.intp],
+    rank_of_slot: NDArray[np.intp],
+    row_right: NDArray[np.bool_],
     level_channels: NDArray[np.float64],
     level_classes: NDArray[np.int64],
-    split_of_slot: NDArray[np.intp],
-    rank_of_slot: NDArray[np.intp],
-    split_feature: NDArray[np.int64],
-    left_codes: NDArray[np.bool_],
-    row_right: NDArray[np.bool_],
     new_rows: NDArray[np.intp],
-    new_slot: NDArray[np.intp],
     new_channels: NDArray[np.float64],
     new_classes: NDArray[np.int64],
     totals: NDArray[np.float64],
     counts: NDArray[np.int64],
 ) -> int:
-    n_children = counts.size
     n_channels = level_channels.shape[1]
-    child_size = np.zeros(n_children + 1, dtype=np.intp)
-    known = row_right.size > 0
-    goes_right = row_right if known else np.empty(rows.size, dtype=np.bool_)
-    for i in range(rows.size):
-        rank = rank_of_slot[slot_of_row[i]]
+    child_start = np.empty(counts.size, dtype=np.intp)
+    n_moved = 0
+    for slot in range(node_start.size - 1):
+        rank = rank_of_slot[slot]
         if rank < 0:
             continue
-        if not known:
-            split = split_of_slot[slot_of_row[i]]
-            goes_right[i] = not left_codes[split, columns[split_feature[split], rows[i]]]
-        child_size[2 * rank + goes_right[i] + 1] += 1
-    for child in range(n_children):
-        counts[child] = child_size[child + 1]
-        child_size[child + 1] += child_size[child]
-    child_start = child_size[:-1].copy()
-    for i in range(rows.size):
-        rank = rank_of_slot[slot_of_row[i]]
+        n_right = 0
+        for i in range(node_start[slot], node_start[slot + 1]):
+            n_right += row_right[i]
+        size = node_start[slot + 1] - node_start[slot]
+        child_start[2 * rank], child_start[2 * rank + 1] = n_moved, n_moved + size - n_right
+        counts[2 * rank], counts[2 * rank + 1] = size - n_right, n_right
+        n_moved += size
+    for slot in range(node_start.size - 1):
+        rank = rank_of_slot[slot]
         if rank < 0:
             continue
-        child = 2 * rank + goes_right[i]
-        position = child_size[child]
-        new_rows[position] = rows[i]
-        new_slot[position] = child
-        for c in range(n_channels):
-            new_channels[position, c] = level_channels[i, c]
-        if level_classes.size > 0:
-            new_classes[position] = level_classes[i]
-        child_size[child] += 1
+        at_left, at_right = child_start[2 * rank], child_start[2 * rank + 1]
+        for i in range(node_start[slot], node_start[slot + 1]):
+            right = row_right[i]
+            position = at_right if right else at_left
+            at_right += right
+            at_left += 1 - right
+            new_rows[position] = rows[i]
+            for c in range(n_channels):
+                new_channels[position, c] = level_channels[i, c]
+            if level_classes.size > 0:
+                new_classes[position] = level_classes[i]
     # Each child's totals in its row order, as node_totals adds them, from the moved
-    # channels read front to back (a sum per child in registers, not one in memory that
-    # each row's add must wait for).
-    for child in range(n_children):
+    # channels read front to back, one sum in a register at a time.
+    for child in range(counts.size):
         for c in range(n_channels):
             total = 0.0
-            for position in range(child_start[child], child_size[child]):
+            for position in range(child_start[child], child_start[child] + counts[child]):
                 total += new_channels[position, c]
             totals[child, c] = total
-    return child_size[n_children]
+    return n_moved
 
 
-def _partition_numpy(
-    columns: NDArray[Any],
+def _ranges_numpy(
     rows: NDArray[np.intp],
-    slot_of_row: NDArray[np.intp],
+    node_start: NDArray[np.intp],
+    rank_of_slot: NDArray[np.intp],
+    row_right: NDArray[np.bool_],
     level_channels: NDArray[np.float64],
     level_classes: NDArray[np.int64],
-    split_of_slot: NDArray[np.intp],
-    rank_of_slot: NDArray[np.intp],
-    split_feature: NDArray[np.int64],
-    left_codes: NDArray[np.bool_],
-    row_right: NDArray[np.bool_],
     new_rows: NDArray[np.intp],
-    new_slot: NDArray[np.intp],
     new_channels: NDArray[np.float64],
     new_classes: NDArray[np.int64],
     totals: NDArray[np.float64],
     counts: NDArray[np.int64],
 ) -> int:
-    rank = rank_of_slot[slot_of_row]
+    rank = np.repeat(rank_of_slot, np.diff(node_start))
     moving = np.flatnonzero(rank >= 0)
-    if row_right.size > 0:
-        right = row_right[moving]
-    else:
-        split = split_of_slot[slot_of_row[moving]]
-        right = ~left_codes[split, columns[split_feature[split], rows[moving]]]
-    child = 2 * rank[moving] + right
+    child = 2 * rank[moving] + row_right[moving]
     # A stable sort keeps each child's rows in their old order, as the kernel does.
     order = moving[np.argsort(child, kind="stable")]
     n_moved = order.size
     new_rows[:n_moved] = rows[order]
-    new_slot[:n_moved] = np.sort(child, kind="stable")
     new_channels[:n_moved] = level_channels[order]
     if level_classes.size > 0:
         new_classes[:n_moved] = level_classes[order]
-    _totals_numpy(np.arange(n_moved), new_slot[:n_moved], new_channels[:n_moved], totals, counts)
+    new_child = np.sort(child, kind="stable")
+    _totals_numpy(np.arange(n_moved), new_child, new_channels[:n_moved], totals, counts)
     return int(n_moved)
 
 
-_partition = select(_partition_compiled, _partition_numpy)
+_ranges = select(_ranges_compiled, _ranges_numpy)
 
 
-def partition_level(
-    columns: NDArray[Any],
+def partition_ranges(
     rows: NDArray[np.intp],
-    slot_of_row: NDArray[np.intp],
+    node_start: NDArray[np.intp],
+    rank_of_slot: NDArray[np.intp],
+    row_right: NDArray[np.bool_],
     level_channels: NDArray[np.float64],
     level_classes: NDArray[np.int64],
-    split_of_slot: NDArray[np.intp],
-    rank_of_slot: NDArray[np.intp],
-    split_feature: NDArray[np.int64],
-    left_codes: NDArray[np.bool_],
     n_splits: int,
-    row_right: NDArray[np.bool_] | None = None,
 ) -> tuple[
-    NDArray[np.intp],
-    NDArray[np.intp],
-    NDArray[np.float64],
-    NDArray[np.int64],
-    NDArray[np.float64],
-    NDArray[np.int64],
+    NDArray[np.intp], NDArray[np.float64], NDArray[np.int64], NDArray[np.float64], NDArray[np.int64]
 ]:
-    """:func:`partition_rows` that also moves each row's channels (and class) with it and
-    sums the children's totals on the way.
+    """Rows of the split nodes moved to their children with their channels (and classes),
+    and the children's totals summed on the way.
 
-    Keeping the channels in the level's order lets every later read of a node's channels go
-    front to back (LightGBM's data partition keeps a leaf's rows together the same way; Ke
-    et al. 2017), and the totals come in the children's row order, so they equal
-    :func:`node_totals` of the children to the last bit.
+    :func:`partition_rows` for a level whose split search has told each row's side already
+    and whose rows carry their channels: each node's rows are read front to back as one
+    range, and the channels move with them, so that the next level reads them in order too
+    (LightGBM's data partition keeps a leaf's rows together the same way; Ke et al. 2017).
+    The totals come in the children's row order, so they equal :func:`node_totals` of the
+    children to the last bit.
 
     Parameters
     ----------
+    rows : ndarray of intp, shape (n,)
+        A level's rows, grouped by node: slot ``s`` at ``node_start[s]:node_start[s + 1]``.
+    rank_of_slot : ndarray of intp, shape (S,)
+        ``k`` for the k-th split slot (in slot order), −1 for slots not split: their rows
+        leave the level.
+    row_right : ndarray of bool, shape (n,)
+        Whether each row of a split slot goes right (any value elsewhere).
     level_channels : ndarray of float64, shape (n, C)
         Channels of ``rows[i]`` at position ``i``.
     level_classes : ndarray of int64, shape (n,) or (0,)
         Class of ``rows[i]``, or empty.
-    row_right : ndarray of bool, shape (n,), optional
-        Whether each split row goes right, when the split search knows it already; read
-        from the codes otherwise.
+    n_splits : int
+        Number of split slots; the children are numbered ``2k`` (left) and ``2k + 1``.
 
     Returns
     -------
-    rows, slot_of_row, level_channels, level_classes
+    rows, level_channels, level_classes
         The children's, grouped by child ``0..2·n_splits − 1``.
     totals : ndarray of float64, shape (2·n_splits, C)
     counts : ndarray of int64, shape (2·n_splits,)
     """
     n_rows, n_channels = level_channels.shape
     new_rows = np.empty(n_rows, dtype=np.intp)
-    new_slot = np.empty(n_rows, dtype=np.intp)
     new_channels = np.empty((n_rows, n_channels))
     new_classes = np.empty(n_rows if level_classes.size else 0, dtype=np.int64)
     totals = np.empty((2 * n_splits, n_channels))
     counts = np.empty(2 * n_splits, dtype=np.int64)
-    n_moved = _partition(
-        columns,
-        rows.astype(np.intp, copy=False),
-        slot_of_row.astype(np.intp, copy=False),
+    n_moved = _ranges(
+        rows,
+        node_start,
+        rank_of_slot,
+        row_right,
         level_channels,
         level_classes,
-        split_of_slot.astype(np.intp, copy=False),
-        rank_of_slot.astype(np.intp, copy=False),
-        np.ascontiguousarray(split_feature, dtype=np.int64),
-        np.ascontiguousarray(left_codes),
-        _NO_SIDES if row_right is None else row_right,
         new_rows,
-        new_slot,
         new_channels,
         new_classes,
         totals,
         counts,
     )
-    return (
-        new_rows[:n_moved],
-        new_slot[:n_moved],
-        new_channels[:n_moved],
-        new_classes[:n_moved],
-        totals,
-        counts,
-    )
+    return new_rows[:n_moved], new_channels[:n_moved], new_classes[:n_moved], totals, counts
 
 
 # -- drawing candidate features ---------------------------------------------------------

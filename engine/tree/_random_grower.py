@@ -6,7 +6,7 @@ threshold, so a split needs no histogram, only each candidate's range in the nod
 channel sums left of the cut. scikit-learn's splitter (Louppe 2014, §5.3) keeps a node's
 samples contiguous and partitions them in place; here a level's rows stay grouped by node
 (as in :mod:`engine.tree._grower`) and carry their channels along when they move
-(:func:`engine.tree._level_kernels.partition_level`), so that:
+(:func:`engine.tree._level_kernels.partition_ranges`), so that:
 
 * a node's channels are read front to back by the search, not gathered from scattered rows
   (the one scattered read left is each candidate's codes);
@@ -27,7 +27,7 @@ from numpy.typing import NDArray
 from engine._kernels import compiled_kernels
 from engine.tree._compiled_splitter import _empty_splits, _outputs, _settings
 from engine.tree._growth import Growth, split_maps
-from engine.tree._level_kernels import node_totals, partition_level
+from engine.tree._level_kernels import node_totals, partition_ranges
 from engine.tree._random_kernels import ONE_HOT_CLASSES, search_random_level
 from engine.tree._random_splitter import random_splits_with
 from engine.tree._split_context import SplitContext, Splits
@@ -36,6 +36,7 @@ __all__ = ["grow_random_level_wise", "grows_random_levels", "random_level_splits
 
 _NO_CLASSES = np.zeros(0, dtype=np.int64)
 _NO_SIDES = np.zeros(0, dtype=np.bool_)
+_NO_SLOTS = np.zeros(0, dtype=np.intp)
 
 
 def grows_random_levels(growth: Growth) -> bool:
@@ -55,7 +56,6 @@ def grow_random_level_wise(growth: Growth, leaves: NDArray[np.intp] | None = Non
     ctx = growth.ctx
     n_rows = ctx.binned.shape[0]
     rows = np.arange(n_rows, dtype=np.intp)
-    slot_of_row = np.zeros(n_rows, dtype=np.intp)
     level_channels = np.ascontiguousarray(ctx.channels, dtype=np.float64)
     # Up to ONE_HOT_CLASSES classes the search sums the one-hot channels and never reads
     # a row's class, so the classes need not move with the rows.
@@ -65,9 +65,12 @@ def grow_random_level_wise(growth: Growth, leaves: NDArray[np.intp] | None = Non
         if by_class and ctx.classes is not None and ctx.channels.shape[1] > ONE_HOT_CLASSES
         else _NO_CLASSES
     )
-    totals, counts = node_totals(rows, slot_of_row, 1, ctx.channels)
+    totals, counts = node_totals(rows, np.zeros(n_rows, dtype=np.intp), 1, ctx.channels)
+    # Each row's node is read only for regression's variances and for ``leaves``.
+    needs_slots = leaves is not None or growth.targets is not None
     n_slots, depth = 1, 0
     while n_slots:
+        slot_of_row = np.repeat(np.arange(n_slots), counts) if needs_slots else _NO_SLOTS
         values, impurities = growth.statistics(totals, rows, slot_of_row)
         node_ids, slots = growth.record_level(
             totals, counts, values, impurities, depth, rows, slot_of_row, leaves
@@ -94,19 +97,9 @@ def grow_random_level_wise(growth: Growth, leaves: NDArray[np.intp] | None = Non
             break
         growth.apply_splits(node_ids[slots], splits, chosen)
         # Rows of chosen nodes move to their children, grouped by child in parent order.
-        split_of_slot, rank_of_slot, n_chosen = split_maps(n_slots, slots, chosen)
-        rows, slot_of_row, level_channels, level_classes, totals, counts = partition_level(
-            growth.columns,
-            rows,
-            slot_of_row,
-            level_channels,
-            level_classes,
-            split_of_slot,
-            rank_of_slot,
-            splits.feature,
-            splits.left_codes,
-            n_chosen,
-            row_right,
+        _, rank_of_slot, n_chosen = split_maps(n_slots, slots, chosen)
+        rows, level_channels, level_classes, totals, counts = partition_ranges(
+            rows, node_start, rank_of_slot, row_right, level_channels, level_classes, n_chosen
         )
         n_slots = 2 * n_chosen
         depth += 1

@@ -98,19 +98,13 @@ def test_partition_equals_the_twin_and_keeps_row_order(seed: int) -> None:
             batch["columns"],
             batch["rows"],
             batch["slot_of_row"],
-            np.empty((batch["rows"].size, 0)),  # no channels carried (test_random_level.py)
-            np.zeros(0, dtype=np.int64),
             split_of_slot,
             rank_of_slot,
             split_feature,
             left_codes,
-            np.zeros(0, dtype=np.bool_),  # sides read from the codes
+            2 * n_splits,
             new_rows,
             new_slot,
-            np.empty((batch["rows"].size, 0)),
-            np.zeros(0, dtype=np.int64),
-            np.empty((2 * n_splits, 0)),
-            np.empty(2 * n_splits, dtype=np.int64),
         )
         results.append((int(moved), new_rows[:moved], new_slot[:moved]))
     assert results[0][0] == results[1][0]

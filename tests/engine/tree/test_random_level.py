@@ -1,7 +1,7 @@
 """Extra trees' level-wise grower, whose rows carry their channels: kernels against twins.
 
 :mod:`engine.tree._random_grower` keeps a level's channels in the order of its rows and moves
-them with the rows (:func:`engine.tree._level_kernels.partition_level`), and searches the
+them with the rows (:func:`engine.tree._level_kernels.partition_ranges`), and searches the
 random cuts of Geurts et al. (2006) on the slots still open
 (:func:`engine.tree._random_grower.random_level_splits`). Each is held bit for bit to its NumPy
 twin, to the kernels it stands in for (:func:`partition_rows` and :func:`node_totals`;
@@ -39,7 +39,7 @@ def level_arrays(
 
 
 @pytest.mark.parametrize("seed", range(30))
-def test_partition_level_equals_its_twin_and_node_totals(seed: int) -> None:
+def test_partition_ranges_equals_its_twin_partition_rows_and_node_totals(seed: int) -> None:
     n_channels = [1, 2, 3, 12][seed % 4]
     batch = random_batch(seed, n_channels)
     rng = np.random.default_rng(seed + 1)
@@ -51,23 +51,20 @@ def test_partition_level_equals_its_twin_and_node_totals(seed: int) -> None:
     split_feature = rng.integers(0, batch["columns"].shape[0], n_slots)
     left_codes = rng.random((n_slots, 256)) < 0.5
     rows, slot_of_row = batch["rows"], batch["slot_of_row"]
+    node_start = np.zeros(n_slots + 1, dtype=np.intp)
+    np.cumsum(np.bincount(slot_of_row, minlength=n_slots), out=node_start[1:])
+    # Each row's side as the random-cut search marks it (rows of slots not split: anything).
+    split_of_row = split_of_slot[slot_of_row]
+    codes = batch["binned"][rows, split_feature[split_of_row]]
+    row_right = ~left_codes[split_of_row, codes] | (rank_of_slot[slot_of_row] < 0)
     with_classes = seed % 2 == 0
     level_channels, level_classes = level_arrays(
         batch["channels"], batch["classes"] if with_classes else None, rows
     )
-    args = (split_of_slot, rank_of_slot, split_feature, left_codes)
-    # Every third case is told each row's side, as the random-cut search tells it (rows of
-    # slots not split hold anything); the others read it from the codes.
-    row_right = np.zeros(0, dtype=np.bool_)
-    if seed % 3 == 0:
-        split_of_row = split_of_slot[slot_of_row]
-        codes = batch["binned"][rows, split_feature[split_of_row]]
-        row_right = ~left_codes[split_of_row, codes] | (rank_of_slot[slot_of_row] < 0)
     results: list[tuple[Any, ...]] = []
-    for partition in (level._partition_compiled, level._partition_numpy):
+    for partition in (level._ranges_compiled, level._ranges_numpy):
         n = rows.size
         outputs: tuple[Any, ...] = (
-            np.full(n, -1, dtype=np.intp),
             np.full(n, -1, dtype=np.intp),
             np.full((n, n_channels), np.nan),
             np.full(n if with_classes else 0, -1, dtype=np.int64),
@@ -75,35 +72,34 @@ def test_partition_level_equals_its_twin_and_node_totals(seed: int) -> None:
             np.full(2 * n_splits, -1, dtype=np.int64),
         )
         moved = partition(
-            batch["columns"],
-            rows,
-            slot_of_row,
-            level_channels,
-            level_classes,
-            *args,
-            row_right,
-            *outputs,
+            rows, node_start, rank_of_slot, row_right, level_channels, level_classes, *outputs
         )
-        results.append((int(moved), *(out[:moved] for out in outputs[:4]), *outputs[4:]))
+        results.append((int(moved), *(out[:moved] for out in outputs[:3]), *outputs[3:]))
     for actual, expected in zip(results[0], results[1], strict=True):
         if isinstance(actual, int):
             assert actual == expected
         else:
             assert_bits_equal(actual, expected)
-    moved, new_rows, new_slot, new_channels, new_classes, totals, counts = results[0]
-    # The rows go where partition_rows sends them (held from first principles in
-    # test_grow_kernels.py), whatever they carry.
+    _, new_rows, new_channels, new_classes, totals, counts = results[0]
+    # The rows go where partition_rows sends them by their codes (held from first
+    # principles in test_grow_kernels.py).
     plain_rows, plain_slot = level.partition_rows(
-        batch["columns"], rows, slot_of_row, *args, n_splits
+        batch["columns"],
+        rows,
+        slot_of_row,
+        split_of_slot,
+        rank_of_slot,
+        split_feature,
+        left_codes,
+        n_splits,
     )
     assert_bits_equal(new_rows, plain_rows)
-    assert_bits_equal(new_slot, plain_slot)
     # The channels and classes moved with their rows, and the totals are node_totals'.
     assert_bits_equal(new_channels, batch["channels"][new_rows])
     if with_classes:
         assert_bits_equal(new_classes, batch["classes"][new_rows])
     expected_totals, expected_counts = level.node_totals(
-        new_rows, new_slot, 2 * n_splits, batch["channels"]
+        new_rows, plain_slot, 2 * n_splits, batch["channels"]
     )
     assert_bits_equal(totals, expected_totals)
     assert_bits_equal(counts, expected_counts)
