@@ -115,7 +115,17 @@ def _reference_leaf(tree: Tree, row: NDArray[np.float64], routes: set[str]) -> i
     return node
 
 
-def _arguments(arrays: NodeArrays) -> tuple[NDArray[np.generic], ...]:
+def _arguments(
+    arrays: NodeArrays,
+) -> tuple[
+    NDArray[np.intp],
+    NDArray[np.intp],
+    NDArray[np.void],
+    NDArray[np.bool_],
+    NDArray[np.int32],
+    NDArray[np.uint8],
+]:
+    """The node arrays as the kernels take them, after ``X``."""
     a = arrays
     return a.roots, a.depths, a.nodes, a.missing_left, a.category_split, a.category_bitsets
 
