@@ -67,6 +67,7 @@ def test_cancel_a_job_then_cancelling_again_is_a_conflict(client: Client) -> Non
 
 WAITER = """
 import sys
+import tqdm.auto  # imported by the progress bar; here, so a SIGINT cannot land mid-import
 from coppice import Client
 
 job = Client(sys.argv[1]).train(sys.argv[2], target="churned", **eval(sys.argv[3]))

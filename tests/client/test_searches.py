@@ -181,6 +181,7 @@ def test_cancel_keeps_what_finished_and_a_second_cancel_is_a_conflict(
 
 WAITER = """
 import sys
+import tqdm.auto  # imported by the progress bar; here, so a SIGINT cannot land mid-import
 from coppice import Client
 
 search = Client(sys.argv[1]).search(
