@@ -28,8 +28,10 @@ def watching(
 ) -> Iterator[Progress | None]:
     """A display titled "``kind`` 5b7d1c2a" (``None`` without ``progress``) for the ``with``
     body; on Ctrl-C inside it, ``cancel()`` is called before ``KeyboardInterrupt`` goes on."""
-    display = progress_display(f"{kind} {resource_id[:8]}", file) if progress else None
+    display = None
     try:
+        # Inside the try: making the bar imports tqdm, long enough for a Ctrl-C to land in.
+        display = progress_display(f"{kind} {resource_id[:8]}", file) if progress else None
         yield display
     except KeyboardInterrupt:
         out = file or sys.stderr
