@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import gc
 import logging
 import sys
 from collections.abc import Callable, Sequence
@@ -74,10 +75,25 @@ def _cmd_serve(args: argparse.Namespace, settings: Settings) -> int:
     )
     # Requests that wait (GET /v1/jobs/{id}?wait=) ask this, and answer when it turns true.
     app.state.stopping = lambda: server.should_exit
+    _freeze_start_up_objects()
     with contextlib.suppress(KeyboardInterrupt):
         server.run()
     # As uvicorn.run: a server that never started (the port taken, say) is a failure.
     return 0 if server.started else STARTUP_FAILURE
+
+
+def _freeze_start_up_objects() -> None:
+    """Keep the objects made at start-up (the modules of FastAPI, SQLAlchemy, NumPy, Numba and
+    the engine: ~200,000) out of every later garbage collection.
+
+    A full collection walks every tracked object, ~0.12 s here; decoding a large predict body
+    allocates enough containers to set one off every few requests, which showed as a 0.1 s
+    step in the 20,000-row predicts' times. Frozen objects are never collected, so this is done
+    once, after start-up, when they are all meant to live as long as the process (the same
+    use as the ``gc.freeze`` documentation's, before forking).
+    """
+    gc.collect()
+    gc.freeze()
 
 
 def _cmd_worker(args: argparse.Namespace, settings: Settings) -> int:
