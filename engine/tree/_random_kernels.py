@@ -74,6 +74,9 @@ ONE_HOT_CLASSES = 8
 # A node whose rows span more than this many times its size among all rows is sparse: it
 # reads its codes row by row (see search_random_level's ``binned``).
 SPARSE_SPAN = 2
+# Up to this many rows, a node's side sums compare each row's representative with the drawn
+# threshold instead of its code with the cut bin, which only the winning candidate looks up.
+SMALL_NODE = 128
 
 
 @kernel
@@ -116,9 +119,12 @@ def _side_sums(
     # Separate loops for the two sides and the common two channels: a loop whose test is
     # the same for every row compiles to straight-line code.
     if n_channels == 2:
-        _two_channel_sums(node_codes, cut, False, node_channels, sides[0])
+        no_values = sides[1, :0]
+        _two_channel_sums(node_codes, cut, False, node_channels, sides[0], no_values, 0.0)
         if n_missing > 0:
-            _two_channel_sums(node_codes, missing_code, True, node_channels, sides[2])
+            _two_channel_sums(
+                node_codes, missing_code, True, node_channels, sides[2], no_values, 0.0
+            )
         return
     for side, wanted in ((0, cut), (2, missing_code)):
         if side == 2 and n_missing == 0:
@@ -140,25 +146,44 @@ def _two_channel_sums(
     equal: bool,
     node_channels: NDArray[np.float64],
     side: NDArray[np.float64],
+    values: NDArray[np.float64],
+    threshold: float,
 ) -> None:
-    """Count and two channel sums of the rows whose code is ≤ ``wanted`` (or == it)."""
+    """Count and two channel sums of the rows whose code is ≤ ``wanted`` (or == it), or,
+    with ``values`` non-empty, whose representative ``values[code]`` is ≤ ``threshold``.
+
+    The test is the same for every row: the compiler makes one straight loop of each.
+    """
+    by_value = values.size > 0
     count = 0
     first, second = 0.0, 0.0
-    if equal:
-        for i in range(node_codes.size):
-            take = node_codes[i] == wanted
-            count += take
-            weight = np.float64(take)
-            first += node_channels[i, 0] * weight
-            second += node_channels[i, 1] * weight
-    else:
-        for i in range(node_codes.size):
-            take = node_codes[i] <= wanted
-            count += take
-            weight = np.float64(take)
-            first += node_channels[i, 0] * weight
-            second += node_channels[i, 1] * weight
+    for i in range(node_codes.size):
+        code = node_codes[i]
+        if by_value:
+            take = values[code] <= threshold
+        elif equal:
+            take = code == wanted
+        else:
+            take = code <= wanted
+        count += take
+        weight = np.float64(take)
+        first += node_channels[i, 0] * weight
+        second += node_channels[i, 1] * weight
     side[0], side[1], side[2] = count, first, second
+
+
+@inline_kernel
+def _cut_bin(values: NDArray[np.float64], n_bins: int, threshold: float) -> int:
+    """The last of a feature's ``n_bins`` representatives ≤ ``threshold`` (searchsorted
+    side="right", minus one)."""
+    lo, hi = 0, int(n_bins)
+    while lo < hi:
+        middle = (lo + hi) // 2
+        if values[middle] <= threshold:
+            lo = middle + 1
+        else:
+            hi = middle
+    return lo - 1
 
 
 @inline_kernel
@@ -329,7 +354,7 @@ def search_random_level(
         parent = parents[k]
         parent_score = node_score(parent, criterion, l1, l2, 0.0, -np.inf, np.inf, False)
         best_gain, best_feature, best_cut, best_missing_left = -np.inf, -1, 0, False
-        best_j = 0
+        best_j, best_threshold, best_known = 0, 0.0, True
         # Past one row in SPARSE_SPAN, a node's rows rarely share a column's cache line.
         sparse = size > 0 and rows[stop - 1] - rows[start] >= SPARSE_SPAN * size
         if sparse and binned.shape[0] > 0:
@@ -355,20 +380,31 @@ def search_random_level(
             low_value = bin_values[feature, min(low, missing_code - 1)]
             high_value = bin_values[feature, high]
             threshold = low_value + uniforms[j * n_nodes + k] * (high_value - low_value)
-            # The last representative ≤ threshold (searchsorted side="right", minus one).
-            lo, hi = 0, int(n_bins[feature])
-            while lo < hi:
-                middle = (lo + hi) // 2
-                if bin_values[feature, middle] <= threshold:
-                    lo = middle + 1
-                else:
-                    hi = middle
-            # A cut at or past the largest present bin would leave no present value on
-            # the right: that happens only when the node's values are all equal.
-            cut = min(lo - 1, high - 1)
-            if cut < low:
-                continue
-            _side_sums(node_codes, cut, missing_code, n_missing, node_channels, node_classes, sides)
+            if (
+                size <= SMALL_NODE
+                and n_channels == 2
+                and n_missing == 0
+                and high > low
+                and threshold < high_value
+            ):
+                # A small node compares its rows' representatives with the threshold: the
+                # same rows go left as with the cut bin (the last representative ≤
+                # threshold lies in [low, high) here), and the cut's binary search, a
+                # chain of dependent loads, is left to the winner.
+                cut = -1
+                _two_channel_sums(
+                    node_codes, 0, False, node_channels, sides[0], bin_values[feature], threshold
+                )
+                sides[2, 0] = 0.0
+            else:
+                # A cut at or past the largest present bin would leave no present value on
+                # the right: that happens only when the node's values are all equal.
+                cut = min(_cut_bin(bin_values[feature], n_bins[feature], threshold), high - 1)
+                if cut < low:
+                    continue
+                _side_sums(
+                    node_codes, cut, missing_code, n_missing, node_channels, node_classes, sides
+                )
             cut_gain, left_weight, right_weight = _cut_gain(
                 sides,
                 False,
@@ -406,12 +442,15 @@ def search_random_level(
             if cut_gain > best_gain:
                 best_gain, best_feature, best_cut = cut_gain, feature, max(cut, 0)
                 best_missing_left, best_j = goes_left, j
+                best_threshold, best_known = threshold, cut >= 0
         found[k] = np.isfinite(best_gain)
         if not found[k]:
             gain[k], split_feature[k], split_bin[k] = 0.0, -1, 0
             missing_left[k] = False
             left_codes[k, :] = False
             continue
+        if not best_known:
+            best_cut = _cut_bin(bin_values[best_feature], n_bins[best_feature], best_threshold)
         gain[k] = max(best_gain, 0.0)
         split_feature[k], split_bin[k] = best_feature, best_cut
         missing_left[k] = best_missing_left

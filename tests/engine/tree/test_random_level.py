@@ -203,6 +203,14 @@ MODELS = [
         lambda: engine.ExtraTreesRegressor(3, max_features=0.3, random_state=3),
     ),
     (
+        "binary, no missing values",
+        lambda: engine.ExtraTreesClassifier(4, max_features="sqrt", random_state=6),
+    ),
+    (
+        "regression, no missing values",
+        lambda: engine.ExtraTreesRegressor(3, max_features=0.5, random_state=7),
+    ),
+    (
         "bootstrap, depth 6",
         lambda: engine.ExtraTreesClassifier(3, bootstrap=True, max_depth=6, random_state=4),
     ),
@@ -216,7 +224,8 @@ def test_grows_the_trees_of_the_general_grower(
     rng = np.random.default_rng(5)
     X = rng.normal(size=(600, 9))
     X[:, 4] = np.round(X[:, 4])  # few distinct values: constant in many nodes
-    X[rng.random(X.shape) < 0.08] = np.nan
+    if "no missing" not in label:  # without missing values, small nodes compare values
+        X[rng.random(X.shape) < 0.08] = np.nan
     signal = np.nan_to_num(X[:, 0]) + np.nan_to_num(X[:, 1]) * np.nan_to_num(X[:, 2])
     if "regression" in label:
         y: np.ndarray = signal + 0.3 * rng.normal(size=600)
