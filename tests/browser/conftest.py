@@ -6,7 +6,9 @@ tests skip, unless ``COPPICE_REQUIRE_BROWSER=1`` (as in CI) makes that a failure
 
 Every test gets a fresh browser context (so a fresh sessionStorage: a new tab) whose page
 records console errors, uncaught exceptions and every request that leaves the server's
-origin. A failed test leaves a full-page screenshot in ``tests/browser/failures/``.
+origin. A failed test leaves a full-page screenshot in ``tests/browser/failures/``; with
+``COPPICE_BROWSER_SCREENSHOTS=all`` every test does, in ``tests/browser/screenshots/`` (to look at
+the pages after a console change).
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from tests.browser.tabs import Watched, open_page
 
 CHROMIUM = Path(os.environ.get("COPPICE_CHROMIUM", "/usr/bin/chromium"))
 FAILURES = Path(__file__).parent / "failures"
+SCREENSHOTS = Path(__file__).parent / "screenshots"
 _REPORTS = pytest.StashKey[dict[str, pytest.TestReport]]()
 
 
@@ -55,11 +58,18 @@ def browser() -> Iterator[sync_api.Browser]:
         launched.close()
 
 
-def save_screenshot_if_failed(request: pytest.FixtureRequest, watched: Watched) -> None:
+def save_screenshot(request: pytest.FixtureRequest, watched: Watched, index: int) -> None:
+    """A full-page screenshot of a failed test's tab, or of every tab when asked for."""
     reports = request.node.stash.get(_REPORTS, {})
     if any(report.failed for report in reports.values()):
-        FAILURES.mkdir(exist_ok=True)
-        watched.page.screenshot(path=FAILURES / f"{request.node.name}.png", full_page=True)
+        folder = FAILURES
+    elif os.environ.get("COPPICE_BROWSER_SCREENSHOTS") == "all":
+        folder = SCREENSHOTS
+    else:
+        return
+    folder.mkdir(exist_ok=True)
+    suffix = f"-{index}" if index else ""
+    watched.page.screenshot(path=folder / f"{request.node.name}{suffix}.png", full_page=True)
 
 
 @pytest.fixture
@@ -75,8 +85,8 @@ def tabs(
         return opened[-1]
 
     yield new_tab
-    for watched in opened:
-        save_screenshot_if_failed(request, watched)
+    for index, watched in enumerate(opened):
+        save_screenshot(request, watched, index)
         watched.page.context.close()
 
 
