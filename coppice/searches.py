@@ -9,18 +9,15 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, TextIO
 
-from coppice._progress import Progress
-from coppice._waiting import Deadline, wait_on_server, watching
+from coppice._running import ENDED, ServerRun
 from coppice.errors import CoppiceError, SearchFailedError
 from coppice.models import _pandas
 
 if TYPE_CHECKING:
-    from coppice.client import Client
     from coppice.datasets import Page
     from coppice.jobs import Job
     from coppice.models import Model
 
-ENDED = frozenset({"succeeded", "failed", "cancelled"})
 LEADERBOARD_COLUMNS = ("rank", "model_id", "method", "kind", "fit_seconds", "iter", "n_resources")
 
 
@@ -37,38 +34,24 @@ def candidate_spaces(candidates: Candidates) -> list[dict[str, Any]]:
     return [{"method": c} if isinstance(c, str) else dict(c) for c in candidates]
 
 
-class Search:
-    """A search as last seen; :meth:`refresh` and :meth:`wait` look again."""
+class Search(ServerRun):
+    """A search as last seen; :meth:`refresh` (its leaderboard included) and :meth:`wait`
+    look again, and :meth:`cancel` stops the candidates left and keeps what finished.
 
-    def __init__(self, client: Client, info: dict[str, Any]) -> None:
-        self._client = client
-        self.info = info
+    Its :attr:`status` is ``running``, ``stacking`` (building the ensemble), ``succeeded``,
+    ``failed`` (no candidate succeeded) or ``cancelled`` (what finished is kept); its
+    :attr:`progress`, the share of the planned candidates that has ended.
+    """
+
+    kind = "search"
+    collection = "searches"
 
     def __repr__(self) -> str:
         return f"<Search {self.id} {self.status} {self.strategy} {self.metric} {self.stage!r}>"
 
     @property
-    def id(self) -> str:
-        return str(self.info["id"])
-
-    @property
     def name(self) -> str | None:
         return self.info.get("name")
-
-    @property
-    def status(self) -> str:
-        """``running``, ``stacking`` (building the ensemble), ``succeeded``, ``failed`` (no
-        candidate succeeded) or ``cancelled`` (what finished is kept)."""
-        return str(self.info["status"])
-
-    @property
-    def done(self) -> bool:
-        return self.status in ENDED
-
-    @property
-    def progress(self) -> float:
-        """The share of the planned candidates that has ended."""
-        return float(self.info.get("progress") or 0.0)
 
     @property
     def strategy(self) -> str:
@@ -139,21 +122,6 @@ class Search:
             return "; ".join(self.notes) or "no candidate succeeded"
         return ", ".join(filter(None, [f"{self.n_models} ranked", best_text]))
 
-    def refresh(self, wait: float = 0.0) -> Search:
-        """Read the search again, its leaderboard included; with ``wait``, once it has ended
-        or ``wait`` s (≤ 30) passed."""
-        params = {"wait": wait} if wait > 0 else None
-        self.info = self._client._transport.json("GET", f"/v1/searches/{self.id}", params=params)
-        return self
-
-    def cancel(self) -> Search:
-        """Cancel the candidates left (queued ones at once, running ones within seconds) and
-        keep what finished. Raises :class:`~coppice.errors.ConflictError` once it has ended."""
-        # Asking twice is harmless, so the request may be retried.
-        path = f"/v1/searches/{self.id}/cancel"
-        self.info = self._client._transport.json("POST", path, idempotent=True)
-        return self
-
     def wait(
         self,
         progress: bool = False,
@@ -170,8 +138,7 @@ class Search:
         ``cancelled`` is returned (its finished models are ranked); ``TimeoutError`` when
         ``timeout`` seconds pass first (the search goes on).
         """
-        with watching("search", self.id, self.cancel, progress=progress, file=file) as display:
-            self._wait_until_ended(display, Deadline(timeout))
+        self._wait_until_ended(progress, timeout, file)
         if self.status == "failed":
             raise SearchFailedError(self.id, self.notes or self._failures())
         return self
@@ -184,19 +151,6 @@ class Search:
             error = job.info.get("error") or {}
             reasons.append(f"job {job.id} failed ({error.get('code')}): {error.get('message')}")
         return [f"{failed.total} candidates failed", *reasons] if reasons else []
-
-    def _wait_until_ended(self, display: Progress | None, deadline: Deadline) -> None:
-        wait_on_server(
-            lambda step: self.refresh(wait=step),
-            lambda: self.done,
-            None if display is None else lambda: self._show(display),
-            deadline,
-            lambda: f"search {self.id} is still {self.status}",
-        )
-
-    def _show(self, display: Progress | None) -> None:
-        if display is not None:
-            display.show({"status": self.status, "progress": self.progress, "stage": self.stage})
 
     def _leaderboard_rows(self) -> list[dict[str, Any]]:
         if "leaderboard" not in self.info:  # a listing's item: read the whole search
