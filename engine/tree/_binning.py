@@ -1,10 +1,11 @@
 """Quantile binning of features into ``uint8`` codes.
 
 Trees are grown on binned features: each numeric feature is cut into at most ``max_bins``
-(≤ :data:`MAX_BINS`, 255) intervals at quantiles of its values, each categorical feature maps
-its categories to codes ``0..k-1``, and :data:`MISSING_BIN` (255) holds missing values. Split search then works
-on small integers, and a split "bin ≤ b" is stored as the real threshold ``edges[b]`` so that
-prediction reads raw values and never needs the binner again (categorical features excepted).
+(≤ :data:`MAX_BINS`, 255) intervals at quantiles of its values, each categorical feature
+maps its categories to codes ``0..k-1``, and :data:`MISSING_BIN` (255) holds missing values.
+Split search then works on small integers, and a split "bin ≤ b" is stored as the real
+threshold ``edges[b]`` so that prediction reads raw values and never needs the binner again
+(categorical features excepted).
 
 *Exact* binning (``exact=True``, XGBoost's ``tree_method="exact"``) gives every distinct value
 of a numeric feature its own bin, with edges at the midpoints between consecutive values, so

@@ -29,9 +29,9 @@ __all__ = ["bin_codes", "present_values"]
 def _count_below_narrow(table: NDArray[np.float64], row: int, x: float) -> int:
     """How many entries of ``table[row]`` are ``< x``: ``np.searchsorted`` (left) of ``x``.
 
-    The row is ``MAX_BINS`` (255) wide and sorted up to where its padding starts (+inf for edges, NaN for
-    categories: neither is ever ``< x``). Eight halvings of 256 positions, unrolled: a
-    loop with a run-time count measured five times slower.
+    The row is ``MAX_BINS`` (255) wide and sorted up to where its padding starts (+inf for
+    edges, NaN for categories: neither is ever ``< x``). Eight halvings of 256 positions,
+    unrolled: a loop with a run-time count measured five times slower.
     """
     base = 0
     for step in (128, 64, 32, 16, 8, 4, 2, 1):

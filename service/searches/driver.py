@@ -186,11 +186,12 @@ def _store_stack(
         "members": [{"model_id": m.id, "method": m.method} for m in built.members],
         "final_estimator": built.final_estimator,
     }
+    name = f"{search.name or f'search {search.id[:8]}'}: stacked ensemble"
     job_repository.add(
         session,
         JobRecord(
             id=job_id,
-            name=f"{search.name or f'search {search.id[:8]}'}: stacked ensemble",
+            name=name,
             dataset_id=search.dataset_id,
             method="stacking",
             task=search.task,
@@ -216,7 +217,7 @@ def _store_stack(
         session,
         model_id=model_id,
         job_id=job_id,
-        name=f"{search.name or f'search {search.id[:8]}'}: stacked ensemble",
+        name=name,
         dataset_id=search.dataset_id,
         method="stacking",
         task=search.task,

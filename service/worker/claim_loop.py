@@ -5,8 +5,10 @@ One :class:`Supervisor` is one worker (one ``lease_owner``). Its loop thread, ev
 ``poll_seconds`` or as soon as a job ends: takes back running jobs whose lease expired
 (:func:`recovery.reap_expired`; every worker does this, so recovery needs no special
 process), then claims queued jobs until ``concurrency`` are running, each watched by a
-:class:`~service.worker.job_watch.JobRun` thread with its own fit process. ``coppice worker`` runs one in the foreground (:func:`run_worker`);
-``coppice serve`` runs one beside the API, started and stopped by the app's lifespan.
+:class:`~service.worker.job_watch.JobRun` thread with its own fit process. A search's last
+step (stacking) runs on a thread of its own beside the loop. ``coppice worker`` runs one
+worker in the foreground (:func:`run_worker`); ``coppice serve`` runs one beside the API,
+started and stopped by the app's lifespan.
 """
 
 from __future__ import annotations

@@ -2,8 +2,9 @@
 
 A :class:`JobRun` is a thread of the worker. It starts the fit process
 (:func:`service.worker.fit_process.fit_process_main`), then loops until the process ends:
-it reads the process's messages (:mod:`service.worker.messages`), writes progress to the job row (at most once a second),
-renews the lease every heartbeat, and polls ``cancel_requested``. On a cancel it sets the
+it reads the process's messages (:mod:`service.worker.messages`), writes progress to the
+job row (at most once a second), renews the lease every heartbeat, and polls
+``cancel_requested``. On a cancel it sets the
 process's stop event and kills the process if it has not stopped within ``STOP_GRACE``
 seconds. When the worker shuts down past its grace period, the run kills its process and
 queues the job again.
