@@ -228,12 +228,16 @@ async def test_the_deadline_stops_the_rest_and_keeps_what_finished(settings: Set
             json={
                 "dataset_id": dataset_id,
                 "target": "label",
+                # A quick candidate that may finish in time, then two that cannot: 2,500
+                # trees per fold (with compiled kernels, 100-tree forests all ended within
+                # 1.5 s on a quiet machine, leaving nothing for the deadline to stop).
                 "candidates": [
-                    {"method": "random_forest", "params": {"n_estimators": [100, 101, 102]}}
+                    {"method": "logistic_regression", "params": {}},
+                    {"method": "random_forest", "params": {"n_estimators": [2500, 2501]}},
                 ],
                 "strategy": "grid",
                 "validation": {"folds": 5},
-                "budget": {"max_seconds": 1.5},
+                "budget": {"max_seconds": 3},
             },
         )
         assert created.status_code == 202, created.text
