@@ -81,6 +81,14 @@ def _histograms_compiled(
         node_start[slot + 1] += node_start[slot]
     n_channels = channels.shape[1]
     by_class = classes.size > 0
+    # A root holding every row in order (a stump's only histogram, every boosted tree's
+    # first) reads codes and channels straight instead of through ``rows``: the same adds in
+    # the same order, a third less time (LLVM lifts the test out of the loops).
+    in_order = rows.size == columns.shape[1]
+    for i in range(rows.size if in_order else 0):
+        if rows[i] != i:
+            in_order = False
+            break
     for j in range(first, last):
         codes = columns[features[j]]
         for slot in range(n_slots):
@@ -88,20 +96,20 @@ def _histograms_compiled(
             start, stop = node_start[slot], node_start[slot + 1]
             if by_class:
                 for i in range(start, stop):
-                    row = rows[i]
+                    row = i if in_order else rows[i]
                     code = codes[row]
                     histogram[code, 0] += 1.0
                     histogram[code, 1 + classes[row]] += channels[row, 0]
             elif n_channels == 2:
                 for i in range(start, stop):
-                    row = rows[i]
+                    row = i if in_order else rows[i]
                     code = codes[row]
                     histogram[code, 0] += 1.0
                     histogram[code, 1] += channels[row, 0]
                     histogram[code, 2] += channels[row, 1]
             else:
                 for i in range(start, stop):
-                    row = rows[i]
+                    row = i if in_order else rows[i]
                     code = codes[row]
                     histogram[code, 0] += 1.0
                     for c in range(n_channels):

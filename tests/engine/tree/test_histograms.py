@@ -80,6 +80,42 @@ def test_histograms_equal_the_naive_reference_bit_for_bit(
     np.testing.assert_array_equal(expected[:, 0, :, 0].sum(axis=1), per_slot)
 
 
+@pytest.mark.parametrize("implementation", IMPLEMENTATIONS)
+@pytest.mark.parametrize("by_class", [False, True], ids=["channels", "classes"])
+@pytest.mark.parametrize("order", ["in-order", "one-repeated"])
+@pytest.mark.parametrize("seed", range(5))
+def test_a_root_of_every_row_equals_the_naive_reference(
+    seed: int, order: str, by_class: bool, implementation: str
+) -> None:
+    """Every row of the matrix in one node, as at a tree's root: the kernel then reads codes
+    by position instead of through ``rows``. As many rows as the matrix but one repeated (as a
+    bootstrap draws them) must take the indirect path: by position, the repeated row would
+    count once and the missing one too."""
+    batch, channels, classes, features = batch_inputs(seed, 2, by_class)
+    n_rows = batch["columns"].shape[1]
+    rows = np.arange(n_rows, dtype=np.intp)
+    if order == "one-repeated":
+        rows[n_rows - 2] = 3
+    slot_of_row = np.zeros(n_rows, dtype=np.intp)
+    out = np.full((1, features.size, HISTOGRAM_CODES, 3), np.nan)
+    IMPLEMENTATIONS[implementation](
+        batch["columns"],
+        rows,
+        slot_of_row,
+        features,
+        channels,
+        histograms._NO_CLASSES if classes is None else classes,
+        out,
+        0,
+        features.size,
+    )
+    expected = histograms.naive_histograms(
+        batch["columns"], rows, slot_of_row, 1, features, channels, 2, classes
+    )
+    assert_bits_equal(out, expected)
+    np.testing.assert_array_equal(expected[0, :, :, 0].sum(axis=1), n_rows)
+
+
 @pytest.mark.parametrize("seed", range(10))
 def test_build_histograms_equals_the_naive_reference_on_shuffled_rows_and_threads(
     seed: int,
