@@ -24,6 +24,7 @@ its partition is sent again to a live worker's new actor, and the level is asked
 from __future__ import annotations
 
 import time
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
@@ -36,6 +37,18 @@ from engine.tree._common import NARROW_CODE_DTYPE
 from engine.tree._histograms import build_histograms
 
 __all__ = ["DaskHistograms", "PartitionActor"]
+
+# How long a recovery waits for a live worker to take a lost partition: a nanny restarts a
+# killed worker within seconds, and the scheduler drops a dead one once its connection breaks.
+WORKER_WAIT_SECONDS = 30.0
+
+
+class _PartitionsUnreachable(Exception):
+    """The actors of ``parts`` could not be reached (their workers died or are dying)."""
+
+    def __init__(self, parts: list[int]) -> None:
+        super().__init__(f"partitions {parts} unreachable")
+        self.parts = parts
 
 
 class PartitionActor:
@@ -122,21 +135,38 @@ class DaskHistograms(ShutsDownOnExit):
         actor.load(np.ascontiguousarray(self.binned[start:stop].T)).result()
         self.actors[part], self._handles[part] = actor, handle
 
-    def recover(self) -> None:
-        """Move every partition whose worker left to a live worker (one call per loss)."""
+    def recover(self, unreachable: Sequence[int] = ()) -> None:
+        """Move every partition whose worker left to a live worker (one call per loss).
+
+        ``unreachable``: partitions whose actors could not be contacted. Their workers count
+        as lost even while the scheduler still lists them: a SIGKILLed worker's connections
+        break at once, but the scheduler may take a moment longer to drop it.
+        """
         check_connected(self.client)
         if self.n_recoveries >= MAX_RESCATTERS:
             raise RuntimeError("Lost the boosting fit's row partitions too often; giving up.")
         self.n_recoveries += 1
         # The scheduler may list a dead worker for a moment after its connection broke.
         time.sleep(0.25 * self.n_recoveries)
-        live = sorted(self.client.scheduler_info()["workers"])
-        if not live:
-            raise RuntimeError("The Dask cluster has no workers left.")
+        gone = {self.worker_of_part[part] for part in unreachable}
+        live = self._live_workers(excluding=gone)
         for part in range(len(self.actors)):
-            if self.worker_of_part[part] not in live:
+            worker = self.worker_of_part[part]
+            if worker in gone or worker not in live:
                 self.worker_of_part[part] = live[part % len(live)]
                 self._place(part)
+
+    def _live_workers(self, excluding: set[str]) -> list[str]:
+        """The scheduler's workers less ``excluding``, waiting a while for one to appear."""
+        deadline = time.monotonic() + WORKER_WAIT_SECONDS
+        while True:
+            live = sorted(set(self.client.scheduler_info()["workers"]) - excluding)
+            if live:
+                return live
+            if time.monotonic() > deadline:
+                raise RuntimeError("The Dask cluster has no workers left.")
+            check_connected(self.client)
+            time.sleep(0.25)
 
     def lost_workers(self) -> bool:
         live = set(self.client.scheduler_info()["workers"])
@@ -187,6 +217,11 @@ class DaskTreeHistograms:
                 histograms = self._build(rows, slot_of_row, n_slots, features)
                 self.started = True
                 return histograms
+            except _PartitionsUnreachable as lost:
+                # Their workers' connections broke: move those partitions and ask again,
+                # without waiting for the scheduler to notice the loss.
+                self.source.recover(lost.parts)
+                self.started = False
             except Exception:
                 # A worker holding a partition went (its actor's calls fail in ways that
                 # depend on when it died): move its partition and ask again; any other
@@ -216,7 +251,23 @@ class DaskTreeHistograms:
             tree = None if self.started else self._tree_part(part)
             slots = slot_of_row[mine].astype(np.int32)
             calls.append(actor.histograms(positions, slots, n_slots, features, tree))
-        total: NDArray[np.float64] = calls[0].result()
-        for call in calls[1:]:
-            total += call.result()
+        # Summed in partition order, as the test against the local model assumes. An actor
+        # that cannot be contacted (OSError: distributed.actor's "Unable to contact Actor's
+        # worker", or a closed comm) marks its partition lost; the others' calls are awaited
+        # first, so none is left running into the retry.
+        total: NDArray[np.float64] | None = None
+        unreachable: list[int] = []
+        for part, call in enumerate(calls):
+            try:
+                histograms: NDArray[np.float64] = call.result()
+            except OSError:
+                unreachable.append(part)
+                continue
+            if total is None:
+                total = histograms
+            else:
+                total += histograms
+        if unreachable:
+            raise _PartitionsUnreachable(unreachable)
+        assert total is not None
         return total
