@@ -28,6 +28,7 @@ def _fit_small_models() -> None:
     # more classes), regression, Newton channels, random cuts, categorical features,
     # missing values, wide (uint16) codes, threads, and prediction through packed trees.
     from engine import (
+        AdaBoostClassifier,
         DecisionTreeClassifier,
         ExtraTreesClassifier,
         ExtraTreesRegressor,
@@ -59,6 +60,7 @@ def _fit_small_models() -> None:
         (XGBoostClassifier(n_estimators=2), three),
         (XGBoostRegressor(n_estimators=2, tree_method="exact"), value),
         (GradientBoostingRegressor(n_estimators=2, n_jobs=2), value),
+        (AdaBoostClassifier(n_estimators=2), three),  # a stump is perfect on `two`
     ]
     for model, target in models:
         model.set_params(random_state=0).fit(X, target).predict(X[:3])

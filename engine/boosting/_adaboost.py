@@ -47,6 +47,7 @@ from engine._targets import encode_labels
 from engine._threads import kernel_threads
 from engine._validation import check_sample_weight, check_target, check_X, resolve_seed_sequence
 from engine.base import BaseEstimator, ClassifierMixin, check_is_fitted
+from engine.boosting._adaboost_kernels import misclassified, reweighted
 from engine.boosting._weak import (
     BOOSTING_CONSTRAINTS,
     ThreadedRounds,
@@ -65,7 +66,7 @@ from engine.callbacks import (
 from engine.explain._background import background_sample
 from engine.tree._classes import DecisionTreeClassifier
 
-__all__ = ["AdaBoostClassifier", "learner_weight", "normalise", "reweight"]
+__all__ = ["AdaBoostClassifier", "learner_weight", "next_weights", "normalise", "reweight"]
 
 PERFECT_ERROR = 1e-15
 """The error a perfect learner (ε = 0) is weighted with: α stays finite (about 17.3 for "half")."""
@@ -101,6 +102,15 @@ def reweight(
 def normalise(weights: NDArray[np.float64]) -> NDArray[np.float64]:
     """Weights divided by their sum, a distribution over the rows."""
     return weights / weights.sum()
+
+
+def next_weights(
+    weights: NDArray[np.float64], incorrect: NDArray[np.bool_], alpha_m: float, alpha: str
+) -> NDArray[np.float64]:
+    """``normalise(reweight(...))`` in the two passes of a compiled kernel: what the
+    boosting loop runs (equal to the formula up to the order of the sum's additions)."""
+    correct_factor = math.exp(-alpha_m) if alpha == "half" else 1.0
+    return reweighted(weights, incorrect, math.exp(alpha_m), correct_factor)
 
 
 @dataclass
@@ -161,8 +171,7 @@ class BaseAdaBoostClassifier(ThreadedRounds, ClassifierMixin, BaseEstimator):
                     prototype, X, y, weights, seed, self.boosting_mode, shared, threads
                 )
                 predicted = np.asarray(learner.predicted, dtype=np.int64)
-                incorrect = predicted != y
-                error = float(weights[incorrect].sum())
+                incorrect, error = misclassified(predicted, y, weights)
                 flipped = False
                 if n_classes == 2 and error > 0.5 and self.worse_than_chance == "reverse":
                     flipped, predicted, incorrect, error = (
@@ -183,7 +192,7 @@ class BaseAdaBoostClassifier(ThreadedRounds, ClassifierMixin, BaseEstimator):
                 yield BoostRound(learner.estimator, predicted, error, alpha_m, flipped)
                 if error <= 0.0:
                     return
-                weights = normalise(reweight(weights, incorrect, alpha_m, self.alpha))
+                weights = next_weights(weights, incorrect, alpha_m, self.alpha)
 
     def _store_rounds(self, rounds: list[BoostRound]) -> None:
         self.estimators_ = [r.estimator for r in rounds]

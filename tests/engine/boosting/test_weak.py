@@ -14,7 +14,7 @@ from engine.boosting import (
     ArcX4Classifier,
     RegionBoostClassifier,
 )
-from engine.boosting._adaboost import normalise, reweight
+from engine.boosting._adaboost import next_weights, normalise
 from engine.boosting._weak import fit_weak_learner, share_bins, weighted_bootstrap_counts
 from engine.persistence import load_model, model_manifest, save_model
 from engine.tree import DecisionTreeClassifier, DecisionTreeRegressor
@@ -96,7 +96,7 @@ def test_members_are_the_trees_a_hand_refit_grows() -> None:
         np.testing.assert_array_equal(plain.bin_mapper_.thresholds_, mapper.thresholds_)
         predicted = member.predict(X)
         incorrect = (1 - predicted if flipped else predicted) != y
-        weights = normalise(reweight(weights, incorrect, alpha_m, model.alpha))
+        weights = next_weights(weights, incorrect, alpha_m, model.alpha)
 
 
 def test_resampled_members_grow_on_their_rows_of_the_shared_bins() -> None:
