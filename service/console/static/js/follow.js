@@ -16,13 +16,12 @@ export function sleep(ms, signal) {
 }
 
 /**
- * Until `ended()` or the signal aborts: wait `pauseMs` (0 for a long poll, whose read is the
- * wait), `show(await read())`; a failed read is said in `message`, then retried after 2 s.
+ * Until `ended()` or the signal aborts: `show(await read())`, where `read` is a long poll
+ * (`?wait=`, whose answer is the wait); a failed read is said in `message`, then retried
+ * after 2 s.
  */
-export async function follow({ read, show, ended, message, signal, pauseMs = 0 }) {
+export async function follow({ read, show, ended, message, signal }) {
   while (!ended() && !signal.aborted) {
-    if (pauseMs) await sleep(pauseMs, signal);
-    if (signal.aborted) return;
     try {
       show(await read());
       replace(message);

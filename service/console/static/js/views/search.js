@@ -1,6 +1,7 @@
-// One search, live: status, progress and the leaderboard follow the workers. The API has no
-// long poll for searches, so the page reads GET /v1/searches/{id} once a second until the
-// search ends or the person leaves (the signal aborts the read in flight).
+// One search, live: status, progress and the leaderboard follow the workers through long
+// polls on GET /v1/searches/{id}?wait=… (each answers at once when the search ends, else after
+// a second with its state then, as the job page's do), until the search ends or the person
+// leaves (the signal aborts the poll in flight).
 
 import { get, isAdmin } from "../api.js";
 import { card, errorBox, facts, h, number, progressBar, replace, setProgress, shortId, status, table, when } from "../dom.js";
@@ -8,7 +9,7 @@ import { cancelButton, follow } from "../follow.js";
 import { nameLink } from "./registry.js";
 import { ENDED, searchTitle } from "./searches.js";
 
-const POLL_MS = 1000;
+const WAIT_SECONDS = 1;
 
 function paramsText(params, kind) {
   // A stack's members are models: their methods say enough (each links from its own row).
@@ -123,5 +124,5 @@ export async function render(root, { params: [id] }, signal) {
     card("Leaderboard", h("p", { class: "small muted" }, `Best first; ${search.folds}-fold cross-validation on the same folds for every candidate. Each row opens its model.`), board),
     card("Details", detail, h("details", {}, h("summary", {}, "Spaces and plan"), spaces)),
   );
-  follow({ read: () => get(path, { signal }), show, ended: () => ENDED.has(search.status), message, signal, pauseMs: POLL_MS });
+  follow({ read: () => get(`${path}?wait=${WAIT_SECONDS}`, { signal }), show, ended: () => ENDED.has(search.status), message, signal });
 }
