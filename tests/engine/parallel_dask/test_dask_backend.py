@@ -19,10 +19,14 @@ import numpy as np
 import pytest
 
 from engine import (
+    BaggingClassifier,
     ConsensusClustering,
+    ExtraTreesClassifier,
+    GradingClassifier,
     RandomForestClassifier,
     StackingClassifier,
     TrainingInterrupted,
+    VotingClassifier,
     XGBoostClassifier,
     XGBoostRegressor,
     bias_variance_decomposition,
@@ -30,7 +34,7 @@ from engine import (
 )
 from engine.callbacks import ProgressEvent
 from engine.linear import LogisticRegression
-from engine.parallel import make_executor
+from engine.parallel import _dask, _dask_histograms, make_executor
 from engine.tree import DecisionTreeClassifier
 
 distributed = pytest.importorskip("distributed")
@@ -59,15 +63,42 @@ def _classification(n: int = 600, seed: int = 0) -> tuple[np.ndarray, np.ndarray
     return X, (X[:, 0] + X[:, 1] * X[:, 2] > 0).astype(int)
 
 
-def _kill_worker_at(client: Any, iteration: int) -> Any:
-    """A callback that SIGKILLs one Dask worker when ``iteration`` is reported (mid-fit)."""
-    pids = sorted(client.run(os.getpid).values())
+def _kill_worker_at(client: Any, iteration: int, in_flight: list[int] | None = None) -> Any:
+    """A callback that SIGKILLs one Dask worker when ``iteration`` is reported (mid-fit).
+
+    With ``in_flight``, the kill waits (up to 5 s) until the scheduler has a task on that
+    worker, and the list receives how many it had: the tasks Dask must run again elsewhere.
+    The scheduler queues tasks and hands each worker about one at a time, so a worker can
+    be between two tasks at the moment of a callback.
+    """
+    pid_of = client.run(os.getpid)
+    victim = min(pid_of, key=pid_of.__getitem__)
 
     def callback(event: ProgressEvent) -> None:
         if event.done == iteration:
-            os.kill(pids[0], signal.SIGKILL)
+            if in_flight is not None:
+                deadline = time.monotonic() + 5
+                busy = len(client.processing([victim])[victim])
+                while not busy and time.monotonic() < deadline:
+                    time.sleep(0.01)
+                    busy = len(client.processing([victim])[victim])
+                in_flight.append(busy)
+            os.kill(pid_of[victim], signal.SIGKILL)
 
     return callback
+
+
+def _count_calls(monkeypatch: pytest.MonkeyPatch, owner: Any, name: str) -> list[int]:
+    """Wrap ``owner.name`` so each call appends to the returned list."""
+    calls: list[int] = []
+    original = getattr(owner, name)
+
+    def counted(*args: Any, **kwargs: Any) -> Any:
+        calls.append(1)
+        return original(*args, **kwargs)
+
+    monkeypatch.setattr(owner, name, counted)
+    return calls
 
 
 def test_forest_matches_local_and_reports_progress(healthy: Any) -> None:
@@ -96,6 +127,49 @@ def test_stacking_members_and_folds_match_local(healthy: Any) -> None:
     with parallel_backend(healthy):
         remote = StackingClassifier(members, cv=3, random_state=0).fit(X, y)
     np.testing.assert_array_equal(local.predict_proba(X), remote.predict_proba(X))
+
+
+_MEMBERS = [
+    ("tree", DecisionTreeClassifier(max_depth=3, random_state=0)),
+    ("linear", LogisticRegression()),
+]
+
+
+@pytest.mark.parametrize(
+    "make",
+    [
+        lambda: ExtraTreesClassifier(n_estimators=6, random_state=4),
+        lambda: BaggingClassifier(n_estimators=6, random_state=4),
+        lambda: VotingClassifier(_MEMBERS, voting="soft"),
+        lambda: GradingClassifier(_MEMBERS, cv=3, random_state=0),
+    ],
+    ids=["extra_trees", "bagging", "voting", "grading"],
+)
+def test_the_other_ensembles_match_local(healthy: Any, make: Any) -> None:
+    # The issue's list beside forests and stacking: extra trees' and bagging's trees, voting's
+    # members, grading's members and folds.
+    X, y = _classification(300)
+    local = make().fit(X, y)
+    with parallel_backend(healthy):
+        remote = make().fit(X, y)
+    np.testing.assert_array_equal(local.predict_proba(X), remote.predict_proba(X))
+
+
+def test_shared_arrays_are_scattered_once_to_every_worker(
+    healthy: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    scatters = _count_calls(monkeypatch, _dask.DaskExecutor, "_scatter")
+
+    def _rows(shared: Any, task: int) -> int:
+        return int(shared["x"].shape[0]) + task
+
+    with parallel_backend(healthy), make_executor({"x": np.arange(1000.0)}, 1, 8) as executor:
+        assert list(executor.map(_rows, list(range(8)))) == [1000 + i for i in range(8)]
+        assert isinstance(executor, _dask.DaskExecutor)
+        holders = healthy.who_has(list(executor._shared.values()))
+    assert len(scatters) == 1
+    workers = set(healthy.scheduler_info()["workers"])
+    assert all(set(held) == workers for held in holders.values()), holders
 
 
 def test_bias_variance_rounds_and_consensus_resamples_match_local(healthy: Any) -> None:
@@ -152,13 +226,54 @@ def test_cancelling_a_fit_cancels_its_outstanding_tasks(healthy: Any) -> None:
     assert healthy.run_on_scheduler(scheduler_tasks) == 0
 
 
+def test_cancelling_a_boosting_fit_releases_its_partitions(healthy: Any) -> None:
+    rng = np.random.default_rng(4)
+    X = rng.normal(size=(1000, 5))
+
+    def cancel(event: ProgressEvent) -> None:
+        if event.done == 2:
+            raise TrainingInterrupted("cancelled")
+
+    with parallel_backend(healthy), pytest.raises(TrainingInterrupted):
+        XGBoostRegressor(n_estimators=20, max_depth=3).fit(X, X[:, 0], callbacks=[cancel])
+
+    def actors(dask_worker: Any) -> int:
+        return len(dask_worker.state.actors)
+
+    # The partitions' actors go with their futures, released when the fit stops.
+    deadline = time.monotonic() + 5
+    while any(healthy.run(actors).values()) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not any(healthy.run(actors).values())
+
+
 def test_forest_survives_a_worker_killed_mid_fit(healthy: Any) -> None:
     X, y = _classification(2000)
     local = RandomForestClassifier(n_estimators=24, random_state=3).fit(X, y)
     remote = RandomForestClassifier(n_estimators=24, random_state=3)
     # Killed at the first tree back, while most trees are still queued or running.
+    in_flight: list[int] = []
     with parallel_backend(healthy):
-        remote.fit(X, y, callbacks=[_kill_worker_at(healthy, 1)])
+        remote.fit(X, y, callbacks=[_kill_worker_at(healthy, 1, in_flight)])
+    assert in_flight and in_flight[0] > 0, f"the killed worker held no tree: {in_flight}"
+    np.testing.assert_array_equal(local.predict_proba(X), remote.predict_proba(X))
+
+
+def test_lost_shared_arrays_are_scattered_again(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every copy lost: a one-worker cluster whose worker is killed (its nanny starts another)."""
+    scatters = _count_calls(monkeypatch, _dask.DaskExecutor, "_scatter")
+    X, y = _classification(2000)
+    local = RandomForestClassifier(n_estimators=24, random_state=3).fit(X, y)
+    remote = RandomForestClassifier(n_estimators=24, random_state=3)
+    with (
+        distributed.LocalCluster(
+            n_workers=1, threads_per_worker=1, processes=True, dashboard_address=":0"
+        ) as cluster,
+        distributed.Client(cluster) as client,
+        parallel_backend(client),
+    ):
+        remote.fit(X, y, callbacks=[_kill_worker_at(client, 1)])
+    assert len(scatters) == 2
     np.testing.assert_array_equal(local.predict_proba(X), remote.predict_proba(X))
 
 
@@ -195,7 +310,10 @@ def test_boosting_builds_histograms_on_the_workers_and_matches_local(healthy: An
     )
 
 
-def test_boosting_survives_a_worker_killed_mid_fit(healthy: Any) -> None:
+def test_boosting_survives_a_worker_killed_mid_fit(
+    healthy: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    recoveries = _count_calls(monkeypatch, _dask_histograms.DaskHistograms, "recover")
     rng = np.random.default_rng(2)
     X = rng.normal(size=(2000, 6))
     y = X[:, 0] - X[:, 2] ** 2
@@ -203,6 +321,9 @@ def test_boosting_survives_a_worker_killed_mid_fit(healthy: Any) -> None:
     local = XGBoostRegressor(**params).fit(X, y)
     with parallel_backend(healthy):
         remote = XGBoostRegressor(**params).fit(X, y, callbacks=[_kill_worker_at(healthy, 2)])
+    # The next level's request found the partition's worker gone (the scheduler may not have
+    # noticed yet) and moved the partition.
+    assert len(recoveries) == 1
     np.testing.assert_allclose(remote.predict(X), local.predict(X), rtol=0, atol=1e-12)
 
 
