@@ -20,10 +20,16 @@ from contextlib import AbstractContextManager
 from typing import Any
 
 import numpy as np
-from distributed import Client, Future
-from distributed.client import FutureCancelledError
-from distributed.scheduler import KilledWorker
 from numpy.typing import NDArray
+
+try:
+    from distributed import Client, Future
+    from distributed.client import FutureCancelledError
+    from distributed.scheduler import KilledWorker
+except ImportError as missing:  # the optional extra is not installed
+    raise ImportError(
+        "engine.parallel_backend needs Dask's distributed package: pip install 'coppice[dask]'."
+    ) from missing
 
 from engine.parallel._backend_protocols import HistogramSource
 from engine.parallel._dask_cluster import (

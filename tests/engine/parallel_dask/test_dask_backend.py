@@ -8,9 +8,6 @@ from __future__ import annotations
 
 import os
 import signal
-import subprocess
-import sys
-import textwrap
 import time
 from collections.abc import Iterator
 from typing import Any
@@ -330,18 +327,3 @@ def test_boosting_survives_a_worker_killed_mid_fit(
 def test_parallel_backend_refuses_what_is_not_a_client() -> None:
     with pytest.raises(TypeError, match=r"distributed\.Client"), parallel_backend("tcp://x:8786"):
         pass
-
-
-def test_the_engine_imports_no_dask_without_a_client() -> None:
-    script = textwrap.dedent(
-        """
-        import sys
-        import numpy as np
-        from engine import RandomForestClassifier
-        X = np.random.default_rng(0).normal(size=(200, 3))
-        RandomForestClassifier(n_estimators=4, n_jobs=2).fit(X, X[:, 0] > 0)
-        loaded = sorted(m for m in sys.modules if m.split(".")[0] in ("dask", "distributed"))
-        assert not loaded, loaded
-        """
-    )
-    subprocess.run([sys.executable, "-c", script], check=True, timeout=120)
