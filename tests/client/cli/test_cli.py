@@ -3,6 +3,7 @@ exit codes, ``--help``; ``train --wait`` interrupted with Ctrl-C cancels its job
 
 from __future__ import annotations
 
+import argparse
 import csv
 import io
 import json
@@ -15,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from coppice import Client
-from coppice.cli import main
+from coppice.cli import build_parser, main
 from coppice.cli.exits import (
     CONFLICT,
     INTERRUPTED,
@@ -140,13 +141,34 @@ def test_exit_codes_carry_the_servers_detail(
     assert main(["datasets", "list", "--url", f"http://127.0.0.1:{free_port()}"]) == UNREACHABLE
 
 
+SERVER_VERBS = {"serve", "worker", "migrate"}  # service.cli's, with help of their own
+
+
+def client_verbs(
+    parser: argparse.ArgumentParser, path: tuple[str, ...] = ()
+) -> list[tuple[str, ...]]:
+    """Every leaf command of the parser (``datasets upload``, ``train``, ...), walked."""
+    subs = [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)]
+    if not subs:
+        return [path]
+    return [
+        verb
+        for name, sub in subs[0].choices.items()
+        if name not in SERVER_VERBS
+        for verb in client_verbs(sub, (*path, name))
+    ]
+
+
 def test_help_has_examples_and_exit_codes(capsys: pytest.CaptureFixture[str]) -> None:
-    for verb in (["train"], ["predict"], ["jobs", "list"], ["datasets", "upload"]):
+    verbs = client_verbs(build_parser())
+    assert len(verbs) > 20 and ("datasets", "upload") in verbs and ("predict",) in verbs
+    for verb in verbs:
         with pytest.raises(SystemExit) as done:
             main([*verb, "--help"])
-        assert done.value.code == 0
+        assert done.value.code == 0, verb
         out = capsys.readouterr().out
-        assert "examples:" in out and "coppice " + verb[0] in out and "exit codes:" in out
+        assert "examples:" in out and f"coppice {' '.join(verb)}" in out, verb
+        assert "exit codes:" in out and "--json" in out, verb
     with pytest.raises(SystemExit):
         main(["--help"])
     out = capsys.readouterr().out
