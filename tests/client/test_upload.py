@@ -108,6 +108,8 @@ def test_a_50_mb_csv_is_streamed_with_little_client_memory(server_url: str, tmp_
 
     assert result.returncode == 0, result.stderr
     growth, n_rows, size = (int(value) for value in result.stdout.split())
+    # The figure docs/client.md quotes (shown with pytest -s).
+    print(f"{SIZE / 2**20:.0f} MiB CSV uploaded: client peak RSS +{growth / 2**20:.1f} MiB")
     assert size == SIZE and n_rows > 500_000
     assert growth < MAX_GROWTH * SIZE, (
         f"uploading {SIZE / 2**20:.0f} MiB raised the client's peak RSS by "
