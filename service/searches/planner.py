@@ -10,6 +10,7 @@ many rows, until the last rung trains on all of them; the winner comes from the 
 
 from __future__ import annotations
 
+import itertools
 import json
 import math
 from dataclasses import dataclass
@@ -45,12 +46,13 @@ def configurations(
 ) -> list[Config]:
     """The configurations of a search, in the order they are queued."""
     if strategy == Strategy.GRID:
-        points = [
+        points = (
             Config(method, point, index)
             for index, (method, space) in enumerate(entries)
             for point in spaces.grid(space)
-        ]
-        return points if max_models is None else points[:max_models]
+        )
+        # Lazily: a grid far larger than max_models is cut without being enumerated.
+        return list(itertools.islice(points, max_models))
     wanted = max_models or DEFAULT_RANDOM_MODELS
     chosen: list[Config] = []
     seen: set[str] = set()

@@ -147,7 +147,7 @@ def _configurations(
     settings: Settings,
 ) -> list[planner.Config]:
     """Every configuration to train, each checked as a whole (422 naming the first problem)."""
-    entries = validation.checked_entries(asked, task, strategy, settings)
+    entries = validation.checked_entries(asked, task, strategy, settings, max_models=max_models)
     first = [
         planner.Config(method, point, -1)
         for method, space in validation.checked_entries(defaults, task, Strategy.GRID, settings)

@@ -19,7 +19,8 @@ from service.searches.schemas import CandidateSpace, Strategy
 CLASSIFICATION_METRICS = {"roc_auc": "maximize", "accuracy": "maximize", "f1_macro": "maximize"}
 CLASSIFICATION_METRICS["log_loss"] = "minimize"
 REGRESSION_METRICS = {"rmse": "minimize", "mae": "minimize", "r2": "maximize"}
-# A grid past this many points is refused rather than queued: bound it with max_models.
+# A grid past this many points, without max_models to cut it, is refused before it is
+# enumerated (a search trains at most schemas.MAX_MODELS anyway).
 MAX_GRID_POINTS = 10_000
 
 
@@ -44,9 +45,13 @@ def checked_entries(
     strategy: Strategy,
     settings: Settings,
     *,
+    max_models: int | None = None,
     where: str = "candidates",
 ) -> list[tuple[str, spaces.Space]]:
-    """``(method, space)`` per candidate entry, every value checked; 422 on the first problem."""
+    """``(method, space)`` per candidate entry, every value checked; 422 on the first problem.
+
+    ``max_models``: the budget that cuts a grid (then a grid may have any number of points).
+    """
     entries = []
     for index, candidate in enumerate(candidates):
         loc: list[str | int] = ["body", where, index]
@@ -59,7 +64,7 @@ def checked_entries(
             for value in spaces.extremes(dimension):
                 check_config(method, task, {name: value}, settings, [*loc, "params"])
         if strategy == Strategy.GRID:
-            _check_grid(method.name, space, loc)
+            _check_grid(method.name, space, loc, bounded=max_models is not None)
         entries.append((method.name, space))
     return entries
 
@@ -103,7 +108,7 @@ def _method(name: str, task: Task, loc: list[str | int]) -> Method:
     return method
 
 
-def _check_grid(method: str, space: spaces.Space, loc: list[str | int]) -> None:
+def _check_grid(method: str, space: spaces.Space, loc: list[str | int], *, bounded: bool) -> None:
     ranged = [name for name, d in space.items() if isinstance(d, spaces.Range)]
     if ranged:
         raise _invalid(
@@ -114,7 +119,7 @@ def _check_grid(method: str, space: spaces.Space, loc: list[str | int]) -> None:
             [*loc, "params"],
         )
     size = spaces.grid_size(space) or 0
-    if size > MAX_GRID_POINTS:
+    if size > MAX_GRID_POINTS and not bounded:
         raise InvalidInput(
             f"Method '{method}': the grid has {size} points, more than {MAX_GRID_POINTS}; "
             "shorten the lists, or set budget.max_models.",

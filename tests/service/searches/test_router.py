@@ -171,6 +171,34 @@ async def test_every_problem_is_a_422_naming_its_field_and_nothing_is_queued(
     assert (await client.get("/v1/searches")).json()["total"] == 0
 
 
+HUGE_GRID = {
+    "method": "random_forest",
+    "params": {
+        "n_estimators": list(range(1, 31)),
+        "min_samples_leaf": list(range(1, 21)),
+        "max_depth": list(range(1, 21)),
+    },
+}  # 12,000 points
+
+
+async def test_max_models_cuts_a_grid_of_any_size_and_without_it_a_huge_one_is_422(
+    client: httpx.AsyncClient,
+) -> None:
+    dataset_id = await add_dataset(client)
+    grid = {"dataset_id": dataset_id, "candidates": [HUGE_GRID], "strategy": "grid"}
+
+    unbounded = _problem(await _search(client, **grid))
+    bounded = await _search(client, **grid, budget={"max_models": 3})
+
+    assert "12000 points" in unbounded["detail"]
+    assert ["body", "candidates", 0, "params"] in [e["loc"] for e in unbounded["errors"]]
+    assert bounded.status_code == 202, bounded.text
+    jobs = (await client.get("/v1/jobs", params={"search_id": bounded.json()["id"]})).json()
+    # The first three points in the order written (the last parameter changes fastest).
+    assert sorted(job["params"]["max_depth"] for job in jobs["items"]) == [1, 2, 3]
+    assert {job["params"]["n_estimators"] for job in jobs["items"]} == {1}
+
+
 async def test_auto_plans_every_family_sized_to_the_data(client: httpx.AsyncClient) -> None:
     dataset_id = await add_dataset(client)
     response = await _search(
