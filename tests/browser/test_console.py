@@ -115,6 +115,44 @@ def test_upload_train_watch_and_use_a_model(tab: Watched, data_file: Path) -> No
     assert tab.outside == []
 
 
+# Recorded by the page itself: every value the upload bar takes, with the text beside it.
+RECORD_UPLOAD_BAR = """() => {
+    window.uploadBar = [];
+    const bar = document.querySelector("[aria-label='upload progress']");
+    new MutationObserver(() => window.uploadBar.push(
+        [Number(bar.getAttribute("aria-valuenow")), bar.nextElementSibling.textContent],
+    )).observe(bar, { attributes: true, attributeFilter: ["aria-valuenow"] });
+}"""
+
+
+def test_a_large_upload_shows_its_progress(tab: Watched, tmp_path: Path) -> None:
+    """A 2 MB file sent at 1 MB/s (Chromium's own throttling, through the DevTools protocol):
+    the bar moves through intermediate values, saying how much was sent, then the dataset's
+    page opens."""
+    big = write_csv(tmp_path / "big.csv", n_rows=80_000)
+    assert big.stat().st_size > 2_000_000
+    tab.open("/")
+    page = tab.page
+    devtools = page.context.new_cdp_session(page)
+    devtools.send("Network.enable")
+    devtools.send(
+        "Network.emulateNetworkConditions",
+        {"offline": False, "latency": 0, "downloadThroughput": -1, "uploadThroughput": 1e6},
+    )
+    page.evaluate(RECORD_UPLOAD_BAR)
+    page.set_input_files("#upload-file", big)
+    page.click("form button[type=submit]")
+    page.wait_for_selector("#columns table", timeout=60_000)
+
+    # The dataset page is another view of the same document (a hash route): the record stays.
+    seen: list[list[Any]] = page.evaluate("window.uploadBar")
+    values = [value for value, _ in seen]
+    assert any(0 < value < 100 for value in values), seen
+    assert values == sorted(values) and values[-1] == 100, seen
+    assert any(re.fullmatch(r"\d+% of \d\.\d MB sent", text) for _, text in seen), seen
+    assert tab.errors == [] and tab.outside == []
+
+
 def test_a_dataset_uploaded_through_the_api_shows_its_distributions(
     tab: Watched, base_url: str, server_root: Path
 ) -> None:
