@@ -91,9 +91,8 @@ def test_two_apis_and_two_workers_share_a_search(database_url: str, tmp_path: Pa
             search = _wait(other, created.json()["id"])
             assert search["status"] == "succeeded", (search, processes.logs())
             registration = search["registration"]
-            if registration["status"] == "registered":
-                version = other.get(f"/v1/registered-models/churn/versions/{1}")
-                assert version.status_code == 200, version.text
+            candidate = other.get("/v1/registered-models/churn/aliases/candidate")
+            assert candidate.status_code == 200, candidate.text
     finally:
         processes.stop_all()
 
@@ -104,8 +103,15 @@ def test_two_apis_and_two_workers_share_a_search(database_url: str, tmp_path: Pa
     assert all(row["metric"]["std"] is not None and row["source"] == "cv" for row in board)
     assert search["best_model_id"] == board[0]["model_id"] and search["n_models"] == 5
     assert search["progress"] == 1.0 and search["jobs"]["succeeded"] == 5
-    assert registration["name"] == "churn" and registration["model_id"] == board[0]["model_id"]
-    assert registration["status"] in ("registered", "pending")
+    assert registration == {
+        "status": "registered",
+        "name": "churn",
+        "version": 1,
+        "model_id": board[0]["model_id"],
+        "detail": "version 1 with alias 'candidate'",
+    }
+    assert candidate.json()["version"] == 1
+    assert candidate.json()["model_id"] == board[0]["model_id"]
 
     db = create_db_engine(database_url)
     try:
