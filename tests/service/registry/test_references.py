@@ -2,11 +2,16 @@
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
+import anyio
+import httpx
 import pytest
 from sqlalchemy.orm import Session
 
+from service.app import create_app
+from service.registry.cache import POLL_SECONDS, REGISTRY_BOUND_SECONDS
 from service.registry.service import register_model_version
 from tests.service.inference.helpers import RECORDS, matrix_input
 from tests.service.registry.conftest import BOTH_BACKENDS, Registry
@@ -55,6 +60,38 @@ async def test_a_moved_alias_is_served_at_once_by_the_replica_that_moved_it(
     await registry.client.delete("/v1/registered-models/churn/aliases/production")
     gone = await registry.client.post("/v1/models/churn@production/predict", json=ROWS)
     assert gone.status_code == 404
+
+
+async def test_another_replica_on_sqlite_serves_a_move_within_its_polling_time(
+    registry: Registry,
+) -> None:
+    """SQLite has no notices: a replica that did not make the move re-reads a reference once
+    its entry is POLL_SECONDS old, well inside the bound."""
+    await registry.register("churn", registry.first, registry.second)
+    await registry.move("churn", "production", 1)
+    other = create_app(registry.svc.settings)
+    async with (
+        other.router.lifespan_context(other),
+        httpx.AsyncClient(transport=httpx.ASGITransport(app=other), base_url="http://o") as peer,
+    ):
+
+        async def served() -> str:
+            response = await peer.post("/v1/models/churn@production/predict", json=ROWS)
+            assert response.status_code == 200, response.text
+            return str(response.json()["model_id"])
+
+        assert await served() == registry.first  # now in the other replica's cache
+        assert (await registry.move("churn", "production", 2)).status_code == 200
+        moved = time.monotonic()
+        answers = [await served()]
+        while answers[-1] != registry.second and time.monotonic() - moved < 3 * POLL_SECONDS:
+            await anyio.sleep(0.02)
+            answers.append(await served())
+        lag = time.monotonic() - moved
+
+    assert answers[-1] == registry.second
+    assert lag <= POLL_SECONDS + 0.5 < REGISTRY_BOUND_SECONDS
+    assert set(answers[:-1]) <= {registry.first}  # before it: the old version, never an error
 
 
 @pytest.mark.parametrize(
