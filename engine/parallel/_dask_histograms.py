@@ -130,9 +130,15 @@ class DaskHistograms(ShutsDownOnExit):
         handle = self.client.submit(
             PartitionActor, actor=True, workers=[self.worker_of_part[part]], pure=False
         )
-        actor: Any = handle.result()  # an Actor proxy: its calls return ActorFutures
         start, stop = self.bounds[part], self.bounds[part + 1]
-        actor.load(np.ascontiguousarray(self.binned[start:stop].T)).result()
+        # An Actor proxy (its calls return ActorFutures) binds to a client at its first call,
+        # and finds it through distributed's get_client: the current client, else the
+        # process's default. The service's client is no default (set_as_default=False), and
+        # a proxy that finds none fails ("... has no attribute '_io_loop'"), so the first
+        # call is made with this fit's client current.
+        with self.client.as_current():
+            actor: Any = handle.result()
+            actor.load(np.ascontiguousarray(self.binned[start:stop].T)).result()
         self.actors[part], self._handles[part] = actor, handle
 
     def recover(self, unreachable: Sequence[int] = ()) -> None:

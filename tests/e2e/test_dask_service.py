@@ -1,7 +1,8 @@
 """The service training on a real Dask cluster: ``dask-scheduler`` and two ``dask-worker``
 processes started here, and ``coppice serve`` with ``COPPICE_DASK_SCHEDULER`` pointing at them.
 
-Upload, train, predict; a Dask worker SIGKILLed mid-fit (the job still succeeds); the
+Upload, train, predict (a forest, and boosting with its histograms on the workers); a Dask
+worker SIGKILLed mid-fit (the job still succeeds); the
 scheduler killed mid-fit (the attempt fails, the queue retries on a new cluster); an
 unreachable scheduler (a job error naming the address).
 """
@@ -93,6 +94,15 @@ class DaskCluster:
 
         with distributed.Client(self.address, timeout=30) as client:
             return sum(client.run(executed).values())
+
+    def task_prefixes(self) -> set[str]:
+        """Kinds of task the scheduler has seen (``PartitionActor``: boosting's partitions)."""
+
+        def prefixes(dask_scheduler: Any) -> list[str]:
+            return sorted(dask_scheduler.task_prefixes)
+
+        with distributed.Client(self.address, timeout=30) as client:
+            return set(client.run_on_scheduler(prefixes))
 
     def logs(self) -> str:
         return "\n".join(
@@ -205,6 +215,28 @@ def test_train_and_predict_on_the_cluster(service: Service) -> None:
         assert 'coppice_jobs_running_by_backend{backend="dask"} 1.0' in seen_metrics[0]
     metrics = client.get("/metrics").text
     assert 'coppice_jobs_running_by_backend{backend="dask"} 0.0' in metrics
+    predicted = client.post(
+        f"/v1/models/{job['model_id']}/predict",
+        json={"records": [{"a": 1.0, "b": 1.0, "c": 1.0, "d": 0.0}]},
+    )
+    assert predicted.status_code == 200, predicted.text
+
+
+def test_boosting_builds_its_histograms_on_the_cluster(service: Service) -> None:
+    client = service.client
+    dataset_id = _upload(client, 2500)
+    job_id = submit_job(
+        client,
+        dataset_id=dataset_id,
+        method="xgboost",
+        target="label",
+        params={"n_estimators": 20, "max_depth": 4},
+        seed=1,
+    )
+    job, _ = _follow(service, job_id)
+    assert job["status"] == "succeeded", (job, service.logs())
+    # The rows' partitions lived in actors on the Dask workers (data-parallel histograms).
+    assert "PartitionActor" in service.cluster.task_prefixes()
     predicted = client.post(
         f"/v1/models/{job['model_id']}/predict",
         json={"records": [{"a": 1.0, "b": 1.0, "c": 1.0, "d": 0.0}]},

@@ -42,7 +42,9 @@ def client() -> Iterator[Any]:
     cluster = distributed.LocalCluster(
         n_workers=2, threads_per_worker=1, processes=True, dashboard_address=":0"
     )
-    with distributed.Client(cluster) as client:
+    # No default client, as in the service (service/training/cluster.py): the backend must
+    # use the client it is handed, never find one of its own.
+    with distributed.Client(cluster, set_as_default=False) as client:
         yield client
     cluster.close()
 
@@ -266,7 +268,7 @@ def test_lost_shared_arrays_are_scattered_again(monkeypatch: pytest.MonkeyPatch)
         distributed.LocalCluster(
             n_workers=1, threads_per_worker=1, processes=True, dashboard_address=":0"
         ) as cluster,
-        distributed.Client(cluster) as client,
+        distributed.Client(cluster, set_as_default=False) as client,
         parallel_backend(client),
     ):
         remote.fit(X, y, callbacks=[_kill_worker_at(client, 1)])
