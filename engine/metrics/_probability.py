@@ -1,4 +1,4 @@
-"""Metrics of predicted probabilities and scores: log loss and the area under the ROC curve."""
+"""Metrics of predicted probabilities and scores: log loss, the ROC curve and the area under it."""
 
 from __future__ import annotations
 
@@ -93,6 +93,29 @@ def log_loss(
     return float(np.average(-np.log(p_true), weights=weight))
 
 
+def _threshold_counts(
+    positive: NDArray[np.bool_], scores: NDArray[np.float64], weight: NDArray[np.float64] | None
+) -> tuple[NDArray[np.float64], NDArray[np.float64], NDArray[np.float64]]:
+    """Weighted false and true positives when every score at or above each distinct score is
+    called positive, highest score first, and those scores.
+
+    Tied scores form one threshold, so they move both counts at once. Zero-weighted samples are
+    left out: they move no count, and would only add thresholds where nothing changes.
+    """
+    if weight is not None:
+        kept = weight != 0
+        positive, scores, weight = positive[kept], scores[kept], weight[kept]
+    if scores.shape[0] == 0:
+        empty = np.zeros(0)
+        return empty, empty, empty
+    order = np.argsort(-scores, kind="stable")
+    ranked = scores[order]
+    w = np.ones(ranked.shape[0]) if weight is None else weight[order]
+    is_pos = positive[order]
+    ends = np.r_[np.flatnonzero(np.diff(ranked)), ranked.shape[0] - 1]
+    return np.cumsum(w * ~is_pos)[ends], np.cumsum(w * is_pos)[ends], ranked[ends]
+
+
 def _binary_auc(
     positive: NDArray[np.bool_], scores: NDArray[np.float64], weight: NDArray[np.float64] | None
 ) -> float:
@@ -101,18 +124,84 @@ def _binary_auc(
     Tied scores form one threshold, i.e. one diagonal step of the curve, which is what makes the
     area equal the Mann–Whitney statistic with midranks (and scikit-learn's value).
     """
-    order = np.argsort(-scores, kind="stable")
-    w = np.ones(scores.shape[0]) if weight is None else weight[order]
-    is_pos = positive[order]
-    ends = np.r_[np.flatnonzero(np.diff(scores[order])), scores.shape[0] - 1]
-    tps = np.r_[0.0, np.cumsum(w * is_pos)[ends]]
-    fps = np.r_[0.0, np.cumsum(w * ~is_pos)[ends]]
-    if tps[-1] <= 0 or fps[-1] <= 0:
+    fps, tps, _ = _threshold_counts(positive, scores, weight)
+    if tps.size == 0 or tps[-1] <= 0 or fps[-1] <= 0:
         raise ValueError(
             "Only one class is present in y_true (after weighting); ROC AUC is not defined."
         )
-    tpr, fpr = tps / tps[-1], fps / fps[-1]
+    tpr, fpr = np.r_[0.0, tps] / tps[-1], np.r_[0.0, fps] / fps[-1]
     return float(np.sum(np.diff(fpr) * (tpr[1:] + tpr[:-1]) / 2.0))
+
+
+def roc_curve(
+    y_true: ArrayLike,
+    scores: ArrayLike,
+    *,
+    pos_label: Any = None,
+    sample_weight: ArrayLike | None = None,
+    drop_intermediate: bool = True,
+) -> tuple[NDArray[np.float64], NDArray[np.float64], NDArray[np.float64]]:
+    """The ROC curve: false and true positive rates as the threshold falls through the scores.
+
+    Point ``i`` is the rates when a sample is called positive for ``score >= thresholds[i]``;
+    the first point is ``(0, 0)`` at an infinite threshold, the last ``(1, 1)`` at the lowest
+    score. Tied scores are one threshold, a diagonal step (Fawcett 2006, "An introduction to
+    ROC analysis", algorithm 2).
+
+    Parameters
+    ----------
+    y_true : array-like of shape (n_samples,)
+    scores : array-like of shape (n_samples,)
+        Higher means more likely ``pos_label`` (e.g. ``predict_proba(X)[:, k]``).
+    pos_label : scalar, optional
+        The positive class; every other label is negative (one-vs-rest for more than two).
+        Default: the second of the two sorted labels of ``y_true`` (``1`` of ``{0, 1}`` and of
+        ``{-1, 1}``, as scikit-learn; scikit-learn asks for it with other labels).
+    sample_weight : array-like of shape (n_samples,), optional
+    drop_intermediate : bool, default True
+        Leave out the points that lie on a straight line between their neighbours: they are no
+        corner of the drawn curve and do not change its area.
+
+    Returns
+    -------
+    fpr, tpr, thresholds : ndarray of shape (n_points,)
+        ``thresholds`` decrease and start with ``inf``.
+
+    Raises
+    ------
+    ValueError
+        When there is no positive or no negative sample (after weighting): the rates are then
+        undefined. scikit-learn returns NaN rates with a warning there instead.
+    """
+    true = _as_1d(y_true, "y_true")
+    s = _as_1d(scores, "scores").astype(np.float64)
+    if not np.isfinite(s).all():
+        raise ValueError("scores contains NaN or infinity.")
+    _check_lengths(y_true=true, scores=s, sample_weight=sample_weight)
+    weight = _weights(sample_weight, true.shape[0])
+    if pos_label is None:
+        labels = np.unique(true)
+        if labels.size > 2:
+            raise ValueError(
+                f"y_true has {labels.size} labels; pass pos_label to draw one of them against "
+                "the rest."
+            )
+        pos_label = labels[-1]
+    fps, tps, thresholds = _threshold_counts(true == pos_label, s, weight)
+    if tps.size == 0 or tps[-1] <= 0 or fps[-1] <= 0:
+        raise ValueError(
+            f"y_true has no {'negative' if tps.size and tps[-1] > 0 else 'positive'} sample "
+            f"(pos_label={pos_label!r}, after weighting); the ROC curve is not defined."
+        )
+    if drop_intermediate and fps.size > 2:
+        # A point is a corner when either count's second difference is non-zero there.
+        corner = np.r_[True, (np.diff(fps, 2) != 0) | (np.diff(tps, 2) != 0), True]
+        fps, tps, thresholds = fps[corner], tps[corner], thresholds[corner]
+    return (
+        np.r_[0.0, fps] / fps[-1],
+        np.r_[0.0, tps] / tps[-1],
+        np.r_[np.inf, thresholds],
+    )
 
 
 def roc_auc_score(
