@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from engine import ExtraTreesRegressor, RandomForestClassifier
-from engine.tree import _traversal
+from engine.tree import _leaf_sums, _traversal
 from engine.tree._packed import PackedTrees
 
 
@@ -69,7 +69,7 @@ def test_forest_probabilities_are_the_tree_by_tree_sum_to_the_last_bit(n_jobs: i
     for tree in forest.trees_:
         expected += tree.predict(encoded)
     expected /= len(forest.trees_)
-    for n_rows in (1, _traversal.MIN_ROWS_FOR_TREE_BY_TREE - 1, 300, X_big.shape[0]):
+    for n_rows in (1, _leaf_sums.MIN_ROWS_FOR_TREE_BY_TREE - 1, 300, X_big.shape[0]):
         actual = forest.predict_proba(X_big[:n_rows])
         np.testing.assert_array_equal(actual.view(np.uint64), expected[:n_rows].view(np.uint64))
 
@@ -80,11 +80,11 @@ def test_the_twin_sums_a_batch_in_chunks_as_in_one(monkeypatch: pytest.MonkeyPat
     packed, encoded = forest._packed(), forest._prepare(X)
     arguments = (packed._nodes.roots, packed._nodes.depths, packed._nodes.nodes)
     rest = (packed._nodes.missing_left, packed._nodes.category_split)
-    whole = _traversal._leaf_value_sums_numpy(
+    whole = _leaf_sums._leaf_value_sums_numpy(
         encoded, *arguments, *rest, packed._nodes.category_bitsets, packed.values
     )
-    monkeypatch.setattr(_traversal, "TWIN_PAIRS_PER_CHUNK", 7 * 5)  # 7-row chunks
-    chunked = _traversal._leaf_value_sums_numpy(
+    monkeypatch.setattr(_leaf_sums, "TWIN_PAIRS_PER_CHUNK", 7 * 5)  # 7-row chunks
+    chunked = _leaf_sums._leaf_value_sums_numpy(
         encoded, *arguments, *rest, packed._nodes.category_bitsets, packed.values
     )
     np.testing.assert_array_equal(chunked.view(np.uint64), whole.view(np.uint64))

@@ -16,9 +16,9 @@ import pytest
 from numpy.typing import NDArray
 
 from engine import RandomForestClassifier, XGBoostClassifier
-from engine.tree import _traversal
+from engine.tree import _leaf_sums, _traversal
+from engine.tree._node_arrays import NodeArrays, node_arrays
 from engine.tree._packed import PackedTrees
-from engine.tree._traversal import NodeArrays, node_arrays
 from engine.tree._tree import NODE_DTYPE, Tree
 
 N_FEATURES = 5
@@ -198,8 +198,8 @@ def test_kernel_and_twin_sums_are_bit_identical(
     X = _random_rows(8, n_rows)
     arrays = node_arrays([tree.nodes for tree in trees], [tree.category_bitsets for tree in trees])
     node_values = _node_values(trees)
-    compiled = _traversal._leaf_value_sums_kernel(X, *_arguments(arrays), node_values)
-    twin = _traversal._leaf_value_sums_numpy(X, *_arguments(arrays), node_values)
+    compiled = _leaf_sums._leaf_value_sums_kernel(X, *_arguments(arrays), node_values)
+    twin = _leaf_sums._leaf_value_sums_numpy(X, *_arguments(arrays), node_values)
     # The sum as its definition: leaf values added tree by tree from 0.0.
     expected = np.zeros((n_rows, n_outputs))
     for i, row in enumerate(X):
@@ -215,7 +215,7 @@ def test_batches_spanning_blocks_and_partial_steps_agree() -> None:
     arrays = node_arrays([tree.nodes for tree in trees], [tree.category_bitsets for tree in trees])
     block = max(
         _traversal._rows_per_block(arrays.nodes.size, len(trees)),
-        _traversal._rows_per_sum_block(arrays.nodes.size, len(trees)),
+        _leaf_sums._rows_per_sum_block(arrays.nodes.size, len(trees)),
     )
     n_rows = 2 * block + _traversal.PAIRS_IN_STEP + 3
     X = _random_rows(12, n_rows)
@@ -226,8 +226,8 @@ def test_batches_spanning_blocks_and_partial_steps_agree() -> None:
     )
     node_values = _node_values(trees)
     _assert_bits_equal(
-        _traversal._leaf_value_sums_kernel(X, *_arguments(arrays), node_values),
-        _traversal._leaf_value_sums_numpy(X, *_arguments(arrays), node_values),
+        _leaf_sums._leaf_value_sums_kernel(X, *_arguments(arrays), node_values),
+        _leaf_sums._leaf_value_sums_numpy(X, *_arguments(arrays), node_values),
     )
 
 
@@ -263,7 +263,7 @@ def test_estimators_predict_the_same_on_kernels_and_twins(
     X, forest, boosted = _fitted_models()
     compiled = (forest.predict_proba(X), forest.apply(X), boosted.predict_proba(X))
     monkeypatch.setattr(_traversal, "_leaf_indices", _traversal._leaf_indices_numpy)
-    monkeypatch.setattr(_traversal, "_leaf_value_sums", _traversal._leaf_value_sums_numpy)
+    monkeypatch.setattr(_leaf_sums, "_leaf_value_sums", _leaf_sums._leaf_value_sums_numpy)
     twins = (forest.predict_proba(X), forest.apply(X), boosted.predict_proba(X))
     _assert_bits_equal(compiled[0], twins[0])
     np.testing.assert_array_equal(compiled[1], twins[1])
