@@ -26,7 +26,7 @@ from engine.tree._growth import (
     select_slots,
     split_maps,
 )
-from engine.tree._histograms import sibling_histograms
+from engine.tree._histograms import sibling_histograms, smaller_children
 from engine.tree._level_kernels import partition_rows
 from engine.tree._monotone import UNBOUNDED
 from engine.tree._random_grower import grow_random_level_wise, grows_random_levels
@@ -170,10 +170,8 @@ def _child_histograms(
         or n_pairs > HISTOGRAM_MAX_SPLITS
     ):
         return None
-    child_counts = np.bincount(slot_of_row, minlength=2 * n_pairs).reshape(n_pairs, 2)
-    smaller_side = (child_counts[:, 1] < child_counts[:, 0]).astype(np.intp)
-    is_smaller = (slot_of_row % 2) == smaller_side[slot_of_row // 2]
-    small = growth.histograms(rows[is_smaller], slot_of_row[is_smaller] // 2, n_pairs)
+    smaller_side, small_rows, small_pairs = smaller_children(rows, slot_of_row, n_pairs)
+    small = growth.histograms(small_rows, small_pairs, n_pairs)
     return sibling_histograms(histograms, parents, small, smaller_side)
 
 

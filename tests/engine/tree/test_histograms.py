@@ -178,3 +178,42 @@ def test_sibling_subtraction_equals_the_naive_reference_bit_for_bit(
     np.testing.assert_array_equal(
         expected[2 * pair + 1 - side[pair]], parent_histograms[parents[pair]] - smaller[pair]
     )
+
+
+SMALLER_CHILDREN = {
+    "compiled": histograms._smaller_children_compiled,
+    "numpy": histograms._smaller_children_numpy,
+}
+
+
+@pytest.mark.parametrize("implementation", SMALLER_CHILDREN)
+@pytest.mark.parametrize("seed", range(20))
+def test_smaller_children_are_each_pairs_child_with_fewer_rows(
+    seed: int, implementation: str
+) -> None:
+    """Per pair, the side with fewer rows (the left on a tie, an empty child included), and
+    that child's rows in their order in ``rows``: held to a loop over the pairs."""
+    rng = np.random.default_rng(seed)
+    n_pairs = int(rng.integers(1, 9))
+    sizes = rng.integers(0, 40, 2 * n_pairs)
+    if seed % 3 == 0:
+        sizes[1] = sizes[0]  # a tie
+    slot_of_row = np.repeat(np.arange(2 * n_pairs), sizes).astype(np.intp)
+    rows = rng.permutation(slot_of_row.size).astype(np.intp)
+    smaller_side = np.full(n_pairs, -1, dtype=np.intp)
+    small_rows = np.full(rows.size, -1, dtype=np.intp)
+    small_pairs = np.full(rows.size, -1, dtype=np.intp)
+    n_small = SMALLER_CHILDREN[implementation](
+        rows, slot_of_row, n_pairs, smaller_side, small_rows, small_pairs
+    )
+    expected_sides = [int(sizes[2 * p + 1] < sizes[2 * p]) for p in range(n_pairs)]
+    assert smaller_side.tolist() == expected_sides
+    expected = [
+        (int(row), int(slot) // 2)
+        for row, slot in zip(rows, slot_of_row, strict=True)
+        if slot % 2 == expected_sides[slot // 2]
+    ]
+    assert n_small == len(expected)
+    found = zip(small_rows[:n_small].tolist(), small_pairs[:n_small].tolist(), strict=True)
+    assert list(found) == expected
+    assert n_small == sum(min(sizes[2 * p], sizes[2 * p + 1]) for p in range(n_pairs))
