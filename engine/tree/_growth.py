@@ -3,19 +3,21 @@
 :class:`Growth` does the work of a step — summarise a batch of nodes, search their splits
 (from rows, or from dense per-node histograms), record nodes and apply splits — and
 :mod:`engine.tree._grower` decides the order of the steps (level by level, or best-first).
+Two of its parts live in modules of their own: the candidate features each node searches
+(:mod:`engine.tree._feature_draws`) and the records of its nodes and splits, flattened into a
+:class:`Tree` at the end (:mod:`engine.tree._growth_records`).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from functools import cached_property
 from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
 
-from engine.tree._common import BITSET_BYTES, BITSET_DTYPE, HISTOGRAM_CODES, N_CATEGORY_CODES
+from engine.tree._common import HISTOGRAM_CODES
 from engine.tree._compiled_splitter import best_splits
 from engine.tree._criteria import (
     CLASSIFICATION_CRITERIA,
@@ -24,12 +26,13 @@ from engine.tree._criteria import (
     node_weight,
     score,
 )
+from engine.tree._feature_draws import FeatureDraws
+from engine.tree._growth_records import GrowthRecords, _NodeTable
 from engine.tree._histograms import build_histograms
-from engine.tree._level_kernels import node_totals, shuffle_rows, squared_deviations
+from engine.tree._level_kernels import node_totals, squared_deviations
 from engine.tree._memo import feature_major
 from engine.tree._monotone import MonotoneBounds
 from engine.tree._split_context import SplitContext, Splits
-from engine.tree._tree import NODE_DTYPE, Tree
 
 __all__ = ["Growth", "GrowthLimits", "select_slots", "split_maps"]
 
@@ -61,39 +64,7 @@ class GrowthLimits:
     min_split_gain: float = 0.0  # γ: a Newton split must gain more than this
 
 
-@dataclass
-class _NodeTable:
-    """Nodes as they are created, flattened into a :class:`Tree` at the end."""
-
-    columns: dict[str, list[NDArray[np.generic]]] = field(default_factory=dict)
-    values: list[NDArray[np.float64]] = field(default_factory=list)
-    bitsets: list[NDArray[np.uint8]] = field(default_factory=list)
-    n_nodes: int = 0
-    n_bitsets: int = 0
-
-    def add(self, values: NDArray[np.float64], **columns: NDArray[np.generic]) -> NDArray[np.intp]:
-        ids = np.arange(self.n_nodes, self.n_nodes + values.shape[0])
-        self.n_nodes += values.shape[0]
-        self.values.append(values)
-        for name, column in columns.items():
-            self.columns.setdefault(name, []).append(np.asarray(column))
-        return ids
-
-    def finish(self, n_features: int, split_columns: dict[str, NDArray[np.generic]]) -> Tree:
-        nodes = np.zeros(self.n_nodes, dtype=NODE_DTYPE)
-        for name, parts in self.columns.items():
-            nodes[name] = np.concatenate(parts)
-        for name, column in split_columns.items():
-            nodes[name] = column
-        bitsets = (
-            np.concatenate(self.bitsets)
-            if self.bitsets
-            else np.zeros((0, BITSET_BYTES), dtype=BITSET_DTYPE)
-        )
-        return Tree(nodes, np.concatenate(self.values), bitsets, n_features)
-
-
-class Growth:
+class Growth(FeatureDraws, GrowthRecords):
     """State of one tree being grown: rows, node statistics and split records."""
 
     def __init__(
@@ -258,16 +229,6 @@ class Growth:
 
     # -- histograms (all candidate features, for subtraction) ----------------------------
 
-    def level_pool(self, depth: int) -> NDArray[np.int64]:
-        """The candidate features of a depth level, drawn once per level (in tree order)."""
-        if self.level_size >= self.candidates.size:
-            return self.candidates
-        pool = self.level_pools.get(depth)
-        if pool is None:
-            drawn = self.rng.choice(self.candidates.size, self.level_size, replace=False)
-            pool = self.level_pools[depth] = self.candidates[np.sort(drawn)]
-        return pool
-
     def uses_histograms(self) -> bool:
         """Whether this tree can keep per-node histograms and derive siblings by subtraction.
 
@@ -349,49 +310,6 @@ class Growth:
 
         return self.draw_rounds(n_slots, depth, search_round)
 
-    def draw_rounds(
-        self,
-        n_slots: int,
-        depth: int,
-        search_round: Callable[[NDArray[np.intp], NDArray[np.int64]], Splits],
-    ) -> Splits:
-        """Draw each node's candidate features and search them, ``max_features`` at a time.
-
-        ``search_round(pending, features)`` searches the nodes ``pending`` (indices into the
-        batch) on ``features`` (one row per pending node, −1 padded). As in scikit-learn, a
-        node whose drawn features admit no valid split keeps drawing from its remaining
-        features before it is declared a leaf.
-        """
-        pool = self.level_pool(depth)
-        n_candidates = pool.size
-        per_round = self.limits.max_features or n_candidates
-        if per_round >= n_candidates:
-            features = np.broadcast_to(pool, (n_slots, n_candidates))
-            return search_round(np.arange(n_slots), np.ascontiguousarray(features))
-        random_cuts = self.ctx.random_splits
-        if random_cuts:
-            # Random cuts draw a round's candidates when they need them, one uniform each.
-            order = np.tile(np.arange(n_candidates, dtype=np.intp), (n_slots, 1))
-        else:
-            order = self.rng.random((n_slots, n_candidates)).argsort(axis=1)
-        result: Splits | None = None
-        pending = np.arange(n_slots)
-        for start in range(0, n_candidates, per_round):
-            if random_cuts:
-                width = min(per_round, n_candidates - start)
-                shuffle_rows(order, pending, self.rng.random((pending.size, width)), start)
-            features = pool[order[pending, start : start + per_round]]
-            if features.shape[1] < per_round:
-                pad = np.full((pending.size, per_round - features.shape[1]), -1)
-                features = np.concatenate([features, pad], axis=1)
-            splits = search_round(pending, features)
-            result = splits if result is None else _merge(result, splits, pending)
-            pending = pending[~splits.found]
-            if pending.size == 0:
-                break
-        assert result is not None
-        return result
-
     def accepted(self, splits: Splits) -> NDArray[np.bool_]:
         """Found splits that pass the gain threshold of the criterion.
 
@@ -402,77 +320,6 @@ class Growth:
             return splits.found & (splits.gain > self.limits.min_split_gain + IMPURITY_EPSILON)
         return splits.found & (
             splits.gain / self.root_weight + IMPURITY_EPSILON >= self.limits.min_impurity_decrease
-        )
-
-    # -- split bookkeeping --------------------------------------------------------------
-
-    def apply_splits(
-        self, node_ids: NDArray[np.intp], splits: Splits, chosen: NDArray[np.bool_]
-    ) -> NDArray[np.intp]:
-        """Record the chosen splits; return the id of each new left child."""
-        ids = node_ids[chosen]
-        needed = int(ids.max()) + 1 if ids.size else 0
-        if needed > self.split_feature.size:
-            self._grow_split_arrays(needed)
-        first_child = self.table.n_nodes
-        left_ids = first_child + 2 * np.arange(ids.size)
-        feature = splits.feature[chosen]
-        split_bin = splits.bin[chosen]
-        self.split_feature[ids] = feature
-        self.split_left[ids] = left_ids
-        self.split_missing_left[ids] = splits.missing_left[chosen]
-        categorical = self.ctx.is_categorical[feature]
-        last_bin = self.ctx.missing_code - 1
-        self.split_threshold[ids] = np.where(
-            categorical, np.nan, self.thresholds[feature, np.minimum(split_bin, last_bin)]
-        )
-        if categorical.any():
-            # Categories have codes below MAX_BINS in either code width: a bitset's
-            # N_CATEGORY_CODES bits hold them all.
-            codes = splits.left_codes[chosen][categorical][:, :N_CATEGORY_CODES]
-            self.table.bitsets.append(np.packbits(codes, axis=1, bitorder="little"))
-            start = self.table.n_bitsets
-            self.table.n_bitsets += int(categorical.sum())
-            self.split_category[ids[categorical]] = np.arange(start, self.table.n_bitsets)
-        return left_ids
-
-    def _grow_split_arrays(self, needed: int) -> None:
-        size = max(needed, 2 * self.split_feature.size)
-        for name, fill in (
-            ("split_feature", -1),
-            ("split_left", -1),
-            ("split_threshold", 0.0),
-            ("split_missing_left", False),
-            ("split_category", -1),
-        ):
-            old = getattr(self, name)
-            new = np.full(size, fill, dtype=old.dtype)
-            new[: old.size] = old
-            setattr(self, name, new)
-
-    def goes_right(
-        self,
-        rows: NDArray[np.intp],
-        slot_of_row: NDArray[np.intp],
-        splits: Splits,
-    ) -> NDArray[np.bool_]:
-        codes = self.ctx.binned[rows, splits.feature[slot_of_row]]
-        return ~splits.left_codes[slot_of_row, codes]
-
-    def finish(self) -> Tree:
-        n = self.table.n_nodes
-        self._grow_split_arrays(n)
-        left = self.split_left[:n]
-        return self.table.finish(
-            self.ctx.binned.shape[1],
-            {
-                "left_child": left,
-                "right_child": np.where(left >= 0, left + 1, -1),
-                "feature": self.split_feature[:n],
-                "threshold": np.where(left >= 0, self.split_threshold[:n], 0.0),
-                "missing_left": self.split_missing_left[:n],
-                "category_split": self.split_category[:n],
-            },
         )
 
 
@@ -501,11 +348,3 @@ def select_slots(
     new_slot = renumber[slot_of_row]
     keep = new_slot >= 0
     return rows[keep], new_slot[keep]
-
-
-def _merge(result: Splits, update: Splits, slots: NDArray[np.intp]) -> Splits:
-    """Overwrite the entries of ``slots`` that ``update`` found splits for."""
-    found = slots[update.found]
-    for name in ("found", "gain", "feature", "bin", "missing_left", "left_codes"):
-        getattr(result, name)[found] = getattr(update, name)[update.found]
-    return result

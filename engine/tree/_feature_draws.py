@@ -1,0 +1,94 @@
+"""Which candidate features each node of a growing tree searches.
+
+:class:`FeatureDraws` is the part of :class:`engine.tree._growth.Growth` that samples features:
+the pool of a depth level (XGBoost's ``colsample_bylevel``), then per node ``max_features`` of
+it at a time, drawing again from the rest while a node finds no valid split.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
+import numpy as np
+from numpy.typing import NDArray
+
+from engine.tree._level_kernels import shuffle_rows
+from engine.tree._split_context import SplitContext, Splits
+
+if TYPE_CHECKING:
+    from engine.tree._growth import GrowthLimits
+
+__all__ = ["FeatureDraws"]
+
+
+class FeatureDraws:
+    """The feature draws of a growing tree (its state is set by ``Growth.__init__``)."""
+
+    ctx: SplitContext
+    limits: GrowthLimits
+    rng: np.random.Generator
+    candidates: NDArray[np.int64]
+    level_size: int
+    level_pools: dict[int, NDArray[np.int64]]
+
+    def level_pool(self, depth: int) -> NDArray[np.int64]:
+        """The candidate features of a depth level, drawn once per level (in tree order)."""
+        if self.level_size >= self.candidates.size:
+            return self.candidates
+        pool = self.level_pools.get(depth)
+        if pool is None:
+            drawn = self.rng.choice(self.candidates.size, self.level_size, replace=False)
+            pool = self.level_pools[depth] = self.candidates[np.sort(drawn)]
+        return pool
+
+    def draw_rounds(
+        self,
+        n_slots: int,
+        depth: int,
+        search_round: Callable[[NDArray[np.intp], NDArray[np.int64]], Splits],
+    ) -> Splits:
+        """Draw each node's candidate features and search them, ``max_features`` at a time.
+
+        ``search_round(pending, features)`` searches the nodes ``pending`` (indices into the
+        batch) on ``features`` (one row per pending node, −1 padded). As in scikit-learn, a
+        node whose drawn features admit no valid split keeps drawing from its remaining
+        features before it is declared a leaf.
+        """
+        pool = self.level_pool(depth)
+        n_candidates = pool.size
+        per_round = self.limits.max_features or n_candidates
+        if per_round >= n_candidates:
+            features = np.broadcast_to(pool, (n_slots, n_candidates))
+            return search_round(np.arange(n_slots), np.ascontiguousarray(features))
+        random_cuts = self.ctx.random_splits
+        if random_cuts:
+            # Random cuts draw a round's candidates when they need them, one uniform each.
+            order = np.tile(np.arange(n_candidates, dtype=np.intp), (n_slots, 1))
+        else:
+            order = self.rng.random((n_slots, n_candidates)).argsort(axis=1)
+        result: Splits | None = None
+        pending = np.arange(n_slots)
+        for start in range(0, n_candidates, per_round):
+            if random_cuts:
+                width = min(per_round, n_candidates - start)
+                shuffle_rows(order, pending, self.rng.random((pending.size, width)), start)
+            features = pool[order[pending, start : start + per_round]]
+            if features.shape[1] < per_round:
+                pad = np.full((pending.size, per_round - features.shape[1]), -1)
+                features = np.concatenate([features, pad], axis=1)
+            splits = search_round(pending, features)
+            result = splits if result is None else _merge(result, splits, pending)
+            pending = pending[~splits.found]
+            if pending.size == 0:
+                break
+        assert result is not None
+        return result
+
+
+def _merge(result: Splits, update: Splits, slots: NDArray[np.intp]) -> Splits:
+    """Overwrite the entries of ``slots`` that ``update`` found splits for."""
+    found = slots[update.found]
+    for name in ("found", "gain", "feature", "bin", "missing_left", "left_codes"):
+        getattr(result, name)[found] = getattr(update, name)[update.found]
+    return result
