@@ -20,6 +20,7 @@ only then), with the same results in the same order.
 
 from __future__ import annotations
 
+import multiprocessing
 import numbers
 import os
 from collections.abc import Mapping
@@ -89,12 +90,15 @@ def make_executor(shared: Mapping[str, NDArray[Any]], n_jobs: int | None, n_task
 
     Never starts more workers than there are tasks; one worker or one task runs serially.
     Inside :func:`parallel_backend` more than one task runs on that backend, whatever
-    ``n_jobs`` says (the cluster's size decides).
+    ``n_jobs`` says (the cluster's size decides). A daemonic process (a Dask worker under its
+    nanny, a pool's worker) may not start processes of its own, so there every fit runs its
+    tasks serially: a combiner's member with ``n_jobs=2`` fitted as a Dask task would
+    otherwise fail with "daemonic processes are not allowed to have children".
     """
     backend = active_backend()
     if backend is not None and n_tasks > 1:
         return backend.executor(shared, n_tasks)
     n_workers = min(resolve_n_jobs(n_jobs), n_tasks)
-    if n_workers <= 1:
+    if n_workers <= 1 or multiprocessing.current_process().daemon:
         return SerialExecutor(shared)
     return ProcessExecutor(shared, n_workers)

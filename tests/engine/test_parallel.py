@@ -160,6 +160,38 @@ def test_make_executor_runs_serially_when_parallelism_cannot_help(
         assert isinstance(executor, SerialExecutor)
 
 
+def _forest_in_a_daemon(results: Any) -> None:
+    from engine import RandomForestClassifier
+
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(200, 4))
+    y = (X[:, 0] > 0).astype(int)
+    try:
+        with make_executor(_shared_arrays(), 2, 10) as executor:
+            kind = type(executor).__name__
+        forest = RandomForestClassifier(n_estimators=4, n_jobs=2, random_state=0).fit(X, y)
+        results.put((kind, float((forest.predict(X) == y).mean())))
+    except Exception as error:  # reported, so the test fails at once with the reason
+        results.put((repr(error), 0.0))
+
+
+def test_a_daemonic_process_fits_serially_instead_of_failing() -> None:
+    """A Dask worker under its nanny is daemonic and may not start processes: a member with
+    ``n_jobs=2`` fitted there runs its trees serially (it used to fail with "daemonic
+    processes are not allowed to have children")."""
+    import multiprocessing
+
+    context = multiprocessing.get_context("fork")
+    results = context.Queue()
+    daemon = context.Process(target=_forest_in_a_daemon, args=(results,), daemon=True)
+    daemon.start()
+    kind, accuracy = results.get(timeout=120)
+    daemon.join(timeout=30)
+    assert daemon.exitcode == 0
+    assert kind == "SerialExecutor"
+    assert accuracy > 0.9
+
+
 def test_unshareable_array_is_refused_before_any_segment(created_segments: list[str]) -> None:
     shared = {"X": np.zeros(3), "labels": np.array(["a", None], dtype=object)}
     with pytest.raises(TypeError, match="labels"):
