@@ -27,8 +27,8 @@ from engine.tree._growth import (
     split_maps,
 )
 from engine.tree._histograms import sibling_histograms, smaller_children
-from engine.tree._level_kernels import partition_rows
 from engine.tree._monotone import UNBOUNDED
+from engine.tree._partition_kernels import partition_rows
 from engine.tree._random_grower import grow_random_level_wise, grows_random_levels
 from engine.tree._split_context import SplitContext, Splits
 from engine.tree._tree import Tree

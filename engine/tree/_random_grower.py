@@ -6,7 +6,7 @@ threshold, so a split needs no histogram, only each candidate's range in the nod
 channel sums left of the cut. scikit-learn's splitter (Louppe 2014, §5.3) keeps a node's
 samples contiguous and partitions them in place; here a level's rows stay grouped by node
 (as in :mod:`engine.tree._grower`) and carry their channels along when they move
-(:func:`engine.tree._level_kernels.partition_ranges`), so that:
+(:func:`engine.tree._partition_kernels.partition_ranges`), so that:
 
 * a node's channels are read front to back by the search, not gathered from scattered rows
   (the one scattered read left is each candidate's codes);
@@ -27,7 +27,8 @@ from numpy.typing import NDArray
 from engine._kernels import compiled_kernels
 from engine.tree._compiled_splitter import _empty_splits, _outputs, _settings
 from engine.tree._growth import Growth, split_maps
-from engine.tree._level_kernels import node_totals, partition_ranges
+from engine.tree._level_kernels import node_totals
+from engine.tree._partition_kernels import partition_ranges
 from engine.tree._random_kernels import ONE_HOT_CLASSES, search_random_level
 from engine.tree._random_splitter import random_splits_with
 from engine.tree._split_context import SplitContext, Splits

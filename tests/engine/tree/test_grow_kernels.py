@@ -20,6 +20,7 @@ import numpy as np
 import pytest
 
 from engine.tree import _level_kernels as level
+from engine.tree import _partition_kernels
 from engine.tree._binning import MISSING_BIN
 from engine.tree._compiled_splitter import (
     compiled_find_random_splits,
@@ -91,7 +92,7 @@ def test_partition_equals_the_twin_and_keeps_row_order(seed: int) -> None:
     left_codes = rng.random((n_slots, 256)) < 0.5
     n_splits = int(split.sum())
     results = []
-    for partition in (level._partition_compiled, level._partition_numpy):
+    for partition in (_partition_kernels._partition_compiled, _partition_kernels._partition_numpy):
         new_rows = np.full(batch["rows"].size, -1, dtype=np.intp)
         new_slot = np.full(batch["rows"].size, -1, dtype=np.intp)
         moved = partition(

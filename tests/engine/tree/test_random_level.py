@@ -1,7 +1,7 @@
 """Extra trees' level-wise grower, whose rows carry their channels: kernels against twins.
 
 :mod:`engine.tree._random_grower` keeps a level's channels in the order of its rows and moves
-them with the rows (:func:`engine.tree._level_kernels.partition_ranges`), and searches the
+them with the rows (:func:`engine.tree._partition_kernels.partition_ranges`), and searches the
 random cuts of Geurts et al. (2006) on the slots still open
 (:func:`engine.tree._random_grower.random_level_splits`). Each is held bit for bit to its NumPy
 twin, to the kernels it stands in for (:func:`partition_rows` and :func:`node_totals`;
@@ -18,7 +18,7 @@ import numpy as np
 import pytest
 
 import engine
-from engine.tree import _grower, _random_grower
+from engine.tree import _grower, _partition_kernels, _random_grower
 from engine.tree import _level_kernels as level
 from engine.tree._random_kernels import ONE_HOT_CLASSES
 from engine.tree._random_splitter import find_random_splits
@@ -62,7 +62,7 @@ def test_partition_ranges_equals_its_twin_partition_rows_and_node_totals(seed: i
         batch["channels"], batch["classes"] if with_classes else None, rows
     )
     results: list[tuple[Any, ...]] = []
-    for partition in (level._ranges_compiled, level._ranges_numpy):
+    for partition in (_partition_kernels._ranges_compiled, _partition_kernels._ranges_numpy):
         n = rows.size
         outputs: tuple[Any, ...] = (
             np.full(n, -1, dtype=np.intp),
@@ -83,7 +83,7 @@ def test_partition_ranges_equals_its_twin_partition_rows_and_node_totals(seed: i
     _, new_rows, new_channels, new_classes, totals, counts = results[0]
     # The rows go where partition_rows sends them by their codes (held from first
     # principles in test_grow_kernels.py).
-    plain_rows, plain_slot = level.partition_rows(
+    plain_rows, plain_slot = _partition_kernels.partition_rows(
         batch["columns"],
         rows,
         slot_of_row,
