@@ -14,7 +14,7 @@ from sklearn.linear_model import LogisticRegression as SkLogisticRegression
 from engine import load_model, save_model
 from engine.base import NotFittedError
 from engine.callbacks import ProgressEvent, TrainingInterrupted
-from engine.linear import LogisticRegression, _logistic
+from engine.linear import LogisticRegression, _logistic, _logistic_solver
 from engine.persistence import register_model_class
 
 # Until engine/_model_classes.py lists the linear models (registering is idempotent).
@@ -175,6 +175,6 @@ def test_persistence_round_trip_predicts_identically() -> None:
 def test_hessian_accumulated_in_row_chunks_equals_one_block(monkeypatch: Any) -> None:
     X, y = standardised(load_wine)
     whole = LogisticRegression(tol=1e-10).fit(X, y)
-    monkeypatch.setattr(_logistic, "_CHUNK_BYTES", 8 * 3 * 14 * 7)  # 7 rows per chunk
+    monkeypatch.setattr(_logistic_solver, "_CHUNK_BYTES", 8 * 3 * 14 * 7)  # 7 rows per chunk
     chunked = LogisticRegression(tol=1e-10).fit(X, y)
     np.testing.assert_allclose(chunked.coef_, whole.coef_, rtol=0, atol=1e-12)
