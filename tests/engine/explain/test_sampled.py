@@ -83,6 +83,35 @@ def test_converges_to_the_enumerated_shapley_values_of_k_nn() -> None:
     np.testing.assert_allclose(bias, output(background).mean(axis=0))
 
 
+@pytest.mark.parametrize(("n_background", "n_permutations", "uses"), [(100, 64, 1), (10, 40, 4)])
+def test_every_walk_starts_from_its_own_background_row(
+    n_background: int, n_permutations: int, uses: int
+) -> None:
+    """Each order walks from a background row of its own, in a shuffled cycle: 64 orders see
+    64 of 100 rows (a pair of an order and its reverse sharing one row saw 32), and a whole
+    number of cycles sees every row equally often."""
+    rng = np.random.default_rng(0)
+    p = 4
+    background = rng.normal(size=(n_background, p))
+    x = np.full((1, p), 1000.0)  # a value no background row holds marks x's features
+    starts: list[int] = []
+
+    def output(rows: np.ndarray) -> np.ndarray:
+        for row in rows:
+            if np.count_nonzero(row == 1000.0) == 1:  # a walk's first step: z but one feature
+                kept = row != 1000.0
+                match = np.all(background[:, kept] == row[kept], axis=1)
+                starts.append(int(np.flatnonzero(match)[0]))
+        return np.asarray(rows.sum(axis=1, keepdims=True), dtype=np.float64)
+
+    sampled_shapley(output, x, background, n_permutations=n_permutations)
+
+    assert len(starts) == n_permutations
+    counts = np.bincount(starts, minlength=n_background)
+    assert np.count_nonzero(counts) == min(n_permutations, n_background)
+    assert counts.max() == uses
+
+
 def test_default_sample_count_correlates_with_the_exact_values() -> None:
     X, _, target = data()
     model = KNeighborsRegressor(n_neighbors=7).fit(X, target)

@@ -130,26 +130,7 @@ SAMPLED: dict[str, tuple[Callable[[], Any], bool]] = {
 }
 
 
-# Below the target at the default sample count, measured; strict, so a fix shows.
-BELOW_TARGET = {
-    "adaboost_r2": (
-        "0.935 at the default 64 orders on this data (0.999 at 256; 0.994-0.997 on four other "
-        "seeds): a weighted median of five trees is a step function, and the 32 antithetic "
-        "pairs see only 32 of the 100 background rows, the same ones for every row, so the "
-        "rows' errors are correlated"
-    ),
-}
-
-
-@pytest.mark.parametrize(
-    "name",
-    [
-        pytest.param(name, marks=pytest.mark.xfail(strict=True, reason=BELOW_TARGET[name]))
-        if name in BELOW_TARGET
-        else name
-        for name in sorted(SAMPLED)
-    ],
-)
+@pytest.mark.parametrize("name", sorted(SAMPLED))
 def test_sampled_models_correlate_with_the_exact_explainer(name: str) -> None:
     X, y = data()
     make, regression = SAMPLED[name]
