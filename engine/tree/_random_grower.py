@@ -29,7 +29,8 @@ from engine.tree._compiled_splitter import _empty_splits, _outputs, _settings
 from engine.tree._growth import Growth, split_maps
 from engine.tree._level_kernels import node_totals
 from engine.tree._partition_kernels import partition_ranges
-from engine.tree._random_kernels import ONE_HOT_CLASSES, search_random_level
+from engine.tree._random_cut_kernels import ONE_HOT_CLASSES
+from engine.tree._random_kernels import search_random_level
 from engine.tree._random_splitter import random_splits_with
 from engine.tree._split_context import SplitContext, Splits
 

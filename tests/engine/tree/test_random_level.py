@@ -20,7 +20,7 @@ import pytest
 import engine
 from engine.tree import _grower, _partition_kernels, _random_grower
 from engine.tree import _level_kernels as level
-from engine.tree._random_kernels import ONE_HOT_CLASSES
+from engine.tree._random_cut_kernels import ONE_HOT_CLASSES
 from engine.tree._random_splitter import find_random_splits
 from engine.tree._split_context import Splits
 from tests.engine.tree.test_grow_kernels import (
