@@ -77,7 +77,18 @@ def _roc_auc(
         return math.nan
     if labels.size == 2:
         return metrics.roc_auc_score(y, proba[:, 1], labels=labels)
-    return metrics.roc_auc_score(y, _normalised(proba), labels=labels)
+    return metrics.roc_auc_score(y, ranking_scores(proba), labels=labels)
+
+
+def ranking_scores(proba: npt.NDArray[np.float64]) -> npt.NDArray[np.float64]:
+    """The class scores multiclass ROC AUC and curves rank rows by: the probabilities, unless
+    a row strays from summing to one by more than rounding.
+
+    Not renormalised otherwise: dividing rows by sums of 1 ± 1e-16 turns equal scores (a
+    tree's leaves with the same class fractions) into unequal ones at random, and the area
+    counts a tie as half a pair, a broken one as a whole (Fawcett 2006, section 5).
+    """
+    return proba if np.allclose(proba.sum(axis=1), 1.0) else _normalised(proba)
 
 
 def _normalised(proba: npt.NDArray[np.float64]) -> npt.NDArray[np.float64]:
