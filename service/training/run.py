@@ -5,7 +5,7 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Callable, Mapping
 from dataclasses import replace
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 import numpy.typing as npt
@@ -16,8 +16,10 @@ from service.class_columns import over_classes
 from service.datasets.columns import ColumnData
 from service.methods.catalog import CATALOG, Method, Task
 from service.methods.params import ParamsInvalid, build_estimator, resolve_params
+from service.models.importance import available_kinds
 from service.training.curves import learning_curves
 from service.training.data import TrainingData, prepare
+from service.training.diagnostics import validation_diagnostics
 from service.training.metrics import (
     classification_metrics,
     json_number,
@@ -60,7 +62,14 @@ def run_training(
     holdout = float(spec.validation.get("holdout", 0.0)) if not folds else 0.0
     progress = _Progress(on_progress, should_stop, method.progress_unit, folds + 1)
 
-    metrics: dict[str, Any] = {"train": None, "validation": None, "oob": None, "cv": None}
+    metrics: dict[str, Any] = {
+        "train": None,
+        "validation": None,
+        "oob": None,
+        "cv": None,
+        "diagnostics": None,
+        "importance_kinds": None,
+    }
     # A search's candidates keep what each fold model predicted for its held-out rows: the
     # level-one data a stacked ensemble learns from without refitting them (Wolpert 1992).
     out_of_fold = (
@@ -92,7 +101,16 @@ def run_training(
     scored_rows = scored_training_rows(data.y, train_rows, classification, spec.seed)
     metrics["train"] = _evaluate(model, data, scored_rows, classification)
     if validation_rows is not None:
-        metrics["validation"] = _evaluate(model, data, validation_rows, classification)
+        outputs = _outputs(model, data, validation_rows, classification)
+        metrics["validation"] = _scored(outputs, data, validation_rows)
+        # The points behind the validation scores, for the model page's plots.
+        metrics["diagnostics"] = validation_diagnostics(
+            data.y[validation_rows],
+            outputs.proba,
+            outputs.predicted,
+            data.classes if classification else None,
+            seed=spec.seed,
+        )
     metrics["oob"] = _oob_metrics(model, data, train_rows, classification)
     curves = learning_curves(
         method.name,
@@ -104,6 +122,12 @@ def run_training(
         if validation_rows is None
         else (data.X[validation_rows], data.y[validation_rows]),
         events=progress.events,
+    )
+    importances = _importances(model, data)
+    # Which kinds of importance the model has follows from the fitted model, which the API's
+    # reads of the model should not have to load: kept here, beside the metrics.
+    metrics["importance_kinds"] = available_kinds(
+        method.name, model, list(importances), has_validation=validation_rows is not None
     )
     on_progress(0.99, "saving the model")
     artifact = engine.save_model(model)
@@ -117,7 +141,7 @@ def run_training(
         resolved_params=resolved,
         metrics=metrics,
         curves=curves,
-        importances=_importances(model, data),
+        importances=importances,
         n_estimators=_n_estimators(model),
         n_rows=n_rows,
         n_train_rows=int(train_rows.size),
@@ -235,6 +259,24 @@ def scored_training_rows(
     return train_rows[sample]
 
 
+class _Outputs(NamedTuple):
+    """What a model gives for some rows: class probabilities, or predicted labels or values."""
+
+    proba: npt.NDArray[np.float64] | None  # one column per class (classifiers that have them)
+    predicted: npt.NDArray[Any] | None  # labels (classifiers without probabilities) or values
+
+
+def _outputs(model: Any, data: TrainingData, rows: Rows, classification: bool) -> _Outputs:
+    X = data.X[rows]
+    if not classification:
+        return _Outputs(None, np.asarray(model.predict(X), dtype=np.float64))
+    assert data.classes is not None
+    if not hasattr(model, "predict_proba"):
+        labels = np.asarray([str(label) for label in np.asarray(model.predict(X)).tolist()])
+        return _Outputs(None, labels)
+    return _Outputs(_proba(model, X, data.classes), None)
+
+
 def _evaluate(
     model: Any,
     data: TrainingData,
@@ -243,20 +285,26 @@ def _evaluate(
     out_of_fold: npt.NDArray[np.float64] | None = None,
 ) -> dict[str, Any]:
     """Metrics of ``model`` on ``rows``; its outputs there also go into ``out_of_fold``."""
-    X, y = data.X[rows], data.y[rows]
-    if classification:
-        assert data.classes is not None
-        if not hasattr(model, "predict_proba"):
-            labels = np.asarray([str(label) for label in np.asarray(model.predict(X)).tolist()])
-            return classification_metrics(y, None, data.classes, predicted=labels)
-        proba = _proba(model, X, data.classes)
+    return _scored(_outputs(model, data, rows, classification), data, rows, out_of_fold)
+
+
+def _scored(
+    outputs: _Outputs,
+    data: TrainingData,
+    rows: Rows,
+    out_of_fold: npt.NDArray[np.float64] | None = None,
+) -> dict[str, Any]:
+    y = data.y[rows]
+    if data.classes is not None:
+        if outputs.proba is None:
+            return classification_metrics(y, None, data.classes, predicted=outputs.predicted)
         if out_of_fold is not None:
-            out_of_fold[rows] = proba
-        return classification_metrics(y, proba, data.classes)
-    predicted = np.asarray(model.predict(X), dtype=np.float64)
+            out_of_fold[rows] = outputs.proba
+        return classification_metrics(y, outputs.proba, data.classes)
+    assert outputs.predicted is not None
     if out_of_fold is not None:
-        out_of_fold[rows, 0] = predicted
-    return regression_metrics(y, predicted)
+        out_of_fold[rows, 0] = outputs.predicted
+    return regression_metrics(y, outputs.predicted)
 
 
 def subsample(data: TrainingData, n_rows: int, classification: bool, seed: int) -> TrainingData:

@@ -81,7 +81,11 @@ class TrainingOutcome:
     encoding : ``{"categories": {feature: [category, ...]}, "classes": [...] | None}``: how
         predict inputs are encoded (a categorical feature's value is its index in the list).
     resolved_params : every parameter with defaults filled in, nested learners expanded.
-    metrics : ``{"train", "validation", "oob", "cv"}``, each a dict or None.
+    metrics : ``{"train", "validation", "oob", "cv", "diagnostics", "importance_kinds"}``,
+        each a dict or None; besides the metric sets, ``diagnostics`` (``{"rows", "roc",
+        "residuals"}``, ``service.training.diagnostics``) holds the points the model page plots
+        (with ``validation``), and ``importance_kinds`` the kinds of feature importance the
+        model has (``service.models.importance.available_kinds``), both not metrics.
     curves : ``{"iterations", "train", "validation", "oob", "metric"}`` or None.
     importances : ``{"impurity": [{"name", "importance", "std"}, ...]}``, each list sorted by
         importance, descending; the worker stores ``{"features": list}`` as the payload of one
