@@ -7,10 +7,11 @@ output and the bias they start from (``contributions.sum(axis=1) + bias`` is the
   trees, forests, bagged trees and boosted trees (Lundberg, Erion & Lee 2018); ``coef · (x −
   training mean)`` for linear models and per-feature log-likelihood terms for Gaussian naive
   Bayes (Lundberg & Lee 2017, Corollary 1); Arc-x4's one-hot vote trees; soft voting, voting
-  regression and stacking on a linear final estimator as the same linear combination of their
-  members' exact explanations.
+  regression, bagging (soft voting, or regression) and stacking on a linear final estimator as
+  the same linear combination of their members' exact explanations.
 - **Sampled** for everything else (k-NN, hard voting, grading, the label-fusion combiners,
-  mixtures of experts, RegionBoost, AdaBoost.R2, stacking on non-linear final estimators):
+  mixtures of experts, RegionBoost, AdaBoost.R2, stacking on non-linear final estimators, and
+  combiners with a member that is not exact in the space they combine):
   interventional Shapley values by antithetic permutation sampling (Štrumbelj & Kononenko
   2014; Mitchell et al. 2022) against the ≤ 100 training rows the model kept at fit, with the
   efficiency property enforced, so contributions plus bias still equal the output.

@@ -14,7 +14,13 @@ from numpy.typing import NDArray
 
 from engine._validation import check_X
 from engine.base import check_is_fitted
-from engine.explain import _combiners, _encoded, _linear, _trees  # noqa: F401  (registrations)
+from engine.explain import (  # noqa: F401  (registrations)
+    _bagging,
+    _combiners,
+    _encoded,
+    _linear,
+    _trees,
+)
 from engine.explain._explainer import Explainer, describe
 from engine.explain._sampling import sampled_shapley
 

@@ -6,8 +6,9 @@ trees, Lundberg, Erion & Lee 2018 applied to each member's vote) their decision 
 Arc-x4 votes unweighted, so its vote shares (``predict_proba``) are the mean of one tree per
 member whose leaves hold that member's one-hot vote, registered here with TreeSHAP.
 
-A member of these families that TreeSHAP cannot explain (hard voting, bagging or boosting of
-other learners) is explained by sampling in the same space.
+A member of these families that TreeSHAP cannot explain (hard voting, boosting of other
+learners) is explained by sampling in the same space; bagging of other learners is exact when
+its members are (:mod:`engine.explain._bagging`).
 """
 
 from __future__ import annotations
@@ -38,7 +39,8 @@ from engine.tree._classes import BaseDecisionTree, DecisionTreeClassifier
 from engine.tree._tree import Tree
 
 
-def _tree_explainer(model: Any, space: str, output: Any) -> Explainer:
+def tree_explainer(model: Any, space: str, output: Any) -> Explainer:
+    """TreeSHAP of ``model`` in ``space`` when it is made of trees; else sampled there."""
     try:
         explained_trees(model)
     except (TypeError, ValueError, AttributeError):
@@ -56,7 +58,7 @@ def _tree_explainer(model: Any, space: str, output: Any) -> Explainer:
 @describe.register(BaseTreeEnsemble)
 @describe.register(ArcX4Classifier)
 def _averaged_trees(model: Any) -> Explainer:
-    return _tree_explainer(model, *native_output(model))
+    return tree_explainer(model, *native_output(model))
 
 
 @describe.register(BaseGradientBoosting)
@@ -64,8 +66,8 @@ def _averaged_trees(model: Any) -> Explainer:
 @describe.register(AdaBoostClassifier)
 def _boosted_trees(model: Any) -> Explainer:
     if class_count(model):
-        return _tree_explainer(model, DECISION, decision_output(model))
-    return _tree_explainer(model, *native_output(model))
+        return tree_explainer(model, DECISION, decision_output(model))
+    return tree_explainer(model, *native_output(model))
 
 
 def _one_hot_vote_tree(member: DecisionTreeClassifier, n_classes: int) -> Tree:

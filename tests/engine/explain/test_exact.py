@@ -17,16 +17,21 @@ import engine
 from engine import (
     AdaBoostClassifier,
     ArcX4Classifier,
+    BaggingClassifier,
+    BaggingRegressor,
     DecisionTreeClassifier,
     DecisionTreeRegressor,
     EncodedClassifier,
     EncodedRegressor,
     GaussianNB,
     GradientBoostingClassifier,
+    KNeighborsClassifier,
+    KNeighborsRegressor,
     LinearRegression,
     LogisticRegression,
     Perceptron,
     RandomForestClassifier,
+    RandomForestRegressor,
     Ridge,
     StackingClassifier,
     StackingRegressor,
@@ -87,6 +92,10 @@ CLASSIFIERS: dict[str, Callable[[], Any]] = {
         cv=2,
         random_state=0,
     ),
+    "bagged_trees": lambda: BaggingClassifier(tree(), n_estimators=5, random_state=0),
+    "bagged_forests": lambda: BaggingClassifier(
+        forest(), n_estimators=3, max_features=0.75, random_state=0
+    ),
 }
 REGRESSORS: dict[str, Callable[[], Any]] = {
     "linear": lambda: LinearRegression(),
@@ -98,6 +107,22 @@ REGRESSORS: dict[str, Callable[[], Any]] = {
     "stacking": lambda: StackingRegressor(
         [("linear", LinearRegression()), ("tree", DecisionTreeRegressor(max_depth=3))],
         cv=2,
+        random_state=0,
+    ),
+    "bagged_linear": lambda: BaggingRegressor(LinearRegression(), n_estimators=6, random_state=0),
+    "bagged_ridge_in_subspaces": lambda: BaggingRegressor(
+        Ridge(), n_estimators=6, max_features=0.5, bootstrap_features=True, random_state=0
+    ),
+    "bagged_encoded_ridge": lambda: BaggingRegressor(
+        EncodedRegressor(Ridge(), categorical_features=[3]), n_estimators=4, random_state=0
+    ),
+    "bagged_trees": lambda: BaggingRegressor(
+        DecisionTreeRegressor(max_depth=3), n_estimators=5, random_state=0
+    ),
+    "bagged_forests": lambda: BaggingRegressor(
+        RandomForestRegressor(n_estimators=3, max_depth=3, random_state=0),
+        n_estimators=4,
+        max_features=0.75,
         random_state=0,
     ),
 }
@@ -113,7 +138,10 @@ def with_category(X: np.ndarray) -> np.ndarray:
 
 def fitted(make: Any, X: np.ndarray, y: np.ndarray) -> Any:
     model = make()
-    if isinstance(model, EncodedClassifier | EncodedRegressor):
+    inner = getattr(model, "estimator", None)
+    if isinstance(model, EncodedClassifier | EncodedRegressor) or isinstance(
+        inner, EncodedClassifier | EncodedRegressor
+    ):
         X = with_category(X)
     return model.fit(X, y), X
 
@@ -234,6 +262,63 @@ def test_soft_voting_is_the_weighted_mean_of_its_members_tree_shap() -> None:
         explanation.contributions, 0.75 * parts[0][0] + 0.25 * parts[1][0], atol=1e-12
     )
     np.testing.assert_allclose(explanation.bias, 0.75 * parts[0][1] + 0.25 * parts[1][1])
+
+
+def test_bagged_linear_regressors_average_their_members_closed_forms_in_their_subspaces() -> None:
+    X, y = data(0)
+    model = BaggingRegressor(
+        LinearRegression(), n_estimators=6, max_features=0.5, random_state=0
+    ).fit(X, y)
+    expected = np.zeros((10, X.shape[1]))
+    expected_bias = 0.0
+    for member in model.members_:
+        columns, fitted_member = member.features, member.estimator
+        # Each member: coef · (x − its own training mean), on the columns it was fitted on.
+        expected[:, columns] += fitted_member.coef_ * (X[:10, columns] - fitted_member.X_mean_)
+        expected_bias += fitted_member.intercept_ + fitted_member.coef_ @ fitted_member.X_mean_
+    assert any(len(member.features) < X.shape[1] for member in model.members_)
+
+    explanation = explain(model, X[:10])
+    loaded = explain(load_model(save_model(model)), X[:10])
+
+    assert explanation.method == "exact"
+    np.testing.assert_allclose(explanation.contributions, expected / 6, rtol=1e-12, atol=1e-12)
+    assert explanation.bias == pytest.approx(expected_bias / 6, rel=1e-12)
+    np.testing.assert_array_equal(loaded.contributions, explanation.contributions)
+
+
+BAGS_SAMPLED: dict[str, tuple[Callable[[], Any], int]] = {
+    # probability is not linear in logistic regression's exact space, the log-odds
+    "logistic_members": (lambda: BaggingClassifier(LogisticRegression(), n_estimators=3), 2),
+    "hard_voting": (lambda: BaggingClassifier(forest(), n_estimators=3, voting="hard"), 2),
+    "k_neighbors_members": (lambda: BaggingRegressor(KNeighborsRegressor(), n_estimators=3), 0),
+    "k_neighbors_classifier": (
+        lambda: BaggingClassifier(KNeighborsClassifier(), n_estimators=3),
+        3,
+    ),
+    # members drawn from 10 rows miss a class: their probabilities have other columns
+    "members_missing_a_class": (
+        lambda: BaggingClassifier(forest(), n_estimators=4, max_samples=10, random_state=0),
+        3,
+    ),
+}
+
+
+@pytest.mark.parametrize("name", sorted(BAGS_SAMPLED))
+def test_bagging_is_sampled_unless_every_member_is_exact_in_the_bags_space(name: str) -> None:
+    make, n_classes = BAGS_SAMPLED[name]
+    X, y = data(n_classes)
+    model = make().fit(X, y)
+    if name == "members_missing_a_class":
+        assert min(len(member.estimator.classes_) for member in model.members_) < n_classes
+
+    explanation = explain(model, X[:4], n_permutations=8)
+
+    assert explanation.method == "sampled"
+    assert explanation.output == ("probability" if n_classes else "prediction")
+    output = describe(model).output(X[:4])
+    total = explanation.contributions.sum(axis=1) + explanation.bias
+    np.testing.assert_allclose(total.reshape(output.shape), output, rtol=0, atol=1e-9)
 
 
 def test_arc_x4_is_tree_shap_of_its_vote_trees() -> None:

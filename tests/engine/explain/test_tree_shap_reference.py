@@ -9,8 +9,9 @@ of one algorithm should agree to rounding, which is what is asserted.
 
 Covered: single trees, forests, extra trees and bagged trees (probability), gradient boosting
 and XGBoost-style models (decision function), AdaBoost over trees (SAMME's vote score), Arc-x4
-(its one-hot vote trees) and soft voting (the weighted mean of its members' trees), for
-binary classification and regression.
+(its one-hot vote trees), soft voting (the weighted mean of its members' trees) and bagging of
+forests or boosted trees (the plain mean of its members' trees), for binary classification
+and regression.
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ from engine import (
     AdaBoostClassifier,
     ArcX4Classifier,
     BaggingClassifier,
+    BaggingRegressor,
     DecisionTreeClassifier,
     DecisionTreeRegressor,
     ExtraTreesRegressor,
@@ -105,6 +107,9 @@ REGRESSORS: dict[str, Callable[[], Any]] = {
     "decision_tree": lambda: DecisionTreeRegressor(max_depth=5, random_state=0),
     "random_forest": lambda: RandomForestRegressor(n_estimators=8, random_state=0),
     "extra_trees": lambda: ExtraTreesRegressor(n_estimators=8, random_state=0),
+    "bagging": lambda: BaggingRegressor(
+        DecisionTreeRegressor(max_depth=5), n_estimators=6, random_state=0
+    ),
     "gradient_boosting": lambda: GradientBoostingRegressor(n_estimators=10, random_state=0),
     "xgboost": lambda: XGBoostRegressor(n_estimators=10, max_depth=4, random_state=0),
 }
@@ -157,5 +162,41 @@ def test_soft_voting_matches_shap_on_its_members_trees_weighted() -> None:
         (explained_trees(member), float(weight))
         for member, weight in zip(model.estimators_, share, strict=True)
     ]
+    theirs, expected = reference(parts, X[:40])
+    assert_agrees(ours, theirs, expected)
+
+
+@pytest.mark.parametrize(
+    ("make", "regression"),
+    [
+        (
+            lambda: BaggingClassifier(
+                RandomForestClassifier(n_estimators=3, max_depth=4, random_state=0),
+                n_estimators=4,
+                random_state=0,
+            ),
+            False,
+        ),
+        (
+            lambda: BaggingRegressor(
+                GradientBoostingRegressor(n_estimators=5, random_state=0),
+                n_estimators=4,
+                random_state=0,
+            ),
+            True,
+        ),
+    ],
+    ids=["forests", "gradient_boosting"],
+)
+def test_bagging_of_tree_models_matches_shap_on_its_members_trees(
+    make: Callable[[], Any], regression: bool
+) -> None:
+    X, y, target = data()
+    model = make().fit(X, target if regression else y)
+
+    ours = explain(model, X[:40])
+
+    share = 1.0 / len(model.members_)
+    parts = [(explained_trees(member.estimator), share) for member in model.members_]
     theirs, expected = reference(parts, X[:40])
     assert_agrees(ours, theirs, expected)

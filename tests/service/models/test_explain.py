@@ -94,6 +94,35 @@ async def test_every_method_explains_and_has_shap_importance(
     assert all(f["importance"] is not None and f["importance"] >= 0 for f in features)
 
 
+BAGS = [
+    ("ridge", Task.REGRESSION),
+    ("linear_regression", Task.REGRESSION),
+    ("random_forest", Task.CLASSIFICATION),
+    ("gradient_boosting", Task.REGRESSION),
+]
+
+
+@pytest.mark.parametrize(("learner", "task"), BAGS, ids=[f"{m}-{t}" for m, t in BAGS])
+async def test_bagging_of_exact_learners_is_explained_exactly(
+    svc: Service, learner: str, task: Task
+) -> None:
+    target = "label" if task == Task.CLASSIFICATION else "amount"
+    inner = small_params(learner, task)
+    model_id = await svc.train(
+        "bagging",
+        target=target,
+        params={"n_estimators": 4, "estimator": {"method": learner, "params": inner}},
+    )
+
+    body = await predict(svc, model_id, records=RECORDS, explain=True)
+
+    assert body["explanation"] == "exact"
+    contributions, bias = np.array(body["contributions"]), np.array(body["bias"])
+    model = await estimator(svc, model_id)
+    explained = describe(model).output(encoded(RECORDS))[:, 0]
+    np.testing.assert_allclose(contributions.sum(axis=1) + bias, explained, atol=1e-9)
+
+
 @pytest.mark.parametrize("samples", [1, explanations.MAX_EXPLAIN_SAMPLES + 1])
 async def test_explain_samples_out_of_range_is_422(svc: Service, samples: int) -> None:
     model_id = await svc.train("k_neighbors", params={})
