@@ -26,6 +26,7 @@ from service.models import service
 from service.models.cache import LoadedModel
 from service.models.schemas import (
     CurvesOut,
+    DiagnosticsOut,
     FeatureImportanceOut,
     FeatureOut,
     MetricsOut,
@@ -68,9 +69,16 @@ def list_models(
 
 
 @router.get("/{model_id}")
-def get_model(model_id: ModelRef, session: SessionDep, refs: ReferenceCacheDep) -> ModelOut:
+def get_model(
+    model_id: ModelRef, session: SessionDep, cache: ModelCacheDep, refs: ReferenceCacheDep
+) -> ModelOut:
+    """The model. Its `importance_kinds` are kept at training; for a model trained before,
+    they are asked of the model, which this loads (into the cache: the first prediction or
+    importance finds it there)."""
     record = service.get_model(session, resolve(session, refs, model_id).model_id)
-    return model_out(record, service.registered_as(session, [record.id]).get(record.id, []))
+    out = model_out(record, service.registered_as(session, [record.id]).get(record.id, []))
+    out.importance_kinds = service.importance_kinds(session, cache, record)
+    return out
 
 
 @router.delete(
@@ -92,6 +100,18 @@ def get_curves(model_id: ModelRef, session: SessionDep, refs: ReferenceCacheDep)
     """Per-iteration learning curves; a series the method does not have is `[]`."""
     resolved = resolve(session, refs, model_id).model_id
     return CurvesOut.model_validate(service.curves(session, resolved) | {"model_id": resolved})
+
+
+@router.get("/{model_id}/diagnostics")
+def get_diagnostics(
+    model_id: ModelRef, session: SessionDep, refs: ReferenceCacheDep
+) -> DiagnosticsOut:
+    """The points behind the validation metrics, kept at training: ROC curves (classifiers)
+    or a sample of residuals (regressors). What a model lacks is null."""
+    resolved = resolve(session, refs, model_id).model_id
+    return DiagnosticsOut.model_validate(
+        service.diagnostics(session, resolved) | {"model_id": resolved}
+    )
 
 
 @router.post(
@@ -214,4 +234,5 @@ def model_out(record: ModelRecord, registered: list[tuple[str, int]] | None = No
         size_bytes=record.size_bytes,
         created_at=record.created_at,
         registered=[RegisteredAs(name=name, version=version) for name, version in registered or ()],
+        importance_kinds=metrics.get("importance_kinds"),
     )

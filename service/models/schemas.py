@@ -55,6 +55,15 @@ class ModelOut(BaseModel):
             "resolved to when the model was fetched by a reference."
         ),
     )
+    importance_kinds: list[str] | None = Field(
+        default=None,
+        description=(
+            "The kinds `GET /v1/models/{id}/feature-importance?kind=` gives for this model, in "
+            "the API's order. Null in listings for a model trained before the server kept "
+            "them (`GET /v1/models/{id}` asks the model), and for such a model whose stored "
+            "artifact cannot be loaded."
+        ),
+    )
 
 
 class ModelPage(BaseModel):
@@ -69,6 +78,38 @@ class CurvesOut(BaseModel):
     validation: list[float | None]
     oob: list[float | None]
     metric: str | None
+
+
+class RocCurveOut(BaseModel):
+    fpr: list[float] = Field(description="False positive rates, from 0 to 1.")
+    tpr: list[float] = Field(description="True positive rates, from 0 to 1.")
+    auc: float | None = Field(description="Area under the whole curve (before thinning).")
+
+
+class ResidualsOut(BaseModel):
+    predicted: list[float | None]
+    actual: list[float | None]
+
+
+class DiagnosticsOut(BaseModel):
+    model_id: str = Field(description="The model's id (what a `name@alias` resolved to).")
+    validation_rows: int | None = Field(
+        description="The holdout rows these were computed on; null when there are none."
+    )
+    roc: dict[str, RocCurveOut] | None = Field(
+        description=(
+            "Per class label, its ROC curve against the other classes on the validation rows "
+            "(binary: the second class's only), at most 200 points each; null for regressors, "
+            "models without probabilities or validation rows, more than 10 classes, and "
+            "models trained before the server kept curves."
+        )
+    )
+    residuals: ResidualsOut | None = Field(
+        description=(
+            "Predicted and actual values of at most 500 validation rows drawn with the job's "
+            "seed (regressors); null otherwise, as `roc`."
+        )
+    )
 
 
 class PredictRequest(BaseModel):

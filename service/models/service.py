@@ -84,6 +84,17 @@ def curves(session: Session, model_id: str) -> dict[str, Any]:
     return dict(record.curves)
 
 
+def diagnostics(session: Session, model_id: str) -> dict[str, Any]:
+    """``{"validation_rows", "roc", "residuals"}`` kept at training; None for each a model
+    lacks (a model trained before they were kept lacks all three)."""
+    kept = (get_model(session, model_id).metrics or {}).get("diagnostics") or {}
+    return {
+        "validation_rows": kept.get("rows"),
+        "roc": kept.get("roc"),
+        "residuals": kept.get("residuals"),
+    }
+
+
 # --- loading --------------------------------------------------------------------------------
 
 
@@ -199,16 +210,42 @@ def _floats(values: npt.NDArray[np.float64]) -> list[float | None]:
 # --- feature importance ---------------------------------------------------------------------
 
 
+def importance_kinds(
+    session: Session, cache: ModelCache, record: ModelRecord, *, load: bool = True
+) -> list[str] | None:
+    """The kinds ``feature_importance`` gives for the model.
+
+    Kept at training; a model trained before they were kept (or built by a search) is asked
+    when ``load``, which loads it into the cache. None when it is not asked, or when its
+    artifact cannot be loaded (no kind can be given then, and reading the model should not
+    fail).
+    """
+    kept = (record.metrics or {}).get("importance_kinds")
+    if kept is not None:
+        return [str(kind) for kind in kept]
+    if not load:
+        return None
+    try:
+        model = loaded_model(session, cache, record.id)
+    except ArtifactCorrupt:
+        return None
+    return _kinds(session, record, model)
+
+
+def _kinds(session: Session, record: ModelRecord, model: LoadedModel) -> list[str]:
+    stored = repository.stored_importance_kinds(session, record.id)
+    return imp.available_kinds(
+        record.method, model.estimator, stored, has_validation=_has_holdout(record)
+    )
+
+
 def feature_importance(
     session: Session, cache: ModelCache, model_id: str, kind: str | None
 ) -> dict[str, Any]:
     """``{"model_id", "kind", "features"}`` of ``kind`` (default: the method's), stored once."""
     record = get_model(session, model_id)
     model = loaded_model(session, cache, model_id)
-    stored = repository.stored_importance_kinds(session, model_id)
-    kinds = imp.available_kinds(
-        record.method, model.estimator, stored, has_validation=_has_holdout(record)
-    )
+    kinds = _kinds(session, record, model)
     chosen = kind if kind is not None else imp.default_kind(record.method, kinds)
     if chosen is None or chosen not in kinds:
         asked = f"'{chosen}'" if chosen is not None else "any"

@@ -105,7 +105,7 @@ class Service:
 
 def claim_queued_job(
     db_engine: Engine, job_id: str
-) -> tuple[JobSnapshot, TrainingSpec, list[ColumnData]]:
+) -> tuple[JobSnapshot, TrainingSpec, dict[str, ColumnData]]:
     """Claim the queued job ``job_id`` as the worker does: what it runs, and on what data."""
     policy = LeasePolicy(
         lease=timedelta(minutes=5), heartbeat=timedelta(seconds=30), backoff=timedelta(0)

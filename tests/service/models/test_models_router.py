@@ -22,6 +22,7 @@ async def test_get_describes_the_model(svc: Service) -> None:
     assert set(body) == {
         "id", "name", "job_id", "dataset_id", "method", "task", "target", "features",
         "classes", "params", "metrics", "n_estimators", "size_bytes", "created_at", "registered",
+        "importance_kinds",
     }  # fmt: skip
     assert body["registered"] == []  # registered versions: tests/service/registry
     assert body["id"] == model_id
