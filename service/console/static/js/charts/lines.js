@@ -1,6 +1,6 @@
 // Line charts (learning curves, ROC curves) and scatter plots (residuals).
 
-import { extent, frame, legend, s } from "./svg.js";
+import { PALETTE, extent, frame, legend, s } from "./svg.js";
 
 // A browser draws a path of a few hundred points at once; thousands of iterations (a long
 // boosting run) would only slow the page (MLflow's chart view froze on 10,000 steps).
@@ -46,11 +46,20 @@ export function lineChart(series, { xLabel, yLabel, label, x, y, diagonal = fals
     chart.plot.append(s("line", { class: "diag", x1: chart.x(0), y1: chart.y(0), x2: chart.x(1), y2: chart.y(1) }));
   }
   shown.forEach((one, index) => {
-    chart.plot.append(s("path", { class: `line s${index % 8}`, d: pathData(one.xs, one.ys, chart.x, chart.y) }, s("title", {}, one.name)));
+    chart.plot.append(s("path", { class: `line s${index % PALETTE}`, d: pathData(one.xs, one.ys, chart.x, chart.y) }, s("title", {}, one.name)));
   });
   const box = document.createElement("div");
   box.append(legend(shown.map((one) => one.name)), chart.svg);
   return box;
+}
+
+/**
+ * ROC curves on the unit square with the chance diagonal: curves are [{name, fpr, tpr}], each
+ * drawn as given (the API's are thinned already; rocCurve's are a file's every threshold).
+ */
+export function rocChart(curves, { label = "ROC curve" } = {}) {
+  const series = curves.map(({ name, fpr, tpr }) => ({ name, xs: fpr, ys: tpr }));
+  return lineChart(series, { x: [0, 1], y: [0, 1], diagonal: true, xLabel: "false positive rate", yLabel: "true positive rate", label });
 }
 
 /** A scatter of (xs[i], ys[i]); `zeroLine` draws y = 0 (residual plots). */

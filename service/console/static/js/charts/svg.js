@@ -3,6 +3,8 @@
 // colours come from classes (.s0…), never style attributes, which the CSP refuses.
 
 const NS = "http://www.w3.org/2000/svg";
+// Series colours, .s0 to .s9 in console.css: ten, for a model's ten ROC curves at most.
+export const PALETTE = 10;
 
 export function s(tag, attrs = {}, ...children) {
   const element = document.createElementNS(NS, tag);
@@ -99,14 +101,14 @@ export function frame({ width = chartWidth(), height = 300, x, y, xLabel = "", y
   return { svg, plot, x: sx, y: sy, margin, width, height };
 }
 
-/** An HTML legend: a coloured key per series (`names[i]` gets class .s{i}). */
+/** An HTML legend: a coloured key per series (`names[i]` gets class .s{i mod PALETTE}). */
 export function legend(names) {
   const box = document.createElement("div");
   box.className = "legend";
   names.forEach((name, index) => {
     const item = document.createElement("span");
     const key = document.createElement("span");
-    key.className = `key s${index % 8}`;
+    key.className = `key s${index % PALETTE}`;
     item.append(key, name);
     box.append(item);
   });

@@ -1,10 +1,10 @@
 // Batch predictions of a CSV file: the rows go to /predict in chunks, and the predictions
 // come back as a CSV download. When the file holds the target column too, the page also draws
-// how the model does on it: the ROC curve (classifiers) or the residuals (regressors) — the
-// API reports AUC and RMSE, but not the points behind them.
+// how the model does on it: the ROC curve (classifiers) or the residuals (regressors), on the
+// file's rows (the page's plots above are of the training holdout).
 
 import { post } from "../api.js";
-import { lineChart, rocCurve, scatter } from "../charts/lines.js";
+import { rocChart, rocCurve, scatter } from "../charts/lines.js";
 import { card, download, errorBox, field, h, number, progressBar, replace, setProgress } from "../dom.js";
 import { numericCell, parseCsv, toCsv } from "../csv.js";
 
@@ -32,16 +32,16 @@ async function predictAll(model, header, rows, onProgress) {
   return { ...answer, missing };
 }
 
-function rocChart(model, truth, probabilities) {
+function fileRocChart(model, truth, probabilities) {
   const classes = model.classes;
   const binary = classes.length === 2;
   const shown = binary ? [1] : classes.map((_, i) => i).slice(0, MAX_ROC_CLASSES);
-  const series = shown.map((k) => {
+  const curves = shown.map((k) => {
     const { fpr, tpr, auc } = rocCurve(probabilities.map((p) => p[k]), truth.map((t) => t === classes[k]));
     const name = `${binary ? "" : `${classes[k]} vs rest, `}AUC ${auc === null ? "—" : number(auc, 3)}`;
-    return { name, xs: fpr, ys: tpr };
+    return { name, fpr, tpr };
   });
-  return lineChart(series, { x: [0, 1], y: [0, 1], diagonal: true, xLabel: "false positive rate", yLabel: "true positive rate", label: "ROC curve" });
+  return rocChart(curves);
 }
 
 function evaluation(model, header, rows, answer) {
@@ -55,7 +55,7 @@ function evaluation(model, header, rows, answer) {
     return h("div", { id: "batch-evaluation", class: "stack" },
       h("h2", {}, "ROC curve on this file"),
       h("p", { class: "small muted" }, `accuracy ${number(right / Math.max(1, labelled.length))} on ${labelled.length} labelled rows`),
-      rocChart(model, truth, probabilities));
+      fileRocChart(model, truth, probabilities));
   }
   const points = rows.map((row, i) => [numericCell(row[targetIndex] ?? ""), answer.predictions[i]])
     .filter(([truth, predicted]) => typeof truth === "number" && typeof predicted === "number");

@@ -1,16 +1,16 @@
 // One model: what it is, its metrics, learning curves, confusion matrix, importances, and
-// (from model-predict.js and model-batch.js) predictions, explanations and batch scoring.
+// (from model-diagnostics.js, model-predict.js and model-batch.js) its validation ROC curves
+// or residuals, predictions, explanations and batch scoring.
 
 import { ApiError, del, get, isAdmin } from "../api.js";
 import { barChart, confusionMatrix } from "../charts/bars.js";
 import { lineChart } from "../charts/lines.js";
 import { bytes, card, errorBox, facts, h, number, replace, select, shortId, table, when } from "../dom.js";
 import { batchCard } from "./model-batch.js";
+import { diagnosticsCard } from "./model-diagnostics.js";
 import { predictCard } from "./model-predict.js";
 import { registerCard } from "./registry.js";
 
-// Every kind the API documents, in its order; a model has some of them.
-const KINDS = ["impurity", "gain", "split_count", "cover", "permutation", "oob_permutation", "shap"];
 const SETS = ["train", "validation", "oob"];
 
 function metricsTable(metrics) {
@@ -51,8 +51,12 @@ function confusionCard(model) {
 }
 
 function importanceCard(model, signal) {
+  // The kinds the model has, as GET /v1/models/{id} lists them (null: the API could not tell,
+  // its artifact being unreadable; the default kind's request then shows why).
+  const kinds = model.importance_kinds;
+  if (kinds && !kinds.length) return card("Feature importance", h("p", { id: "importance-none", class: "muted" }, "This model has no feature importances."));
   const chart = h("div", { id: "importance-chart" }, h("p", { class: "muted" }, "Loading…"));
-  const kindInput = select(KINDS, { id: "importance-kind", name: "kind", "aria-label": "importance kind" });
+  const kindInput = select(kinds || [], { id: "importance-kind", name: "kind", "aria-label": "importance kind" });
   const note = h("p", { class: "field-error" });
 
   async function load(kind) {
@@ -68,15 +72,13 @@ function importanceCard(model, signal) {
       if (signal.aborted) return;
       replace(chart);
       replace(note, error.message);
-      // A kind this model lacks is a 422 that lists those it has: offer only those from now on.
-      const has = error.errors?.find((e) => e.loc?.includes("kind"))?.msg?.match(/one of: (.*)$/)?.[1];
-      if (has) replace(kindInput, has.split(",").map((k) => k.trim()).filter(Boolean).map((k) => h("option", { value: k }, k)));
     }
   }
 
   kindInput.addEventListener("change", () => load(kindInput.value));
   load(null);
-  return card("Feature importance", h("div", { class: "row" }, h("label", { for: "importance-kind" }, "Kind"), kindInput), note, chart);
+  return card("Feature importance",
+    kinds ? h("div", { class: "row" }, h("label", { for: "importance-kind" }, "Kind"), kindInput) : null, note, chart);
 }
 
 function overview(model) {
@@ -113,16 +115,22 @@ function overview(model) {
 export async function render(root, { params: [id] }, signal) {
   const model = await get(`/v1/models/${encodeURIComponent(id)}`, { signal });
   const curves = h("div");
+  const diagnostics = h("div");
   replace(
     root,
     h("h1", {}, model.name || `Model ${shortId(model.id)}`),
     h("div", { class: "grid" }, overview(model), card("Metrics", h("div", { id: "metrics" }, metricsTable(model.metrics)))),
     curves,
     confusionCard(model),
+    diagnostics,
     importanceCard(model, signal),
     predictCard(model),
     batchCard(model),
     registerCard(model),
   );
-  replace(curves, await curvesCard(model, signal));
+  // Both fetched at once; each card takes its place when its answer comes.
+  await Promise.all([
+    curvesCard(model, signal).then((section) => replace(curves, section)),
+    diagnosticsCard(model, signal).then((section) => replace(diagnostics, section)),
+  ]);
 }
