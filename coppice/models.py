@@ -1,4 +1,5 @@
-"""A fitted model on the server: predictions, explanations, importances, metrics, curves."""
+"""A fitted model on the server: predictions, explanations, importances, metrics, curves,
+and the validation rows' ROC curves or residuals."""
 
 from __future__ import annotations
 
@@ -76,6 +77,8 @@ class Model:
         self.ref = ref
         self.registered_version = registered_version
         self._curves: dict[str, Any] | None = None
+        self._diagnostics: dict[str, Any] | None = None
+        self._asked_kinds = False
         self._path = f"/v1/models/{quote(self.id, safe='')}"
 
     def __repr__(self) -> str:
@@ -150,6 +153,35 @@ class Model:
         if self._curves is None:
             self._curves = self._client._transport.json("GET", f"{self._path}/curves")
         return self._curves
+
+    @property
+    def importance_kinds(self) -> list[str] | None:
+        """The kinds :meth:`feature_importance` takes for this model (``impurity``,
+        ``permutation``, ``shap``, ...), in the API's order; ``[]`` when it has none.
+
+        As the server described the model; a model from a listing that does not say (one
+        trained before the server kept them) reads the model once to ask. ``None`` when the
+        server cannot tell (an unreadable artifact, or a server older than the field).
+        """
+        kinds = self.info.get("importance_kinds")
+        if kinds is None and not self._asked_kinds:
+            self._asked_kinds = True
+            kinds = self._client._transport.json("GET", self._path).get("importance_kinds")
+            self.info = {**self.info, "importance_kinds": kinds}
+        return None if kinds is None else [str(kind) for kind in kinds]
+
+    @property
+    def diagnostics(self) -> dict[str, Any]:
+        """The points behind the validation metrics, kept at training on the holdout rows:
+        ``{"model_id", "validation_rows", "roc", "residuals"}``.
+
+        ``roc`` (classifiers) maps a class label to ``{"fpr", "tpr", "auc"}`` (binary: the
+        second class only); ``residuals`` (regressors) is ``{"predicted", "actual"}`` of at
+        most 500 rows. What the model lacks is ``None`` (all of it without a holdout).
+        """
+        if self._diagnostics is None:
+            self._diagnostics = self._client._transport.json("GET", f"{self._path}/diagnostics")
+        return self._diagnostics
 
     def _predict(self, data: Any, **options: Any) -> tuple[Rows, dict[str, Any]]:
         rows = rows_of(data, self.features)
@@ -233,6 +265,29 @@ class Model:
 
         return plot_curves(self.curves, title=f"{self.method} {self.id[:8]}", ax=ax)
 
+    def plot_roc(self, *, ax: Any = None) -> Any:
+        """The validation ROC curve(s) with their AUC; needs matplotlib. Raises ``ValueError``
+        for a model without one (a regressor, no holdout, no probabilities, > 10 classes)."""
+        from coppice.plots import plot_roc
+
+        roc = self.diagnostics.get("roc")
+        if not roc:
+            raise ValueError(f"Model {self.id} has no validation ROC curve: {_why(self, 'roc')}.")
+        return plot_roc(roc, title=f"{self.method} {self.id[:8]}: validation ROC", ax=ax)
+
+    def plot_residuals(self, *, ax: Any = None) -> Any:
+        """Actual minus predicted against predicted on (a sample of) the validation rows;
+        needs matplotlib. Raises ``ValueError`` for a model without them."""
+        from coppice.plots import plot_residuals
+
+        residuals = self.diagnostics.get("residuals")
+        if not residuals:
+            raise ValueError(
+                f"Model {self.id} has no validation residuals: {_why(self, 'residuals')}."
+            )
+        title = f"{self.method} {self.id[:8]}: validation residuals"
+        return plot_residuals(residuals, title=title, ax=ax)
+
     def register(
         self, name: str, *, alias: str | None = None, description: str | None = None
     ) -> ModelVersion:
@@ -242,6 +297,22 @@ class Model:
     def delete(self) -> None:
         """Delete the model on the server (a registered version cannot be: 409)."""
         self._client._transport.request("DELETE", self._path)
+
+
+def _why(model: Model, wanted: str) -> str:
+    """Why ``model`` has no ``wanted`` (``"roc"`` or ``"residuals"``) diagnostics."""
+    if wanted == "roc" and model.task != "classification":
+        return "it is a regressor"
+    if wanted == "residuals" and model.task != "regression":
+        return "it is a classifier"
+    if not model.metrics.get("validation"):
+        return "it was trained without a holdout"
+    if wanted == "roc":
+        return (
+            "it gives no probabilities, has more than 10 classes, or was trained before the "
+            "server kept curves"
+        )
+    return "it was trained before the server kept them"
 
 
 def _pandas() -> Any:

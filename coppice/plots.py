@@ -1,4 +1,5 @@
-"""Charts of a model's importances and learning curves, with matplotlib (imported on use)."""
+"""Charts of a model's importances, learning curves, contributions, validation ROC curves and
+residuals, with matplotlib (imported on use)."""
 
 from __future__ import annotations
 
@@ -48,6 +49,40 @@ def plot_curves(curves: dict[str, Any], *, title: str, ax: Any = None) -> Any:
     ax.set_ylabel(str(curves.get("metric") or ""))
     ax.set_title(title)
     ax.legend()
+    return ax
+
+
+def plot_roc(roc: dict[str, Any], *, title: str, ax: Any = None) -> Any:
+    """One line per class label's ROC curve (``{"fpr", "tpr", "auc"}``), and the diagonal."""
+    ax = _axes(ax)
+    for label, curve in roc.items():
+        auc = curve.get("auc")
+        ax.plot(
+            curve["fpr"], curve["tpr"], label=label if auc is None else f"{label} (AUC {auc:.3f})"
+        )
+    ax.plot([0, 1], [0, 1], linestyle="--", color="grey", linewidth=1)
+    ax.set_xlim(0, 1)
+    ax.set_ylim(0, 1)
+    ax.set_xlabel("false positive rate")
+    ax.set_ylabel("true positive rate")
+    ax.set_title(title)
+    ax.legend()
+    return ax
+
+
+def plot_residuals(residuals: dict[str, Any], *, title: str, ax: Any = None) -> Any:
+    """Actual minus predicted against predicted, one dot a row, with the line y = 0."""
+    ax = _axes(ax)
+    pairs = [
+        (float(p), float(a))
+        for p, a in zip(residuals["predicted"], residuals["actual"], strict=True)
+        if p is not None and a is not None
+    ]
+    ax.scatter([p for p, _ in pairs], [a - p for p, a in pairs], s=8, alpha=0.6)
+    ax.axhline(0.0, linestyle="--", color="grey", linewidth=1)
+    ax.set_xlabel("predicted")
+    ax.set_ylabel("actual − predicted")
+    ax.set_title(title)
     return ax
 
 

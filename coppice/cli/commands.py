@@ -206,6 +206,7 @@ def _show_model(model: Model, args: argparse.Namespace) -> int:
             "features": ", ".join(model.features),
             "classes": ", ".join(model.classes) if model.classes else None,
             "estimators": info.get("n_estimators"),
+            "importance": ", ".join(model.importance_kinds or []) or None,
             "size": f"{info['size_bytes']} bytes",
             "job": info["job_id"],
             "created": when(info["created_at"]),

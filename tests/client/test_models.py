@@ -141,6 +141,49 @@ def test_curves_and_plots(churn_model: Model) -> None:
     assert len(importance_axes.patches) == 2
 
 
+def test_importance_kinds_and_validation_diagnostics(churn_model: Model, client: Client) -> None:
+    assert churn_model.importance_kinds == ["impurity", "permutation", "oob_permutation", "shap"]
+    models = client.models(method="random_forest", limit=1000)
+    listed = next(model for model in models if model.id == churn_model.id)
+    assert listed.importance_kinds == churn_model.importance_kinds
+
+    diagnostics = churn_model.diagnostics
+    assert diagnostics["model_id"] == churn_model.id and diagnostics["residuals"] is None
+    (curve,) = diagnostics["roc"].values()
+    assert list(diagnostics["roc"]) == ["yes"]
+    assert curve["auc"] == churn_model.metrics["validation"]["roc_auc"]
+    roc_axes = churn_model.plot_roc()
+    assert roc_axes.get_lines()[0].get_label().startswith("yes (AUC 0.")
+    with pytest.raises(ValueError, match="it is a classifier"):
+        churn_model.plot_residuals()
+
+
+def test_a_regressor_plots_its_residuals_and_a_folds_model_has_none(client: Client) -> None:
+    frame = churn_frame(120).drop(columns="churned")
+    frame["spend"] = frame["monthly"].fillna(0) * 12 + frame["age"].fillna(40)
+    dataset = client.upload(frame, name="spend")
+    trained = [
+        client.train(
+            dataset,
+            target="spend",
+            method="random_forest",
+            params={"n_estimators": 8},
+            validation=validation,
+            seed=2,
+        )
+        for validation in ({"holdout": 0.25}, {"folds": 2})
+    ]
+    regressor, folds = (job.wait(timeout=120) for job in trained)
+
+    residuals = regressor.diagnostics["residuals"]
+    assert len(residuals["predicted"]) == len(residuals["actual"]) == 30
+    assert len(regressor.plot_residuals().collections[0].get_offsets()) == 30
+    assert folds.diagnostics["residuals"] is None and folds.diagnostics["validation_rows"] is None
+    assert folds.importance_kinds == ["impurity", "oob_permutation"]
+    with pytest.raises(ValueError, match="without a holdout"):
+        folds.plot_residuals()
+
+
 def test_a_model_without_curves_says_so(client: Client) -> None:
     dataset = client.upload(churn_frame(60), name="tree")
     tree = client.train(dataset, target="churned", method="decision_tree").wait(timeout=60)

@@ -78,6 +78,7 @@ def test_train_wait_jobs_models_predict_importance(
     assert model["job_id"] in out and "100%" in out
     out, _ = cli("models", "show", model["id"])
     assert "features    age, plan, monthly" in out and "log_loss" in out
+    assert "importance  impurity, permutation, oob_permutation, shap" in out
     assert cli.json("models", "show", model["id"])["id"] == model["id"]
 
     out, _ = cli("importance", model["id"], "--kind", "shap")
