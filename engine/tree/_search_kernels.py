@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from engine._kernels import kernel
+from engine._kernels import inline_kernel, kernel
 from engine.tree._scan_kernels import (
     categorical_order,
     channels_weight,
@@ -29,7 +29,10 @@ from engine.tree._scan_kernels import (
 __all__ = ["search_histograms", "search_rows"]
 
 
-@kernel
+# Inlined into the searches: called once per (node, candidate feature), as a real call with
+# its eighteen arguments it was three quarters of a deep regression forest's split search
+# (1.6 -> 0.4 s for three trees on friedman1).
+@inline_kernel
 def _search_node(
     node: int,
     cells: NDArray[np.float64],
@@ -223,12 +226,19 @@ def search_rows(
             if 8 * n_touched >= n_codes:
                 n_present = present_bins(cells, missing_code, order)
             else:
-                present = np.sort(touched[:n_touched])
+                # Insertion sort of the few touched bins, in place: np.sort allocated an
+                # array per (node, feature), most of a small node's cost.
                 n_present = 0
-                for code in present:
-                    if code != missing_code:
-                        order[n_present] = code
-                        n_present += 1
+                for t in range(n_touched):
+                    code = touched[t]
+                    if code == missing_code:
+                        continue
+                    k = n_present
+                    while k > 0 and order[k - 1] > code:
+                        order[k] = order[k - 1]
+                        k -= 1
+                    order[k] = code
+                    n_present += 1
             _search_node(
                 node,
                 cells,
@@ -250,7 +260,9 @@ def search_rows(
                 best_order,
             )
             for i in range(n_touched):
-                cells[touched[i], :] = 0.0
+                code = touched[i]
+                for c in range(1 + n_channels):
+                    cells[code, c] = 0.0
         _finish_node(
             node,
             features,
