@@ -265,9 +265,28 @@ class HuberLoss(Loss):
 class NewtonLoss(Loss):
     """A loss whose line search is one Newton step per leaf: γ = −Σ w g / Σ w h."""
 
+    _stage: tuple[FloatArray, FloatArray, tuple[FloatArray, FloatArray]] | None = None
+
     def hessian(self, y: FloatArray, raw: FloatArray) -> FloatArray:
         """d²L/dF² (the diagonal for multinomial), same shape as ``raw``."""
         raise NotImplementedError
+
+    def derivatives(self, y: FloatArray, raw: FloatArray) -> tuple[FloatArray, FloatArray]:
+        """The gradient and the hessian together (a loss may share work between them)."""
+        return self.gradient(y, raw), self.hessian(y, raw)
+
+    def prepare_stage(self, y: FloatArray, raw: FloatArray, weights: FloatArray) -> None:
+        # Every tree of a stage sees the same F_{m−1}: the in-bag rows' derivatives are
+        # taken once here, not once per tree (K trees each took the K-class softmax twice,
+        # a third of a five-class fit). They serve leaf_values for these very arrays, which
+        # the stage leaves unchanged until its trees are all grown.
+        self._stage = (y, raw, self.derivatives(y, raw))
+
+    def _derivatives_of(self, y: FloatArray, raw: FloatArray) -> tuple[FloatArray, FloatArray]:
+        stage = self._stage
+        if stage is not None and stage[0] is y and stage[1] is raw:
+            return stage[2]
+        return self.derivatives(y, raw)
 
     def leaf_values(
         self,
@@ -278,8 +297,8 @@ class NewtonLoss(Loss):
         n_nodes: int,
         k: int,
     ) -> FloatArray:
-        g = self.gradient(y, raw)[:, k]
-        h = self.hessian(y, raw)[:, k]
+        gradient, hessian = self._derivatives_of(y, raw)
+        g, h = gradient[:, k], hessian[:, k]
         numerator = -np.bincount(leaves, weights=weights * g, minlength=n_nodes)
         denominator = np.bincount(leaves, weights=weights * h, minlength=n_nodes)
         return self.step_factor * safe_divide(numerator, denominator)
@@ -345,6 +364,10 @@ class MultinomialDeviance(NewtonLoss):
     def hessian(self, y: FloatArray, raw: FloatArray) -> FloatArray:
         p = softmax(raw)
         return p * (1 - p)
+
+    def derivatives(self, y: FloatArray, raw: FloatArray) -> tuple[FloatArray, FloatArray]:
+        p = softmax(raw)  # once for both
+        return p - y, p * (1 - p)
 
     def init_raw(self, y: FloatArray, weights: FloatArray) -> FloatArray:
         prior = np.average(y, axis=0, weights=weights)

@@ -178,7 +178,7 @@ def _fit_one_stage(
             data.is_categorical,
             data.n_bins,
         )
-        leaves = np.empty(y.size, dtype=np.intp)
+        leaves = np.empty(y.shape[0], dtype=np.intp)  # one-hot y of K classes has K columns
         tree = build_tree(stage_data, stage_weights, spec, rng, threads=threads, leaves=leaves)
         if leaves.min() < 0:  # rows out of the subsample, or a best-first tree
             leaves = tree.apply(train.encoded)
