@@ -1,86 +1,38 @@
-"""A categorical column's categories while it is built: text → code, in little memory.
+"""A categorical column's cells while it is built, and the summaries of its codes.
 
-A Python dict of strings costs about 100 bytes a category on top of the text (the ``str``
-object, the ``int`` code, the table slot): a CSV column of unique ids held that way took about
-7× its bytes. ``CategoryIndex`` keeps such a dict only while a column has few categories;
-beyond ``DICT_LIMIT`` it packs the texts into one UTF-8 buffer with their end offsets, finds
-them through an open-addressing table of int32 codes, and checks a one-byte fingerprint before
-it decodes a text to compare. That is about 12-20 bytes a category beyond its text.
-``PackedStrings`` is the finished, sorted form: the same buffer read through an order.
+``CategoricalCells`` numbers texts through a Python dict while a column has few categories:
+fast, and small in absolute terms. A dict costs about 100 bytes a category on top of the text
+(the ``str`` object, the ``int`` code, the table slot): a column of unique ids kept so took
+7× its bytes. So once a column has more than ``DICT_LIMIT`` categories, its texts go to a
+``RawTexts`` (``service.datasets.texts``) instead, which keeps each row's bytes and sorts and
+numbers them once the column is complete: the text and 4 bytes a row.
 
-The buffer is an anonymous memory map, not a ``bytearray``: growing a bytearray may copy it
-(the whole column's text twice, for a moment), where a map grows in place (``mremap``).
+That is more than a dict of a few thousand texts that each come back often costs (4 bytes a
+row), so the dict is kept past ``DICT_LIMIT`` while the number of categories the whole column
+will have, estimated from how many were seen once and twice so far (Chao's estimator: A. Chao,
+"Nonparametric estimation of the number of classes in a population", Scandinavian Journal of
+Statistics 11, 1984), stays within ``DICT_MAX``: the estimate is made again each time the
+categories double, and beyond ``DICT_MAX`` the texts go raw whatever it says. A column of unique
+ids has seen every text once, which estimates without bound: it goes raw at once.
 """
 
 from __future__ import annotations
 
-import heapq
-import mmap
 from array import array
 from collections.abc import Iterator, Sequence
 from json.encoder import encode_basestring_ascii
-from typing import overload
 
 import numpy as np
 import numpy.typing as npt
 
-# Categories kept in a plain dict (fast, and small in absolute terms) before packing.
+from service.datasets.texts import RawTexts
+
+# Categories kept in a plain dict before the column's texts may be kept raw instead, and the
+# most kept in one (about 4 MiB) when the column is estimated to have no more.
 DICT_LIMIT = 4096
-# Texts sorted at once (as Python strings) by the final sort; more are sorted in runs this
-# long and merged, so the strings alive at once stay bounded.
-SORT_RUN = 4096
-_EMPTY = -1
-_OFFSET_LIMIT = 2**32 - 1  # 'I' end offsets, until the buffer outgrows them
-_FIRST_MAP_BYTES = 1 << 20  # address space only: untouched pages take no memory
-
-
-class PackedStrings(Sequence[str]):
-    """Strings in one UTF-8 buffer, ``ends[i]`` the end of the i-th; read through ``order``."""
-
-    def __init__(
-        self, text: mmap.mmap, ends: array[int], order: npt.NDArray[np.int32] | None = None
-    ) -> None:
-        self._text = text
-        self._ends = ends
-        self._order = order
-
-    def __len__(self) -> int:
-        return len(self._ends) if self._order is None else int(self._order.size)
-
-    @overload
-    def __getitem__(self, index: int) -> str: ...
-    @overload
-    def __getitem__(self, index: slice) -> Sequence[str]: ...
-    def __getitem__(self, index: int | slice) -> str | Sequence[str]:
-        if isinstance(index, slice):
-            return [self[i] for i in range(*index.indices(len(self)))]
-        if index < 0:
-            index += len(self)
-        if not 0 <= index < len(self):
-            raise IndexError("category index out of range")
-        return self.stored(index if self._order is None else int(self._order[index]))
-
-    def __iter__(self) -> Iterator[str]:
-        text, ends, n = self._text, self._ends, len(self)
-        for start in range(0, n, 1024):  # positions a slice at a time: few ints alive
-            stop = min(n, start + 1024)
-            positions = (
-                range(start, stop) if self._order is None else self._order[start:stop].tolist()
-            )
-            for position in positions:
-                yield text[ends[position - 1] if position else 0 : ends[position]].decode()
-
-    def __eq__(self, other: object) -> bool:
-        if not isinstance(other, Sequence) or isinstance(other, str):
-            return NotImplemented
-        return len(self) == len(other) and all(a == b for a, b in zip(self, other, strict=True))
-
-    __hash__ = None  # type: ignore[assignment]
-
-    def stored(self, position: int) -> str:
-        """The text stored at ``position`` (insertion order, not sorted order)."""
-        start = self._ends[position - 1] if position else 0
-        return self._text[start : self._ends[position]].decode("utf-8")
+DICT_MAX = 32768
+# Codes renumbered at once, and counts searched at once, by the loops below.
+SLICE = 4096
 
 
 def json_list_bytes(categories: Sequence[str]) -> Iterator[bytes]:
@@ -100,155 +52,76 @@ def json_list_bytes(categories: Sequence[str]) -> Iterator[bytes]:
     yield b"]"
 
 
-class CategoryIndex:
-    """Codes for category texts, numbered in order of first appearance."""
+class CategoricalCells:
+    """A categorical column's cells, row by row; ``finish`` gives codes into sorted categories."""
 
     def __init__(self) -> None:
         self._lookup: dict[str, int] | None = {}
-        self._text: mmap.mmap | None = None
-        self._ends: array[int] = array("I")
-        # A byte of each text's hash, compared before its bytes are.
-        self._fingerprints = array("B")
-        self._table: array[int] = array("i")
+        self._codes = array("i")  # while the dict is used
+        self._texts: RawTexts | None = None
+        self._check_above = DICT_LIMIT  # categories beyond which to decide again
 
-    def __len__(self) -> int:
-        return len(self._lookup) if self._lookup is not None else len(self._ends)
+    def add(self, text: str) -> None:
+        """A present cell (``text`` is not empty)."""
+        lookup = self._lookup
+        if lookup is None:
+            assert self._texts is not None
+            self._texts.add(text)
+            return
+        self._codes.append(lookup.setdefault(text, len(lookup)))
+        if len(lookup) > self._check_above:
+            if len(lookup) > DICT_MAX or estimated_categories(self._codes) > DICT_MAX:
+                self._to_texts()
+            else:
+                self._check_above = 2 * len(lookup)
 
-    def code(self, text: str) -> int:
-        """The code of ``text``, given it a new one if it is new."""
-        if self._lookup is not None:
-            code = self._lookup.setdefault(text, len(self._lookup))
-            if len(self._lookup) > DICT_LIMIT:
-                self._pack()
-            return code
-        return self._packed_code(text)
-
-    def finish(self, codes: npt.NDArray[np.int32]) -> tuple[npt.NDArray[np.int32], Sequence[str]]:
-        """``codes`` renumbered (in place) so that categories are sorted, and the sorted
-        categories. Sorted categories make the codes independent of row order. The index is
-        spent."""
-        if self._lookup is not None:
-            categories: Sequence[str] = tuple(sorted(self._lookup))
-            order = np.fromiter(
-                (self._lookup[c] for c in categories), dtype=np.int32, count=len(categories)
-            )
-            self._lookup = None
+    def add_missing(self) -> None:
+        if self._texts is not None:
+            self._texts.add("")
         else:
-            self._table = array("i")  # not needed to sort, and the largest part
-            self._fingerprints = array("B")
-            order = self._sorted_order()
-            assert self._text is not None
-            categories = PackedStrings(self._text, self._ends, order)
+            self._codes.append(-1)
+
+    def finish(self) -> tuple[npt.NDArray[np.int32], Sequence[str]]:
+        """Each cell's code (-1 for missing) into the sorted categories, and the categories.
+        Sorted categories make the codes independent of row order. The cells are spent."""
+        if self._texts is not None:
+            texts, self._texts = self._texts, None
+            return texts.finish()
+        assert self._lookup is not None
+        codes = np.frombuffer(self._codes, dtype=np.int32) if self._codes else np.empty(0, np.int32)
+        categories = tuple(sorted(self._lookup))
+        order = np.fromiter(
+            (self._lookup[c] for c in categories), dtype=np.int32, count=len(categories)
+        )
+        self._lookup = None
         remap = np.empty(order.size + 1, dtype=np.int32)
         remap[-1] = -1  # index -1 keeps missing missing
         remap[order] = np.arange(order.size, dtype=np.int32)
         # In place, a slice at a time: a renumbered copy would be a second column of codes.
-        for start in range(0, codes.size, SORT_RUN):
-            part = codes[start : start + SORT_RUN]
+        for start in range(0, codes.size, SLICE):
+            part = codes[start : start + SLICE]
             part[:] = remap[part]
         return codes, categories
 
-    # --- packed mode ----------------------------------------------------------------------
-
-    def _pack(self) -> None:
+    def _to_texts(self) -> None:
+        self._check_above = DICT_MAX
         assert self._lookup is not None
-        lookup, self._lookup = self._lookup, None
-        self._text = mmap.mmap(-1, _FIRST_MAP_BYTES, flags=mmap.MAP_PRIVATE)
-        self._table = array("i", [_EMPTY]) * (2 * len(lookup))
-        for text in lookup:  # dicts keep insertion order: code order
-            self._packed_code(text)
+        texts = [*self._lookup, ""]  # in code order (dicts keep insertion order); -1 reads ""
+        self._lookup = None
+        codes, self._codes = self._codes, array("i")
+        self._texts = RawTexts()
+        self._texts.extend(texts, codes)
 
-    def _packed_code(self, text: str) -> int:
-        # Once a cell: locals rather than attribute lookups in the probing loop. The UTF-8
-        # bytes are hashed and compared, not the str: a resize then rehashes stored bytes
-        # without decoding them.
-        table, fingerprints, ends = self._table, self._fingerprints, self._ends
-        buffer = self._text
-        assert buffer is not None
-        encoded = text.encode("utf-8")
-        digest = hash(encoded)
-        fingerprint = (digest >> 56) & 0xFF  # top bits: the slot is taken from the bottom
-        size = len(table)
-        slot = digest % size
-        code = table[slot]
-        while code != _EMPTY:
-            if fingerprints[code] == fingerprint:
-                start = ends[code - 1] if code else 0
-                if buffer[start : ends[code]] == encoded:
-                    return code
-            slot = slot + 1 if slot + 1 < size else 0
-            code = table[slot]
-        code = len(ends)
-        used = ends[-1] if code else 0
-        end = used + len(encoded)
-        if end > len(buffer):
-            buffer = self._grow(end)
-        buffer[used:end] = encoded
-        if end > _OFFSET_LIMIT and ends.typecode == "I":
-            self._ends = ends = array("q", ends)
-        ends.append(end)
-        fingerprints.append(fingerprint)
-        table[slot] = code
-        # Linear probing stays short up to two thirds full; growing by half (not doubling)
-        # keeps the table between 1.5 and 2.25 slots a category.
-        if 3 * (code + 1) > 2 * size:
-            del table  # this frame's reference too: the old table goes before the new one
-            self._resize(size + size // 2)
-        return code
 
-    def _resize(self, size: int) -> None:
-        self._table = array("i")  # let the old table go before the new one is made
-        table = array("i", [_EMPTY]) * size
-        start = 0
-        buffer = self._text
-        assert buffer is not None
-        for code, end in enumerate(self._ends):
-            slot = hash(buffer[start:end]) % size  # a map's slice is bytes
-            start = end
-            while table[slot] != _EMPTY:
-                slot = slot + 1 if slot + 1 < size else 0
-            table[slot] = code
-        self._table = table
-
-    def _grow(self, at_least: int) -> mmap.mmap:
-        buffer = self._text
-        assert buffer is not None
-        size = max(at_least, 2 * len(buffer))
-        try:
-            buffer.resize(size)
-        except (OSError, SystemError):  # no mremap (not Linux): copy, as a bytearray would
-            bigger = mmap.mmap(-1, size, flags=mmap.MAP_PRIVATE)
-            bigger[: len(buffer)] = buffer[:]
-            buffer.close()
-            self._text = buffer = bigger
-        return buffer
-
-    def _stored(self, code: int) -> str:
-        assert self._text is not None
-        start = self._ends[code - 1] if code else 0
-        return self._text[start : self._ends[code]].decode("utf-8")
-
-    def _sorted_order(self) -> npt.NDArray[np.int32]:
-        """Codes in sorted text order; sorted in runs of ``SORT_RUN`` and merged, so only a
-        run's worth of texts exists as Python strings at once (plus a few per run merging)."""
-        n = len(self._ends)
-        runs = []
-        for start in range(0, n, SORT_RUN):
-            texts = [self._stored(code) for code in range(start, min(start + SORT_RUN, n))]
-            run = sorted(range(len(texts)), key=texts.__getitem__)
-            runs.append(np.asarray(run, dtype=np.int32) + np.int32(start))
-            del texts
-        if len(runs) == 1:
-            return runs[0]
-        merged = heapq.merge(*(self._keyed(run) for run in runs))
-        return np.fromiter((code for _, code in merged), dtype=np.int32, count=n)
-
-    def _keyed(self, run: npt.NDArray[np.int32]) -> Iterator[tuple[str, int]]:
-        # A slice at a time: every run's generator starts at once, so a whole run as a list
-        # of ints would put each code's Python int in memory together.
-        for start in range(0, run.size, 256):
-            for code in run[start : start + 256].tolist():
-                yield self._stored(code), code
+def estimated_categories(codes: array[int]) -> float:
+    """The categories of a column whose first rows have ``codes`` (-1 for missing): the
+    bias-corrected Chao1 estimate ``k + f1 (f1 - 1) / (2 (f2 + 1))`` of k seen so far, f1 of
+    them once and f2 twice. When every category is seen once it is about k²/2."""
+    seen = np.frombuffer(codes, dtype=np.int32) if codes else np.empty(0, np.int32)
+    counts = np.bincount(seen[seen >= 0])
+    del seen  # the array's buffer must not stay exported: it grows after this
+    once, twice = int(np.count_nonzero(counts == 1)), int(np.count_nonzero(counts == 2))
+    return counts.size + once * (once - 1) / (2 * (twice + 1))
 
 
 # --- summaries, lean on memory: int32 counts, no full-length sort ------------------------------
@@ -272,10 +145,10 @@ def top_indices(counts: npt.NDArray[np.int32], k: int) -> npt.NDArray[np.intp]:
     greater = greater[np.argsort(-counts[greater].astype(np.int64), kind="stable")]
     ties: list[npt.NDArray[np.intp]] = []
     need = k - greater.size
-    for start in range(0, n, SORT_RUN):
+    for start in range(0, n, SLICE):
         if need <= 0:
             break
-        found = np.flatnonzero(counts[start : start + SORT_RUN] == kth)[:need] + start
+        found = np.flatnonzero(counts[start : start + SLICE] == kth)[:need] + start
         ties.append(found)
         need -= found.size
     return np.concatenate([greater, *ties])

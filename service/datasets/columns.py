@@ -28,7 +28,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from service.datasets.categories import CategoryIndex, category_counts, json_list_bytes
+from service.datasets.categories import CategoricalCells, category_counts, json_list_bytes
 from service.datasets.distributions import (
     count_distinct_sorted,
     histogram,
@@ -72,7 +72,8 @@ class NumericColumn:
 class CategoricalColumn:
     """A categorical column: int32 codes, shape (n_rows,), into ``categories``; -1 is missing.
 
-    ``categories`` is a tuple, or (for many categories, just parsed) a ``PackedStrings``.
+    ``categories`` is a tuple, or (for many categories, just parsed) a sequence that reads
+    them from the parsed texts (``service.datasets.texts``).
     """
 
     name: str
@@ -147,8 +148,7 @@ class ColumnBuilder:
         self._numbers: array[float] | None = array("d")
         self._odd_texts = _OddTexts()  # texts canonical_text would not reproduce
         self._first_infinite: int | None = None
-        self._codes = array("i")
-        self._categories = CategoryIndex()
+        self._cells = CategoricalCells()
 
     def add_text(self, text: str) -> None:
         """Add a cell given as text; surrounding whitespace is not part of the value."""
@@ -182,7 +182,7 @@ class ColumnBuilder:
         if self._numbers is not None:
             self._numbers.append(math.nan)
         else:
-            self._codes.append(-1)
+            self._cells.add_missing()
         self.n_rows += 1
 
     def finish(self, *, categorical: bool = False) -> ColumnData:
@@ -201,14 +201,13 @@ class ColumnBuilder:
             # No copy: the array becomes the column's buffer (finish is the builder's end).
             values = np.frombuffer(self._numbers, dtype=np.float64) if self.n_rows else _NO_VALUES
             return NumericColumn(self.name, values)
-        raw = np.frombuffer(self._codes, dtype=np.int32) if self.n_rows else np.empty(0, np.int32)
-        codes, categories = self._categories.finish(raw)
+        codes, categories = self._cells.finish()
         return CategoricalColumn(self.name, codes, categories)
 
     def _add_category(self, text: str) -> None:
         if self._numbers is not None:
             self._to_categorical()
-        self._codes.append(self._categories.code(text))
+        self._cells.add(text)
         self.n_rows += 1
 
     def _to_categorical(self) -> None:
@@ -219,14 +218,14 @@ class ColumnBuilder:
         next_odd = next(odd_rows, None)
         for row, value in enumerate(numbers):
             if math.isnan(value):
-                self._codes.append(-1)
+                self._cells.add_missing()
                 continue
             if next_odd is not None and next_odd[0] == row:
                 text = next_odd[1]
                 next_odd = next(odd_rows, None)
             else:
                 text = canonical_text(value)
-            self._codes.append(self._categories.code(text))
+            self._cells.add(text)
 
 
 def _read_number(text: str) -> float | None:

@@ -1,58 +1,180 @@
-"""The packed category index gives what a dict and sorted() give, in a fraction of the memory."""
+"""A column's categories, however they are kept while parsed, are what a dict and sorted()
+give."""
 
 from __future__ import annotations
 
 import json
 import random
-import tracemalloc
 import zlib
+from array import array
+from collections.abc import Callable
 
 import numpy as np
 import pytest
 
-from service.datasets import categories as packed
+from service.datasets import categories, texts
 from service.datasets.categories import (
-    CategoryIndex,
-    PackedStrings,
+    CategoricalCells,
+    estimated_categories,
     json_list_bytes,
     top_indices,
 )
-from service.datasets.columns import ColumnBuilder, decode_column, encode_column, summarize
-from service.datasets.ingest import parse_csv
+from service.datasets.columns import (
+    CategoricalColumn,
+    ColumnBuilder,
+    decode_column,
+    encode_column,
+    summarize,
+)
+from service.datasets.texts import FixedWidthTexts
+
+MISSING = ("", "NA", " null ")
 
 
-def _texts(n_unique: int, n_cells: int, seed: int) -> list[str]:
-    rng = random.Random(seed)
-    alphabet = 'abcXYZ019 é字😀"\\\t'
-    pool = sorted({"".join(rng.choices(alphabet, k=rng.randint(1, 12))) for _ in range(n_unique)})
-    return [rng.choice(pool) for _ in range(n_cells)]
+def _pool(rng: random.Random, n: int, width: Callable[[], int], alphabet: str) -> list[str]:
+    found: set[str] = set()
+    while len(found) < n:
+        found.add("".join(rng.choices(alphabet, k=width())))
+    return sorted(found)
+
+
+def _cells(shape: str) -> list[str]:
+    """A column's cells, some missing, for each way the categories can be kept."""
+    rng = random.Random(shape)
+    mixed = 'abcXYZ019 é字😀"\\\t'
+    if shape == "few":  # a dict throughout
+        pool = _pool(rng, 40, lambda: rng.randint(1, 6), mixed)
+        cells = [rng.choice(pool) for _ in range(3000)]
+    elif shape == "repeated, fixed width":  # records with equal texts, within and across runs
+        pool = _pool(rng, 300, lambda: 5, "0123456789abcdef")
+        cells = [rng.choice(pool) for _ in range(30 * len(pool))]
+    elif shape == "unique fixed width":  # the buffer's records, no padding
+        cells = [f"id-{i * 7919 % 100_003:06d}" for i in range(5000)]
+    elif shape == "fixed width, missing":  # padded records (missing cells are empty)
+        cells = [f"{i * 7919 % 100_003:06x}" for i in range(5000)]
+        cells[::7] = [MISSING[i % 3] for i in range(len(cells[::7]))]
+    elif shape == "near widths, utf-8":  # padded records, multi-byte characters
+        pool = [text + rng.choice("aé字😀") for text in _pool(rng, 3000, lambda: 9, mixed[:9])]
+        cells = [rng.choice(pool) for _ in range(4000)]
+    elif shape == "uneven widths":  # merged in Python
+        pool = _pool(rng, 2000, lambda: rng.choice([1, 2, 3, 40]), mixed)
+        cells = [rng.choice(pool) for _ in range(3000)] + ["NA"] * 30
+    else:  # "nul": merged in Python (trailing NULs would read as padding)
+        pool = _pool(rng, 2000, lambda: rng.randint(1, 9), "ab\x00")
+        pool += ["a", "a\x00", "a\x00\x00", "\x00", "b\x00a"]
+        cells = [rng.choice(pool) for _ in range(3000)] + [""] * 20
+    rng.shuffle(cells)
+    return cells
 
 
 def _reference(cells: list[str]) -> tuple[list[int], list[str]]:
-    categories = sorted(set(cells))
-    position = {text: code for code, text in enumerate(categories)}
-    return [position[text] for text in cells], categories
+    present = [cell.strip() for cell in cells if cell.strip() not in ("", "NA", "null")]
+    found = sorted(set(present))
+    position = {text: code for code, text in enumerate(found)}
+    return [position.get(cell.strip(), -1) for cell in cells], found
 
 
-@pytest.mark.parametrize(("n_unique", "n_cells"), [(50, 500), (9000, 30000), (20000, 20000)])
-def test_codes_and_sorted_categories_equal_a_dict_and_sorted(
-    monkeypatch: pytest.MonkeyPatch, n_unique: int, n_cells: int
+SHAPES = {
+    "few": tuple,
+    "repeated, fixed width": FixedWidthTexts,
+    "unique fixed width": FixedWidthTexts,
+    "fixed width, missing": FixedWidthTexts,
+    "near widths, utf-8": FixedWidthTexts,
+    "uneven widths": texts._RowTexts,
+    "nul": texts._RowTexts,
+}
+
+
+@pytest.mark.parametrize("small_steps", [False, True], ids=["", "small steps"])
+@pytest.mark.parametrize("shape", SHAPES)
+def test_codes_and_categories_equal_a_dict_and_sorted(
+    monkeypatch: pytest.MonkeyPatch, shape: str, small_steps: bool
 ) -> None:
-    monkeypatch.setattr(packed, "SORT_RUN", 1000)  # several runs to merge
-    cells = _texts(n_unique, n_cells, seed=n_unique)
-    index = CategoryIndex()
-    codes = np.array([index.code(text) for text in cells], dtype=np.int32)
-    assert len(index) == len(set(cells))
-    renumbered, categories = index.finish(codes)
-    expected_codes, expected_categories = _reference(cells)
-    assert renumbered.tolist() == expected_codes
-    assert list(categories) == expected_categories
-    assert categories == tuple(expected_categories)
-    assert isinstance(categories, PackedStrings) == (len(expected_categories) > packed.DICT_LIMIT)
-    assert categories[-1] == expected_categories[-1]
-    assert list(categories[2:5]) == expected_categories[2:5]
-    pieces = b"".join(json_list_bytes(categories))
-    assert pieces == json.dumps(expected_categories).encode()
+    monkeypatch.setattr(categories, "DICT_LIMIT", 200)  # scaled down with the columns
+    monkeypatch.setattr(categories, "DICT_MAX", 200)  # raw past it, however texts repeat
+    if small_steps:  # every batch, run and slice boundary crossed many times
+        monkeypatch.setattr(texts, "BATCH", 7)
+        monkeypatch.setattr(texts, "RUN", 5)
+        monkeypatch.setattr(texts, "_UINT32_MAX", 1000)  # 64-bit offsets past 1000 bytes
+    cells = _cells(shape)
+    builder = ColumnBuilder("key")
+    for cell in cells:
+        builder.add_text(cell)
+    column = builder.finish(categorical=True)
+    assert isinstance(column, CategoricalColumn)
+    expected_codes, expected = _reference(cells)
+
+    assert isinstance(column.categories, SHAPES[shape])
+    assert column.codes.dtype == np.int32
+    assert column.codes.tolist() == expected_codes
+    assert list(column.categories) == expected
+    assert len(column.categories) == len(expected)
+    assert column.categories == tuple(expected)
+    assert column.categories[0] == expected[0]
+    assert column.categories[-1] == expected[-1]
+    assert list(column.categories[2:9]) == expected[2:9]
+    assert list(column.categories[::-97]) == expected[::-97]
+    with pytest.raises(IndexError):
+        column.categories[len(expected)]
+    assert b"".join(json_list_bytes(column.categories)) == json.dumps(expected).encode()
+
+
+@pytest.mark.parametrize(
+    ("n_categories", "repeats", "kept"),
+    [
+        (600, 20, "dict"),  # estimated at about 600 when 201 are seen: the dict stays
+        (3000, 3, "raw"),  # estimated at about 5000 at once
+        (1500, 60, "dict"),
+        (1900, 10, "raw"),  # estimated at about 1600 at first, 2600 at the next look
+    ],
+)
+def test_a_dict_is_kept_while_the_categories_are_estimated_to_stay_few(
+    monkeypatch: pytest.MonkeyPatch, n_categories: int, repeats: int, kept: str
+) -> None:
+    monkeypatch.setattr(categories, "DICT_LIMIT", 200)
+    monkeypatch.setattr(categories, "DICT_MAX", 2000)
+    rng = random.Random(n_categories)
+    cells = [f"c{i:04d}" for i in range(n_categories) for _ in range(repeats)]
+    rng.shuffle(cells)
+    builder = ColumnBuilder("key")
+    for cell in cells:
+        builder.add_text(cell)
+    column = builder.finish()
+    assert isinstance(column, CategoricalColumn)
+    assert isinstance(column.categories, tuple if kept == "dict" else FixedWidthTexts)
+    expected_codes, expected = _reference(cells)
+    assert column.codes.tolist() == expected_codes
+    assert list(column.categories) == expected
+
+
+def test_the_estimate_of_categories_follows_chao1() -> None:
+    # k seen, f1 once and f2 twice: k + f1 (f1 - 1) / (2 (f2 + 1)).
+    codes = array("i", [0, 1, 1, 2, 2, 3, 3, 3, -1, 4])
+    assert estimated_categories(codes) == 5 + 2 * 1 / (2 * 3)
+    assert estimated_categories(array("i", range(1000))) == 1000 + 1000 * 999 / 2
+    codes.append(5)  # the array's buffer was let go: it can grow
+
+
+def test_a_column_that_turns_categorical_late_keeps_its_texts() -> None:
+    cells = [str(i) for i in range(5000)] + ["1.50", "x"] + [f"{i:05d}" for i in range(5000)]
+    builder = ColumnBuilder("n")
+    for cell in cells:
+        builder.add_text(cell)
+    column = builder.finish()
+    assert isinstance(column, CategoricalColumn)
+    expected_codes, expected = _reference(cells)
+    assert isinstance(column.categories, FixedWidthTexts)  # widths 1 to 5: padded
+    assert column.codes.tolist() == expected_codes
+    assert list(column.categories) == expected
+
+
+def test_cells_are_spent_by_finish() -> None:
+    cells = CategoricalCells()
+    for i in range(10_000):
+        cells.add(f"{i:08d}")
+    codes, found = cells.finish()
+    assert codes.tolist() == list(range(10_000))
+    assert found[1234] == "00001234"
 
 
 def test_a_column_of_many_categories_round_trips_and_summarises_as_before() -> None:
@@ -61,7 +183,9 @@ def test_a_column_of_many_categories_round_trips_and_summarises_as_before() -> N
     for text in cells:
         builder.add_text(text)
     column = builder.finish()
+    assert isinstance(column, CategoricalColumn)
     back = decode_column("key", column.kind, bytes(encode_column(column)))
+    assert isinstance(back, CategoricalColumn)
     assert list(back.categories) == list(column.categories) == sorted(set(cells) - {"", "NA"})
     assert np.array_equal(back.codes, column.codes)
     summary = summarize(column)
@@ -75,6 +199,8 @@ def test_a_column_of_many_categories_round_trips_and_summarises_as_before() -> N
     payload = zlib.decompress(bytes(encode_column(column)))
     length = int.from_bytes(payload[:4], "little")
     assert json.loads(payload[4 : 4 + length]) == list(column.categories)
+    codes = np.frombuffer(payload[4 + length :], dtype="<i4")
+    assert codes.tolist() == column.codes.tolist()
 
 
 @pytest.mark.parametrize("seed", range(5))
@@ -83,24 +209,3 @@ def test_top_indices_equal_a_stable_argsort(seed: int) -> None:
     counts = rng.integers(0, 4, size=rng.integers(1, 3000)).astype(np.int32)
     expected = np.argsort(-counts.astype(np.int64), kind="stable")[:10]
     assert top_indices(counts, 10).tolist() == expected.tolist()
-
-
-def test_a_column_of_unique_strings_costs_under_twice_its_bytes_while_parsed(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    """Peak traced memory of parsing unique 24-character ids (25 bytes a line); was 6.3x.
-
-    30,000 rows keep the test short under tracemalloc; the dict kept for the first
-    categories is scaled down with them, as it is small beside a large column.
-    """
-    monkeypatch.setattr(packed, "DICT_LIMIT", 256)
-    lines = "".join(f"id-{i * 0x9E3779B97F4A7C15 % 16**21:021x}\n" for i in range(30_000))
-    data = ("key\n" + lines).encode()
-    chunks = [data[i : i + 65536] for i in range(0, len(data), 65536)]
-    tracemalloc.start()
-    try:
-        parse_csv(iter(chunks), max_columns=1)
-        peak = tracemalloc.get_traced_memory()[1]
-    finally:
-        tracemalloc.stop()
-    assert peak / len(data) < 2.0
