@@ -25,7 +25,7 @@ from json.encoder import encode_basestring_ascii
 import numpy as np
 import numpy.typing as npt
 
-from service.datasets.texts import RawTexts
+from service.datasets.texts import RawTexts, mapped_zeros
 
 # Categories kept in a plain dict before the column's texts may be kept raw instead, and the
 # most kept in one (about 4 MiB) when the column is estimated to have no more.
@@ -129,7 +129,7 @@ def estimated_categories(codes: array[int]) -> float:
 
 def category_counts(codes: npt.NDArray[np.int32], n_categories: int) -> npt.NDArray[np.int32]:
     """Rows per category, shape (n_categories + 1,): the last entry counts the missing (-1)."""
-    counts = np.zeros(n_categories + 1, dtype=np.int32)
+    counts: npt.NDArray[np.int32] = mapped_zeros(n_categories + 1, np.int32)
     np.add.at(counts, codes, 1)
     return counts
 
@@ -140,15 +140,31 @@ def top_indices(counts: npt.NDArray[np.int32], k: int) -> npt.NDArray[np.intp]:
     n = counts.size
     if n <= k:
         return np.argsort(-counts.astype(np.int64), kind="stable")
+    # Most often (an id column: every count 1) the largest count alone fills the k, and its
+    # first k indices answer without the copy np.partition makes.
+    largest = counts.max()
+    if _count_equal(counts, largest) >= k:
+        return _first_equal(counts, largest, k)
     kth = np.partition(counts, n - k)[n - k]  # an int32 copy; argpartition's are int64
     greater = np.flatnonzero(counts > kth)  # fewer than k, by the choice of kth
     greater = greater[np.argsort(-counts[greater].astype(np.int64), kind="stable")]
-    ties: list[npt.NDArray[np.intp]] = []
-    need = k - greater.size
-    for start in range(0, n, SLICE):
-        if need <= 0:
+    return np.concatenate([greater, _first_equal(counts, kth, k - greater.size)])
+
+
+def _count_equal(counts: npt.NDArray[np.int32], value: np.int32) -> int:
+    return sum(
+        int(np.count_nonzero(counts[start : start + SLICE] == value))
+        for start in range(0, counts.size, SLICE)
+    )
+
+
+def _first_equal(counts: npt.NDArray[np.int32], value: np.int32, k: int) -> npt.NDArray[np.intp]:
+    """The first ``k`` indices (or fewer) where ``counts`` equals ``value``, a slice at a time."""
+    found: list[npt.NDArray[np.intp]] = [np.empty(0, dtype=np.intp)]
+    for start in range(0, counts.size, SLICE):
+        if k <= 0:
             break
-        found = np.flatnonzero(counts[start : start + SLICE] == kth)[:need] + start
-        ties.append(found)
-        need -= found.size
-    return np.concatenate([greater, *ties])
+        hits = np.flatnonzero(counts[start : start + SLICE] == value)[:k] + start
+        found.append(hits)
+        k -= hits.size
+    return np.concatenate(found)

@@ -34,12 +34,14 @@ from service.datasets.distributions import (
     histogram,
     top_categories,
 )
+from service.datasets.texts import Mapped
 from service.db.tables import ColumnKind
 
 # Cell texts that mean "no value", compared after surrounding whitespace is removed.
 MISSING_TEXTS = frozenset({"", "NA", "N/A", "NaN", "nan", "null", "NULL"})
 DATA_FORMAT = 1
 _LENGTH = struct.Struct("<I")
+_PIECE_BYTES = 65536  # input fed to the compressor at once
 
 
 class NonFiniteValue(ValueError):
@@ -295,23 +297,85 @@ def encode_column(column: ColumnData) -> bytes | bytearray:
     """The column's data in the stored format (see the module docstring)."""
     if isinstance(column, NumericColumn):
         return zlib.compress(column.values.astype("<f8", copy=False).data, level=6)
-    # Fed to the compressor in pieces, so neither the categories' JSON nor a copy of the
-    # codes exists whole: with many categories each would cost more than the column.
-    compressor = zlib.compressobj(level=6)
-    length = sum(len(piece) for piece in json_list_bytes(column.categories))
-    out = bytearray(compressor.compress(_LENGTH.pack(length)))
-    pending = bytearray()
-    for piece in json_list_bytes(column.categories):
-        pending += piece
-        if len(pending) >= 65536:
-            out += compressor.compress(pending)
-            pending.clear()
-    out += compressor.compress(pending)
-    out += compressor.compress(np.ascontiguousarray(column.codes, dtype="<i4").data)
-    out += compressor.flush()
+    return _gathered(_categorical_pieces(column.codes, [column.categories]))
+
+
+@dataclass(frozen=True, slots=True)
+class EncodedColumn:
+    """A column as it is stored: its name, kind, summary and data."""
+
+    name: str
+    kind: ColumnKind
+    summary: ColumnSummary
+    data: bytes | bytearray
+
+
+def take_encoded(columns: list[ColumnData]) -> Iterator[EncodedColumn]:
+    """Summarise and encode ``columns`` first to last, emptying the list as it goes.
+
+    What an upload does with its parsed columns: each is let go as soon as it is encoded,
+    and a categorical one's categories as soon as they are compressed, before its codes are,
+    so the upload's data is not held twice (as columns and as stored bytes) at the peak.
+    """
+    columns.reverse()  # popped from the end: first column first
+    while columns:
+        column = columns.pop()
+        summary = summarize(column)
+        name, kind = column.name, column.kind
+        if isinstance(column, NumericColumn):
+            data = encode_column(column)
+            del column
+        else:
+            codes, categories = column.codes, [column.categories]
+            del column
+            data = _gathered(_categorical_pieces(codes, categories))
+            del codes
+        yield EncodedColumn(name, kind, summary, data)
+        del data
+
+
+def _gathered(pieces: Iterator[bytes]) -> bytearray:
+    """The pieces as one bytearray, gathered in a memory map first.
+
+    Appending them to a bytearray would reallocate it as it grows, and a reallocation may
+    copy it (twice the compressed column for a moment); joining a list of them would leave
+    the pieces' memory in the allocator's heap, where glibc keeps it, on top of whatever the
+    database driver allocates next. A map grows in place and is unmapped when done with.
+    """
+    gathered = Mapped()
+    for piece in pieces:
+        gathered.append(piece)
+    with memoryview(gathered.map) as view:
+        out = bytearray(view[: gathered.used])
+    gathered.map.close()
     # Not copied into bytes: the drivers store a bytearray as it is, and a copy would hold
     # the compressed column twice at the peak.
     return out
+
+
+def _categorical_pieces(
+    codes: npt.NDArray[np.int32], categories: list[Sequence[str]]
+) -> Iterator[bytes]:
+    """The compressed stored form of a categorical column, in pieces. ``categories`` holds
+    the categories and is emptied once they are compressed: if nothing else refers to
+    them, they are freed before the codes are compressed."""
+    # Fed to the compressor in pieces, so neither the categories' JSON nor a copy of the
+    # codes exists whole: with many categories each would cost more than the column.
+    compressor = zlib.compressobj(level=6)
+    length = sum(len(piece) for piece in json_list_bytes(categories[0]))
+    yield compressor.compress(_LENGTH.pack(length))
+    pending = bytearray()
+    for piece in json_list_bytes(categories.pop()):
+        pending += piece
+        if len(pending) >= _PIECE_BYTES:
+            yield compressor.compress(pending)
+            pending.clear()
+    yield compressor.compress(pending)
+    step = _PIECE_BYTES // 4
+    for start in range(0, codes.size, step):
+        part = np.ascontiguousarray(codes[start : start + step], dtype="<i4")
+        yield compressor.compress(part.data)
+    yield compressor.flush()
 
 
 def decode_column(name: str, kind: str, data: bytes, data_format: int = DATA_FORMAT) -> ColumnData:

@@ -16,8 +16,7 @@ from service.datasets.columns import (
     ColumnData,
     ColumnDataError,
     decode_column,
-    encode_column,
-    summarize,
+    take_encoded,
 )
 from service.datasets.ingest import ParsedTable, is_storable_text
 from service.db.tables import DatasetColumnRecord, DatasetRecord, new_id
@@ -35,8 +34,8 @@ def create_dataset(
 ) -> tuple[DatasetRecord, list[DatasetColumnRecord]]:
     """Store a parsed upload as a dataset and its columns; returns what was stored.
 
-    Consumes ``table.columns``: each column's array is let go as soon as it is encoded, so
-    the upload's data is not held twice (arrays and stored bytes) at the peak.
+    Consumes ``table.columns`` (``take_encoded``): each column is let go as soon as it is
+    encoded, so the upload's data is not held twice (arrays and stored bytes) at the peak.
     """
     name = name if name and name.strip() else DEFAULT_NAME
     if not is_storable_text(name):
@@ -52,26 +51,21 @@ def create_dataset(
         size_bytes=table.size_bytes,
         sha256=table.sha256,
     )
-    columns = []
-    pending = table.columns
-    pending.reverse()  # popped from the end: first column first, each released when stored
-    for position in range(dataset.n_columns):
-        column = pending.pop()
-        summary = summarize(column)
-        columns.append(
-            DatasetColumnRecord(
-                dataset_id=dataset.id,
-                position=position,
-                name=column.name,
-                kind=column.kind.value,
-                n_missing=summary.n_missing,
-                n_unique=summary.n_unique,
-                stats=summary.stats,
-                distribution=summary.distribution,
-                data_format=DATA_FORMAT,
-                data=encode_column(column),
-            )
+    columns = [
+        DatasetColumnRecord(
+            dataset_id=dataset.id,
+            position=position,
+            name=encoded.name,
+            kind=encoded.kind.value,
+            n_missing=encoded.summary.n_missing,
+            n_unique=encoded.summary.n_unique,
+            stats=encoded.summary.stats,
+            distribution=encoded.summary.distribution,
+            data_format=DATA_FORMAT,
+            data=encoded.data,
         )
+        for position, encoded in enumerate(take_encoded(table.columns))
+    ]
     repository.add(session, dataset, columns)
     return dataset, columns
 
