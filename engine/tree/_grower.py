@@ -86,8 +86,9 @@ def _grow_level_wise(growth: Growth, leaves: NDArray[np.intp] | None = None) -> 
     histograms = growth.histograms(rows, slot_of_row, 1) if growth.uses_histograms() else None
     bounds = UNBOUNDED[None, :] if growth.monotone is not None else None
     parent_feature = np.zeros(0, dtype=np.int64)
+    known: tuple[NDArray[np.float64], NDArray[np.int64]] | None = None
     while n_slots:
-        totals, counts, values, impurities = growth.summarise(rows, slot_of_row, n_slots)
+        totals, counts, values, impurities = growth.summarise(rows, slot_of_row, n_slots, known)
         if depth > 0:
             bounds = growth.child_bounds(bounds, parent_feature, totals)
         values, impurities = growth.bounded(totals, values, impurities, bounds)
@@ -129,7 +130,7 @@ def _grow_level_wise(growth: Growth, leaves: NDArray[np.intp] | None = None) -> 
             bounds, parent_feature = slot_bounds[chosen], splits.feature[chosen]
         # Rows of chosen nodes move to their children, grouped by child in parent order.
         split_of_slot, rank_of_slot, n_chosen = split_maps(n_slots, slots, chosen)
-        rows, slot_of_row = partition_rows(
+        rows, slot_of_row, child_totals, child_counts = partition_rows(
             growth.columns,
             rows,
             slot_of_row,
@@ -138,7 +139,9 @@ def _grow_level_wise(growth: Growth, leaves: NDArray[np.intp] | None = None) -> 
             splits.feature,
             splits.left_codes,
             n_chosen,
+            growth.ctx.channels,
         )
+        known = (child_totals, child_counts)
         n_slots = 2 * n_chosen
         depth += 1
         if histograms is not None:

@@ -109,10 +109,19 @@ class Growth(FeatureDraws, GrowthRecords):
     # -- node statistics --------------------------------------------------------------
 
     def summarise(
-        self, rows: NDArray[np.intp], slot_of_row: NDArray[np.intp], n_slots: int
+        self,
+        rows: NDArray[np.intp],
+        slot_of_row: NDArray[np.intp],
+        n_slots: int,
+        known: tuple[NDArray[np.float64], NDArray[np.int64]] | None = None,
     ) -> tuple[NDArray[np.float64], NDArray[np.int64], NDArray[np.float64], NDArray[np.float64]]:
-        """Channel totals, row counts, values and impurities of a batch of nodes."""
-        totals, counts = node_totals(rows, slot_of_row, n_slots, self.ctx.channels)
+        """Channel totals, row counts, values and impurities of a batch of nodes; ``known``
+        totals and counts (summed by the partition that made the nodes) are not summed
+        again."""
+        if known is None:
+            totals, counts = node_totals(rows, slot_of_row, n_slots, self.ctx.channels)
+        else:
+            totals, counts = known
         values, impurities = self.statistics(totals, rows, slot_of_row)
         return totals, counts, values, impurities
 

@@ -91,10 +91,13 @@ def test_partition_equals_the_twin_and_keeps_row_order(seed: int) -> None:
     split_feature = rng.integers(0, batch["columns"].shape[0], n_slots)
     left_codes = rng.random((n_slots, 256)) < 0.5
     n_splits = int(split.sum())
+    channels = batch["channels"]
     results = []
     for partition in (_partition_kernels._partition_compiled, _partition_kernels._partition_numpy):
         new_rows = np.full(batch["rows"].size, -1, dtype=np.intp)
         new_slot = np.full(batch["rows"].size, -1, dtype=np.intp)
+        totals = np.full((2 * n_splits, channels.shape[1]), np.nan)
+        counts = np.full(2 * n_splits, -1, dtype=np.int64)
         moved = partition(
             batch["columns"],
             batch["rows"],
@@ -104,13 +107,21 @@ def test_partition_equals_the_twin_and_keeps_row_order(seed: int) -> None:
             split_feature,
             left_codes,
             2 * n_splits,
+            channels,
             new_rows,
             new_slot,
+            totals,
+            counts,
         )
-        results.append((int(moved), new_rows[:moved], new_slot[:moved]))
+        results.append((int(moved), new_rows[:moved], new_slot[:moved], totals, counts))
     assert results[0][0] == results[1][0]
-    assert_bits_equal(results[0][1], results[1][1])
-    assert_bits_equal(results[0][2], results[1][2])
+    for kernel_part, twin_part in zip(results[0][1:], results[1][1:], strict=True):
+        assert_bits_equal(kernel_part, twin_part)
+    # The children's totals are node_totals' of the moved rows, to the last bit: the grower
+    # takes them instead of summing the rows again.
+    expected = level.node_totals(results[0][1], results[0][2], 2 * n_splits, channels)
+    assert_bits_equal(results[0][3], expected[0])
+    assert_bits_equal(results[0][4], expected[1])
     # From first principles: each moved row sits in the child its code sends it to.
     moved_rows, child = results[0][1], results[0][2]
     slot_of = dict(zip(batch["rows"].tolist(), batch["slot_of_row"].tolist(), strict=True))

@@ -83,7 +83,7 @@ def test_partition_ranges_equals_its_twin_partition_rows_and_node_totals(seed: i
     _, new_rows, new_channels, new_classes, totals, counts = results[0]
     # The rows go where partition_rows sends them by their codes (held from first
     # principles in test_grow_kernels.py).
-    plain_rows, plain_slot = _partition_kernels.partition_rows(
+    plain_rows, plain_slot, *_ = _partition_kernels.partition_rows(
         batch["columns"],
         rows,
         slot_of_row,
