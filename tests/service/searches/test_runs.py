@@ -151,7 +151,9 @@ async def test_a_worker_killed_mid_search_loses_no_candidate(
                 "dataset_id": dataset_id,
                 "target": "label",
                 "candidates": [
-                    {"method": "random_forest", "params": {"n_estimators": 200}},
+                    # Long enough to be seen running and killed: 200 trees on 90 rows now fit
+                    # in under a second, and the search could end between two polls.
+                    {"method": "random_forest", "params": {"n_estimators": 3000}},
                     {"method": "logistic_regression", "params": {"C": [0.1, 1.0]}},
                 ],
                 "strategy": "grid",
