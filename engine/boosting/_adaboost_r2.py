@@ -165,7 +165,9 @@ class AdaBoostRegressor(ThreadedRounds, RegressorMixin, BaseEstimator):
                 estimator = learner.estimator
                 predicted = np.asarray(learner.predicted, dtype=np.float64)
                 row_loss = r2_row_loss(np.abs(predicted - target), mask, self.loss)
-                error = float(weights @ row_loss)
+                # A NumPy sum, not a BLAS dot: OpenBLAS's threads spin for a while after each
+                # call, and here they burnt a second core through the whole fit.
+                error = float(np.multiply(weights, row_loss).sum())
                 if error >= 0.5:
                     if not estimators:
                         estimators, alphas, errors = [estimator], [1.0], [error]

@@ -96,11 +96,16 @@ def weighted_bootstrap_counts(
     rng: np.random.Generator, weights: NDArray[np.float64], n_draws: int | None = None
 ) -> NDArray[np.int64]:
     """How often each row is drawn in ``n_draws`` draws (default ``n_samples``) with
-    probabilities proportional to ``weights``; shape (n_samples,), int64."""
+    probabilities proportional to ``weights``; shape (n_samples,), int64.
+
+    The counts are one multinomial draw, which is what counting ``n_draws`` weighted draws
+    gives: ``Generator.choice`` with ``p`` searched a cumulative sum for every draw, three
+    times the time and half of an AdaBoost.R2 fit.
+    """
     n_samples = weights.shape[0]
     probabilities = weights / weights.sum()
-    draws = rng.choice(n_samples, size=n_samples if n_draws is None else n_draws, p=probabilities)
-    return np.bincount(draws, minlength=n_samples).astype(np.int64)
+    counts = rng.multinomial(n_samples if n_draws is None else n_draws, probabilities)
+    return np.asarray(counts, dtype=np.int64)
 
 
 @dataclass(frozen=True)
