@@ -196,8 +196,8 @@ def _draws_bootstrap(estimator: Any) -> bool:
 
 
 RESAMPLING_REASON = (
-    "members are fitted on weighted bootstrap resamples (Arc-x4, AdaBoost.R2's default "
-    "boosting_mode='resample'), so repeating rows changes every draw"
+    "members are fitted on weighted bootstrap resamples (Arc-x4), so repeating rows changes "
+    "every draw"
 )
 NEIGHBOURS_REASON = (
     "RegionBoost weighs members by their accuracy on the k nearest training rows: repeated "
@@ -237,7 +237,9 @@ def expected_failed_checks(estimator: Any) -> dict[str, str]:
     weight_check = "check_sample_weight_equivalence_on_dense_data"
     if _draws_bootstrap(estimator):
         failures[weight_check] = BOOTSTRAP_REASON
-    if isinstance(estimator, ArcX4Classifier | AdaBoostRegressor):
+    # AdaBoost.R2 resamples too, yet since its counts became one multinomial draw (bd47404)
+    # it passes this check on the check's rows; a strict xfail would hide it failing again.
+    if isinstance(estimator, ArcX4Classifier):
         failures[weight_check] = RESAMPLING_REASON
     if isinstance(estimator, RegionBoostClassifier):
         failures[weight_check] = NEIGHBOURS_REASON
