@@ -238,7 +238,7 @@ def expected_failed_checks(estimator: Any) -> dict[str, str]:
     if _draws_bootstrap(estimator):
         failures[weight_check] = BOOTSTRAP_REASON
     # AdaBoost.R2 resamples too, yet since its counts became one multinomial draw (bd47404)
-    # it passes this check on the check's rows; a strict xfail would hide it failing again.
+    # it passes this check on the check's rows, so it is held to it.
     if isinstance(estimator, ArcX4Classifier):
         failures[weight_check] = RESAMPLING_REASON
     if isinstance(estimator, RegionBoostClassifier):
