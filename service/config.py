@@ -41,6 +41,23 @@ class Settings(BaseSettings):
             "Unset means a SQLite file inside data_dir."
         ),
     )
+    store_url: str | None = Field(
+        default=None,
+        description=(
+            "fsspec URL of the data store that holds dataset parts and model artifacts: a "
+            "directory, or s3://bucket/prefix for several hosts. Unset means data_dir/store."
+        ),
+    )
+    # repr=False: the options may hold the store's keys.
+    store_options: dict[str, Any] = Field(
+        default_factory=dict,
+        repr=False,
+        description=(
+            "The data store's filesystem options as JSON, e.g. "
+            '{"endpoint_url": "http://store:8333", "key": "...", "secret": "..."} for S3; '
+            "empty uses the filesystem's defaults (for S3, the usual AWS_* variables)."
+        ),
+    )
     host: str = Field(default="127.0.0.1", description="Interface `coppice serve` binds to.")
     port: int = Field(default=8000, ge=1, le=65535, description="Port `coppice serve` binds to.")
     max_upload_bytes: int = Field(
@@ -202,6 +219,11 @@ class Settings(BaseSettings):
         check_unique(keys)
         return keys
 
+    @field_validator("store_url", mode="before")
+    @classmethod
+    def _blank_store_is_default(cls, value: Any) -> Any:
+        return (value.strip() or None) if isinstance(value, str) else value
+
     @field_validator("dask_scheduler", mode="before")
     @classmethod
     def _blank_is_unset(cls, value: Any) -> Any:
@@ -245,3 +267,10 @@ class Settings(BaseSettings):
             return self.database_url
         # An absolute path keeps the URL valid whatever the working directory is later.
         return f"sqlite:///{(self.data_dir / 'coppice.db').resolve()}"
+
+    @property
+    def resolved_store_url(self) -> str:
+        """The data store's URL in force: the configured one, or ``data_dir/store``."""
+        if self.store_url:
+            return self.store_url
+        return str((self.data_dir / "store").resolve())

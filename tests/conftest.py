@@ -3,9 +3,12 @@ engine's tests never depend on the web stack."""
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+
 import pytest
 
 from engine.process_setup import limit_blas_threads
+from tests.s3server import S3Server, running_s3_server
 
 
 @pytest.fixture
@@ -13,6 +16,15 @@ def anyio_backend() -> str:
     # Async tests use anyio's pytest plugin (shipped with anyio, a FastAPI dependency);
     # asyncio is what uvicorn runs the app on.
     return "asyncio"
+
+
+@pytest.fixture(scope="session")
+def s3_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[S3Server]:
+    """A real S3 server (SeaweedFS on loopback) for this test process, started on first use.
+
+    Tests share its bucket; each uses a prefix of its own (``s3_store_url``)."""
+    with running_s3_server(tmp_path_factory.mktemp("s3")) as server:
+        yield server
 
 
 def pytest_configure(config: pytest.Config) -> None:
