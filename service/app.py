@@ -28,6 +28,7 @@ from service.registry.listener import RegistryListener
 from service.registry.router import router as registry_router
 from service.searches.router import router as searches_router
 from service.security import install_cors, install_security
+from service.store import store_from_settings
 from service.worker.claim_loop import Supervisor, WorkerConfig
 
 
@@ -61,6 +62,7 @@ def create_app(settings: Settings) -> FastAPI:
         app.state.resources = Resources(
             settings=settings,
             db_engine=db_engine,
+            data_store=store_from_settings(settings),
             model_cache=model_cache,
             references=references,
             worker=worker,

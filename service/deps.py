@@ -1,7 +1,7 @@
 """FastAPI dependencies that hand request handlers the app's long-lived objects.
 
 ``create_app`` stores a ``Resources`` on ``app.state`` in its lifespan; handlers ask for
-``SettingsDep``, ``DbEngineDep``, ``ModelCacheDep`` or ``SessionDep`` instead of reaching for
+``SettingsDep``, ``DbEngineDep``, ``ModelCacheDep``, ``StoreDep`` or ``SessionDep`` instead of reaching for
 module-level globals, so every app instance (one per test, say) is self-contained.
 """
 
@@ -18,6 +18,7 @@ from sqlalchemy.orm import Session
 from service.config import Settings
 from service.models.cache import ModelCache
 from service.registry.cache import ReferenceCache
+from service.store import DataStore, store_from_settings
 
 if TYPE_CHECKING:
     from service.worker.claim_loop import Supervisor
@@ -36,6 +37,16 @@ class Resources:
     references: ReferenceCache = field(default_factory=ReferenceCache)
     # The embedded training worker, when `coppice serve` runs one (COPPICE_EMBEDDED_WORKER).
     worker: Supervisor | None = None
+    # Where dataset parts and model artifacts live (COPPICE_STORE_URL); None: the settings'.
+    data_store: DataStore | None = None
+
+    @property
+    def store(self) -> DataStore:
+        """The data store; an app assembled by hand in a test gets the settings' default."""
+        if self.data_store is None:
+            object.__setattr__(self, "data_store", store_from_settings(self.settings))
+        assert self.data_store is not None
+        return self.data_store
 
 
 def get_resources(request: Request) -> Resources:
@@ -60,6 +71,10 @@ async def get_reference_cache(request: Request) -> ReferenceCache:
     return get_resources(request).references
 
 
+async def get_store(request: Request) -> DataStore:
+    return get_resources(request).store
+
+
 def get_session(request: Request) -> Iterator[Session]:
     """One session per request, and the request's one transaction.
 
@@ -79,6 +94,7 @@ SettingsDep = Annotated[Settings, Depends(get_settings)]
 DbEngineDep = Annotated[Engine, Depends(get_db_engine)]
 ModelCacheDep = Annotated[ModelCache, Depends(get_model_cache)]
 ReferenceCacheDep = Annotated[ReferenceCache, Depends(get_reference_cache)]
+StoreDep = Annotated[DataStore, Depends(get_store)]
 # scope="function": the commit happens before the response is sent, so a failed commit is the
 # client's error response instead of a success that did not happen.
 SessionDep = Annotated[Session, Depends(get_session, scope="function")]
