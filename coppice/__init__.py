@@ -5,7 +5,7 @@ matplotlib (plots) are used when they are installed. Never imports the server or
 """
 
 from coppice.client import Client
-from coppice.datasets import Dataset, Page
+from coppice.datasets import Dataset
 from coppice.errors import (
     APIError,
     AuthenticationError,
@@ -27,6 +27,7 @@ from coppice.errors import (
 from coppice.estimator import RemoteEstimator
 from coppice.jobs import Job
 from coppice.models import Explanation, Model
+from coppice.pagination import Page
 from coppice.registry import Alias, AliasMove, ModelVersion, RegisteredModel
 from coppice.searches import Search
 

@@ -2,27 +2,20 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, ClassVar, Self, TextIO
+from typing import ClassVar, Self, TextIO
 
 from coppice._progress import Progress
+from coppice._resource import Resource
 from coppice._waiting import Deadline, wait_on_server, watching
-
-if TYPE_CHECKING:
-    from coppice.client import Client
 
 ENDED = frozenset({"succeeded", "failed", "cancelled"})
 
 
-class ServerRun:
+class ServerRun(Resource):
     """A job or a search as last seen; :meth:`refresh` and :meth:`wait` look again."""
 
-    #: What it is called in messages ("job") and its collection under /v1 ("jobs").
+    #: What it is called in messages ("job").
     kind: ClassVar[str]
-    collection: ClassVar[str]
-
-    def __init__(self, client: Client, info: dict[str, Any]) -> None:
-        self._client = client
-        self.info = info
 
     @property
     def id(self) -> str:
@@ -48,8 +41,7 @@ class ServerRun:
     def refresh(self, wait: float = 0.0) -> Self:
         """Read it again; with ``wait``, once it has ended or ``wait`` s (≤ 30) passed."""
         params = {"wait": wait} if wait > 0 else None
-        path = f"/v1/{self.collection}/{self.id}"
-        self.info = self._client._transport.json("GET", path, params=params)
+        self.info = self._get(self.path, params=params)
         return self
 
     def cancel(self) -> Self:
@@ -58,8 +50,7 @@ class ServerRun:
         Raises :class:`~coppice.errors.ConflictError` if it has already ended.
         """
         # Asking twice is harmless (a second 202), so the request may be retried.
-        path = f"/v1/{self.collection}/{self.id}/cancel"
-        self.info = self._client._transport.json("POST", path, idempotent=True)
+        self.info = self._post(f"{self.path}/cancel", idempotent=True)
         return self
 
     def _wait_until_ended(self, progress: bool, timeout: float | None, file: TextIO | None) -> None:

@@ -7,14 +7,15 @@ import contextlib
 import copy
 from collections.abc import Mapping, Sequence
 from typing import Any
-from urllib.parse import quote
 
 from coppice._http import DEFAULT_TIMEOUT, Transport
+from coppice._resource import api_path
 from coppice._upload import upload_request
-from coppice.datasets import Dataset, Page
+from coppice.datasets import Dataset
 from coppice.errors import ConflictError, NotFoundError
 from coppice.jobs import Job
 from coppice.models import Model
+from coppice.pagination import Page
 from coppice.registry import Alias, AliasMove, ModelVersion, RegisteredModel
 from coppice.searches import Candidates, Search, candidate_spaces
 
@@ -63,6 +64,26 @@ class Client:
     def __exit__(self, *exc_info: object) -> None:
         self.close()
 
+    # The request methods every resource binds (coppice/_resource.py): the answer's JSON.
+
+    def _get(self, path: str, **kwargs: Any) -> Any:
+        return self._transport.json("GET", path, **kwargs)
+
+    def _post(self, path: str, **kwargs: Any) -> Any:
+        return self._transport.json("POST", path, **kwargs)
+
+    def _put(self, path: str, **kwargs: Any) -> Any:
+        return self._transport.json("PUT", path, **kwargs)
+
+    def _delete(self, path: str, **kwargs: Any) -> None:
+        self._transport.request("DELETE", path, **kwargs)
+
+    def _list(self, path: str, **params: Any) -> dict[str, Any]:
+        """A listing's answer, ``{"items", "total"}``; ``None`` parameters are left out."""
+        query = {key: value for key, value in params.items() if value is not None}
+        answer: dict[str, Any] = self._get(path, params=query)
+        return answer
+
     # Datasets
 
     def upload(
@@ -80,22 +101,21 @@ class Client:
         non-numeric columns of a DataFrame or array are always sent as categorical.
         """
         request = upload_request(data, name=name, categorical=categorical, columns=columns)
-        info = self._transport.json("POST", "/v1/datasets", **request.kwargs)
-        return Dataset(self, info)
+        return Dataset(self, self._post(Dataset.path_for(), **request.kwargs))
 
     def dataset(self, dataset_id: str) -> Dataset:
-        return Dataset(self, self._transport.json("GET", f"/v1/datasets/{_seg(dataset_id)}"))
+        return Dataset(self, self._get(Dataset.path_for(dataset_id)))
 
     def datasets(self, *, limit: int = 50, offset: int = 0) -> Page[Dataset]:
         """Datasets, newest first."""
-        page = self._page("/v1/datasets", limit=limit, offset=offset)
-        return Page([Dataset(self, item) for item in page["items"]], page["total"])
+        answer = self._list(Dataset.path_for(), limit=limit, offset=offset)
+        return Page.of(answer, lambda info: Dataset(self, info))
 
     # Methods
 
     def methods(self) -> list[dict[str, Any]]:
         """Every trainable method: ``{"name", "tasks", "params_schema", "description"}``."""
-        items: list[dict[str, Any]] = self._transport.json("GET", "/v1/methods")["items"]
+        items: list[dict[str, Any]] = self._get(api_path("methods"))["items"]
         return items
 
     # Jobs
@@ -134,10 +154,10 @@ class Client:
             "max_runtime_seconds": max_runtime_seconds,
         }
         body |= {key: value for key, value in optional.items() if value is not None}
-        return Job(self, self._transport.json("POST", "/v1/jobs", json=body))
+        return Job(self, self._post(Job.path_for(), json=body))
 
     def job(self, job_id: str) -> Job:
-        return Job(self, self._transport.json("GET", f"/v1/jobs/{_seg(job_id)}"))
+        return Job(self, self._get(Job.path_for(job_id)))
 
     def jobs(
         self,
@@ -149,10 +169,10 @@ class Client:
     ) -> Page[Job]:
         """Jobs, newest first; ``status`` keeps one status (``running``, ``failed``, ...),
         ``search_id`` one search's candidates."""
-        page = self._page(
-            "/v1/jobs", status=status, search_id=search_id, limit=limit, offset=offset
+        answer = self._list(
+            Job.path_for(), status=status, search_id=search_id, limit=limit, offset=offset
         )
-        return Page([Job(self, item) for item in page["items"]], page["total"])
+        return Page.of(answer, lambda info: Job(self, info))
 
     # Models
 
@@ -161,22 +181,18 @@ class Client:
         ``name@latest``; then ``model.registered_version`` is the version it resolved to."""
         name, at, selector = ref.partition("@")
         if not at:
-            return Model(self, self._transport.json("GET", f"/v1/models/{_seg(ref)}"))
+            return Model(self, self._get(Model.path_for(ref)))
         version = self.registered_model(name).version(selector)
         if version is None:
             # No such alias or version as last read: the server's answer names what is
             # missing (or, should it have just been made, the model).
-            return Model(self, self._transport.json("GET", f"/v1/models/{_seg(ref)}"), ref=ref)
-        return self._model_of_version(version, ref=ref)
-
-    def _model_of_version(self, version: ModelVersion, *, ref: str) -> Model:
-        info = self._transport.json("GET", f"/v1/models/{_seg(version.model_id)}")
-        return Model(self, info, ref=ref, registered_version=version)
+            return Model(self, self._get(Model.path_for(ref)), ref=ref)
+        return version.model(ref=ref)
 
     def models(self, *, method: str | None = None, limit: int = 50, offset: int = 0) -> Page[Model]:
         """Models, newest first; ``method`` keeps one method's."""
-        page = self._page("/v1/models", method=method, limit=limit, offset=offset)
-        return Page([Model(self, item) for item in page["items"]], page["total"])
+        answer = self._list(Model.path_for(), method=method, limit=limit, offset=offset)
+        return Page.of(answer, lambda info: Model(self, info))
 
     # Registered models
 
@@ -198,30 +214,26 @@ class Client:
         with contextlib.suppress(ConflictError):  # the name exists: add to it
             self.create_registered_model(name, description=description or "")
         body = {"model_id": model_id} | ({"alias": alias} if alias is not None else {})
-        path = f"/v1/registered-models/{_seg(name)}/versions"
-        return ModelVersion(self, self._transport.json("POST", path, json=body))
+        return ModelVersion(self, self._post(ModelVersion.path_for(name), json=body))
 
     def create_registered_model(self, name: str, *, description: str = "") -> RegisteredModel:
         """Create the name, with no versions yet; a taken name is a
         :class:`~coppice.errors.ConflictError`. :meth:`register` creates it when needed."""
         body = {"name": name, "description": description}
-        return RegisteredModel(
-            self, self._transport.json("POST", "/v1/registered-models", json=body)
-        )
+        return RegisteredModel(self, self._post(RegisteredModel.path_for(), json=body))
 
     def registered_model(self, name: str) -> RegisteredModel:
         """A registered model with its versions and aliases."""
-        path = f"/v1/registered-models/{_seg(name)}"
-        return RegisteredModel(self, self._transport.json("GET", path))
+        return RegisteredModel(self, self._get(RegisteredModel.path_for(name)))
 
     def registered_models(self, *, limit: int = 50, offset: int = 0) -> Page[RegisteredModel]:
         """Registered models by name, each with its aliases and newest version."""
-        page = self._page("/v1/registered-models", limit=limit, offset=offset)
-        return Page([RegisteredModel(self, item) for item in page["items"]], page["total"])
+        answer = self._list(RegisteredModel.path_for(), limit=limit, offset=offset)
+        return Page.of(answer, lambda info: RegisteredModel(self, info))
 
     def delete_registered_model(self, name: str) -> None:
         """Delete the name, its versions, aliases and history; the models stay."""
-        self._transport.request("DELETE", f"/v1/registered-models/{_seg(name)}")
+        self._delete(RegisteredModel.path_for(name))
 
     def model_version(self, name: str, version: int | str) -> ModelVersion:
         """Version ``version`` of ``name``; a text ``version`` may be an alias (``"production"``)
@@ -233,33 +245,28 @@ class Client:
                 raise NotFoundError(f"Registered model {name!r} has no versions.", status=404)
             return found
         if not text.isdigit():
-            path = f"/v1/registered-models/{_seg(name)}/aliases/{_seg(text)}"
-            text = str(self._transport.json("GET", path)["version"])
-        path = f"/v1/registered-models/{_seg(name)}/versions/{text}"
-        return ModelVersion(self, self._transport.json("GET", path))
+            text = str(self._get(Alias.path_for(name, text))["version"])
+        return ModelVersion(self, self._get(ModelVersion.path_for(name, text)))
 
     def delete_model_version(self, name: str, version: int) -> None:
         """Remove a version (the model stays); a :class:`~coppice.errors.ConflictError` while
         an alias names it. Its number is never given again."""
-        self._transport.request("DELETE", f"/v1/registered-models/{_seg(name)}/versions/{version}")
+        self._delete(ModelVersion.path_for(name, version))
 
     def set_alias(self, name: str, alias: str, version: int) -> Alias:
         """Point ``alias`` of ``name`` at ``version``, atomically; the move is recorded
         (:meth:`alias_history`) and ``Alias.previous_version`` says what it named before."""
-        path = f"/v1/registered-models/{_seg(name)}/aliases/{_seg(alias)}"
-        return Alias(self._transport.json("PUT", path, json={"version": version}))
+        return Alias(self._put(Alias.path_for(name, alias), json={"version": version}))
 
     def delete_alias(self, name: str, alias: str) -> None:
         """Remove the alias (recorded in the history too); its version stays."""
-        self._transport.request(
-            "DELETE", f"/v1/registered-models/{_seg(name)}/aliases/{_seg(alias)}"
-        )
+        self._delete(Alias.path_for(name, alias))
 
     def alias_history(self, name: str, *, limit: int = 50, offset: int = 0) -> Page[AliasMove]:
         """Every alias move of ``name``, newest first: which version an alias named, when,
         and who moved it."""
-        page = self._page(f"/v1/registered-models/{_seg(name)}/history", limit=limit, offset=offset)
-        return Page([AliasMove(item) for item in page["items"]], page["total"])
+        answer = self._list(AliasMove.path_for(name), limit=limit, offset=offset)
+        return Page.of(answer, AliasMove)
 
     # Searches
 
@@ -314,25 +321,15 @@ class Client:
             "strategy": strategy,
         }
         body |= {key: value for key, value in optional.items() if value is not None}
-        return Search(self, self._transport.json("POST", "/v1/searches", json=body))
+        return Search(self, self._post(Search.path_for(), json=body))
 
     def search_by_id(self, search_id: str) -> Search:
         """A search, with its leaderboard."""
-        return Search(self, self._transport.json("GET", f"/v1/searches/{_seg(search_id)}"))
+        return Search(self, self._get(Search.path_for(search_id)))
 
     def searches(
         self, *, status: str | None = None, limit: int = 50, offset: int = 0
     ) -> Page[Search]:
         """Searches, newest first (without their leaderboards, read on first use)."""
-        page = self._page("/v1/searches", status=status, limit=limit, offset=offset)
-        return Page([Search(self, item) for item in page["items"]], page["total"])
-
-    def _page(self, path: str, **params: Any) -> dict[str, Any]:
-        query = {key: value for key, value in params.items() if value is not None}
-        page: dict[str, Any] = self._transport.json("GET", path, params=query)
-        return page
-
-
-def _seg(value: str) -> str:
-    """An id or reference as one path segment (``name@alias`` keeps its ``@``)."""
-    return quote(value, safe="@")
+        answer = self._list(Search.path_for(), status=status, limit=limit, offset=offset)
+        return Page.of(answer, lambda info: Search(self, info))

@@ -1,29 +1,19 @@
-"""An uploaded dataset, and pages of listed resources."""
+"""An uploaded dataset."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Generic, TypeVar
+from typing import Any
 
-if TYPE_CHECKING:
-    from coppice.client import Client
+from coppice._resource import Resource
+from coppice.pagination import Page
 
-T = TypeVar("T")
-
-
-class Page(list[T], Generic[T]):
-    """One page of a listing; ``total`` counts every item on the server."""
-
-    def __init__(self, items: list[T], total: int) -> None:
-        super().__init__(items)
-        self.total = total
+__all__ = ["Dataset", "Page"]  # Page: where it was first importable from
 
 
-class Dataset:
+class Dataset(Resource):
     """A dataset as the server describes it; datasets are immutable."""
 
-    def __init__(self, client: Client, info: dict[str, Any]) -> None:
-        self._client = client
-        self.info = info
+    collection = "datasets"
 
     def __repr__(self) -> str:
         return f"<Dataset {self.id} {self.name!r} {self.n_rows}x{self.n_columns}>"
@@ -48,9 +38,9 @@ class Dataset:
     def columns(self) -> list[dict[str, Any]]:
         """``{"name", "kind", "n_missing", "n_unique"}`` per column (fetched if not listed)."""
         if "columns" not in self.info:
-            self.info = self._client.dataset(self.id).info
+            self.info = self._get(self.path)
         return list(self.info["columns"])
 
     def delete(self) -> None:
         """Delete it on the server (409 while a queued or running job uses it)."""
-        self._client._transport.request("DELETE", f"/v1/datasets/{self.id}")
+        self._delete(self.path)

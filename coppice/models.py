@@ -6,11 +6,11 @@ from __future__ import annotations
 import sys
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
-from urllib.parse import quote
 
 import numpy as np
 
 from coppice._json import JSON_HEADERS, json_bytes
+from coppice._resource import Resource
 from coppice._rows import Rows, predictions_out, rows_of, table_out
 
 if TYPE_CHECKING:
@@ -55,7 +55,7 @@ class Explanation:
         )
 
 
-class Model:
+class Model(Resource):
     """One model, as ``GET /v1/models/{id}`` describes it; read-only, like the model itself.
 
     A model fetched through a registered name (``client.model("churn@production")``) knows
@@ -63,6 +63,8 @@ class Model:
     (:attr:`registered_version`); its calls go to that model by id, so they keep answering
     from it even after the alias moves.
     """
+
+    collection = "models"
 
     def __init__(
         self,
@@ -72,14 +74,12 @@ class Model:
         ref: str | None = None,
         registered_version: ModelVersion | None = None,
     ) -> None:
-        self._client = client
-        self.info = info
+        super().__init__(client, info)
         self.ref = ref
         self.registered_version = registered_version
         self._curves: dict[str, Any] | None = None
         self._diagnostics: dict[str, Any] | None = None
         self._asked_kinds = False
-        self._path = f"/v1/models/{quote(self.id, safe='')}"
 
     def __repr__(self) -> str:
         registered = ""
@@ -151,7 +151,7 @@ class Model:
         Raises :class:`~coppice.errors.NotFoundError` for a model without curves.
         """
         if self._curves is None:
-            self._curves = self._client._transport.json("GET", f"{self._path}/curves")
+            self._curves = self._get(f"{self.path}/curves")
         return self._curves
 
     @property
@@ -166,7 +166,7 @@ class Model:
         kinds = self.info.get("importance_kinds")
         if kinds is None and not self._asked_kinds:
             self._asked_kinds = True
-            kinds = self._client._transport.json("GET", self._path).get("importance_kinds")
+            kinds = self._get(self.path).get("importance_kinds")
             self.info = {**self.info, "importance_kinds": kinds}
         return None if kinds is None else [str(kind) for kind in kinds]
 
@@ -180,14 +180,13 @@ class Model:
         most 500 rows. What the model lacks is ``None`` (all of it without a holdout).
         """
         if self._diagnostics is None:
-            self._diagnostics = self._client._transport.json("GET", f"{self._path}/diagnostics")
+            self._diagnostics = self._get(f"{self.path}/diagnostics")
         return self._diagnostics
 
     def _predict(self, data: Any, **options: Any) -> tuple[Rows, dict[str, Any]]:
         rows = rows_of(data, self.features)
-        answer = self._client._transport.json(
-            "POST",
-            f"{self._path}/predict",
+        answer = self._post(
+            f"{self.path}/predict",
             content=json_bytes(rows.body | options),
             headers=JSON_HEADERS,
             # A prediction changes nothing on the server, so repeating it is safe.
@@ -237,10 +236,7 @@ class Model:
         """Importances, most important first: a DataFrame (``name``, ``importance``, ``std``)
         when pandas is installed, else a list of dicts. ``kind`` as in the API (``impurity``,
         ``permutation``, ``shap``, ...); ``None`` is the method's default."""
-        params = {"kind": kind} if kind else None
-        answer = self._client._transport.json(
-            "GET", f"{self._path}/feature-importance", params=params
-        )
+        answer = self.importance_answer(kind)
         features: list[dict[str, Any]] = answer["features"]
         pandas = _pandas()
         if pandas is None:
@@ -248,6 +244,13 @@ class Model:
         frame = pandas.DataFrame(features, columns=["name", "importance", "std"])
         frame.attrs["kind"] = answer["kind"]
         return frame
+
+    def importance_answer(self, kind: str | None = None) -> dict[str, Any]:
+        """The server's answer behind :meth:`feature_importance`, as JSON: ``{"model_id",
+        "kind", "features": [{"name", "importance", "std"}]}``."""
+        params = {"kind": kind} if kind else None
+        answer: dict[str, Any] = self._get(f"{self.path}/feature-importance", params=params)
+        return answer
 
     def plot_importance(self, kind: str | None = None, *, top: int = 20, ax: Any = None) -> Any:
         """A horizontal bar chart of the ``top`` importances; needs matplotlib."""
@@ -296,7 +299,7 @@ class Model:
 
     def delete(self) -> None:
         """Delete the model on the server (a registered version cannot be: 409)."""
-        self._client._transport.request("DELETE", self._path)
+        self._delete(self.path)
 
 
 def _why(model: Model, wanted: str) -> str:

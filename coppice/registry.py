@@ -9,10 +9,13 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from coppice._resource import Resource, api_path
+from coppice.models import Model
+
 if TYPE_CHECKING:
-    from coppice.client import Client
-    from coppice.datasets import Page
-    from coppice.models import Model
+    from coppice.pagination import Page
+
+COLLECTION = "registered-models"
 
 
 class _NamesVersion:
@@ -34,13 +37,21 @@ class _NamesVersion:
         return str(self.info["model_id"])
 
 
-class ModelVersion(_NamesVersion):
+class ModelVersion(Resource, _NamesVersion):
     """Version ``version`` of the registered model ``name``: one model, and the aliases that
     name it."""
 
-    def __init__(self, client: Client, info: dict[str, Any]) -> None:
-        super().__init__(info)
-        self._client = client
+    collection = COLLECTION
+
+    @classmethod
+    def path_for(cls, *segments: str | int) -> str:
+        """``path_for(name)``: the versions of ``name``; ``path_for(name, 3)``: version 3."""
+        name, *version = segments
+        return api_path(cls.collection, name, "versions", *version)
+
+    @property
+    def path(self) -> str:
+        return self.path_for(self.name, self.version)
 
     def __repr__(self) -> str:
         aliases = f" ({', '.join(self.aliases)})" if self.aliases else ""
@@ -64,23 +75,27 @@ class ModelVersion(_NamesVersion):
         """``name@N``: the reference that always means this version."""
         return f"{self.name}@{self.version}"
 
-    def model(self) -> Model:
-        """The version's model (it knows it is this version: ``model.registered_version``)."""
-        return self._client._model_of_version(self, ref=self.ref)
+    def model(self, *, ref: str | None = None) -> Model:
+        """The version's model (it knows it is this version: ``model.registered_version``);
+        ``ref`` is the reference it was asked by (``churn@production``; default ``name@N``)."""
+        info = self._get(Model.path_for(self.model_id))
+        return Model(self._client, info, ref=ref or self.ref, registered_version=self)
 
     def delete(self) -> None:
         """Remove the version from its name (the model stays; a ``409`` while an alias names
         it). Its number is never given again."""
-        self._client.delete_model_version(self.name, self.version)
+        self._delete(self.path)
 
 
-class RegisteredModel:
+class RegisteredModel(Resource):
     """A registered model as last seen. A listing's items carry its aliases and newest version
     only; :attr:`versions` fetches the rest on first use."""
 
-    def __init__(self, client: Client, info: dict[str, Any]) -> None:
-        self._client = client
-        self.info = info
+    collection = COLLECTION
+
+    @property
+    def key(self) -> str:
+        return self.name
 
     def __repr__(self) -> str:
         aliases = ", ".join(f"{a}=v{v}" for a, v in self.aliases.items())
@@ -130,7 +145,7 @@ class RegisteredModel:
 
     def refresh(self) -> RegisteredModel:
         """Read it again (its versions included)."""
-        self.info = self._client.registered_model(self.name).info
+        self.info = self._get(self.path)
         return self
 
     def register(self, model: Model | str, *, alias: str | None = None) -> ModelVersion:
@@ -147,11 +162,15 @@ class RegisteredModel:
 
     def delete(self) -> None:
         """Delete the name, its versions, aliases and history; the models stay."""
-        self._client.delete_registered_model(self.name)
+        self._delete(self.path)
 
 
 class Alias(_NamesVersion):
     """Where an alias points, as ``PUT``/``GET .../aliases/{alias}`` answer."""
+
+    @staticmethod
+    def path_for(name: str, alias: str) -> str:
+        return api_path(COLLECTION, name, "aliases", alias)
 
     def __repr__(self) -> str:
         return f"<Alias {self.name}@{self.alias} -> v{self.version} model={self.model_id}>"
@@ -170,6 +189,11 @@ class Alias(_NamesVersion):
 class AliasMove:
     """One move of an alias: who moved it, when, from which version to which (``to_version``
     ``None``: the alias was removed). Model ids are kept even when a version is deleted."""
+
+    @staticmethod
+    def path_for(name: str) -> str:
+        """The history of ``name``'s aliases."""
+        return api_path(COLLECTION, name, "history")
 
     def __init__(self, info: dict[str, Any]) -> None:
         self.info = info

@@ -14,9 +14,9 @@ from coppice.errors import CoppiceError, SearchFailedError
 from coppice.models import _pandas
 
 if TYPE_CHECKING:
-    from coppice.datasets import Page
     from coppice.jobs import Job
     from coppice.models import Model
+    from coppice.pagination import Page
 
 LEADERBOARD_COLUMNS = ("rank", "model_id", "method", "kind", "fit_seconds", "iter", "n_resources")
 

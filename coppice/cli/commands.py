@@ -251,10 +251,8 @@ def _mean_std(value: Any) -> str | None:
 
 def importance(client: Client, args: argparse.Namespace) -> int:
     model = client.model(args.model)
-    path = f"/v1/models/{model.id}/feature-importance"
-    params = {"kind": args.kind} if args.kind else None
     # The raw answer rather than model.feature_importance(): no pandas needed for a table.
-    answer = client._transport.json("GET", path, params=params)
+    answer = model.importance_answer(args.kind)
     if args.json:
         print_json(answer)
         return 0

@@ -7,6 +7,7 @@ import ast
 import copy
 import os
 import pickle
+import re
 import subprocess
 import sys
 import time
@@ -54,6 +55,19 @@ def test_errors_carry_the_servers_detail(client: Client) -> None:
     assert invalid.value.status == 422
     assert "n_trees" in str(invalid.value)
     assert invalid.value.problem["status"] == 422
+
+
+def test_ids_and_names_are_one_path_segment_each(client: Client) -> None:
+    # Every object escapes its own address in one place (coppice/_resource.py): a "?" or "#"
+    # typed into an id or a name is part of it, not a query or a fragment, so the server
+    # names exactly what was asked for.
+    for odd in ("no-such?x=1", "no#such", "no such"):
+        with pytest.raises(NotFoundError, match=re.escape(odd)):
+            client.dataset(odd)
+        with pytest.raises(NotFoundError, match=re.escape(odd)):
+            client.registered_model(odd)
+    with pytest.raises(NotFoundError, match=re.escape("no?such")):
+        client.model("no?such@production")
 
 
 def test_an_unreachable_server_fails_after_retrying_reads_only(tmp_path: Path) -> None:
