@@ -231,6 +231,8 @@ class ModelArtifactRecord(Base):
         ForeignKey("models.id", ondelete="CASCADE"), primary_key=True
     )
     data: Mapped[bytes] = mapped_column(LargeBinary)
+    # The object in the data store that holds the artifact (service.store.gc reads this).
+    path: Mapped[str | None] = mapped_column(Text, info={"store_path": True})
     size_bytes: Mapped[int] = mapped_column(BigInteger)
     sha256: Mapped[str] = mapped_column(String(64))
 
