@@ -16,6 +16,7 @@ from service.datasets.router import router as datasets_router
 from service.db.session import create_db_engine
 from service.deps import Resources
 from service.errors import install_error_handlers
+from service.export.router import router as export_router
 from service.inference.router import router as inference_router
 from service.jobs.router import router as jobs_router
 from service.methods.router import router as methods_router
@@ -92,6 +93,7 @@ def create_app(settings: Settings) -> FastAPI:
     app.include_router(methods_router)
     app.include_router(jobs_router)
     app.include_router(models_router)
+    app.include_router(export_router)
     app.include_router(registry_router)
     app.include_router(inference_router)
     app.include_router(searches_router)
