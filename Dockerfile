@@ -1,5 +1,8 @@
 # The API image; the worker runs from the same image with `coppice worker`.
-FROM python:3.11-slim
+# `make image` builds it with docker or podman; where no registry is reachable it builds on a
+# stand-in for python:3.11-slim (deploy/image.sh, docs/operations.md).
+ARG BASE_IMAGE=python:3.11-slim
+FROM ${BASE_IMAGE}
 
 ENV PYTHONDONTWRITEBYTECODE=1 \
     PYTHONUNBUFFERED=1 \
@@ -12,7 +15,12 @@ RUN useradd --system --uid 10001 --home-dir /app --no-create-home coppice \
     && mkdir /data \
     && chown coppice:coppice /data
 
-WORKDIR /app
+# The sources are copied to /src only to be installed, then removed: the server imports the
+# installed package, and Numba keys its on-disk cache by the kernels' source paths, so the
+# warm-up below must compile that same package (run from /app it imported the copies and
+# filled a cache the server never looked up: every fresh container recompiled on its first
+# predict and fit).
+WORKDIR /src
 COPY pyproject.toml README.md ./
 # The `coppice` command itself lives in coppice/ (its serve, worker and migrate go to service).
 COPY coppice ./coppice
@@ -20,7 +28,9 @@ COPY engine ./engine
 COPY service ./service
 COPY migrations ./migrations
 # dask: the same image runs the optional Dask scheduler and workers (docker-compose.yml).
-RUN pip install '.[service,dask]'
+RUN pip install '.[service,dask]' && rm -rf /src
+
+WORKDIR /app
 # Compile the engine's kernels now, into NUMBA_CACHE_DIR (the installed package is read-only
 # at run time): the first fit in a container then loads machine code instead of compiling it
 # for a minute. The cache stays writable for any signature the warm-up did not meet.

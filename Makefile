@@ -16,7 +16,7 @@ PYTEST_WORKERS ?= auto
 # Examples per operation and per fuzz test in `make fuzz`; `make test` runs a few dozen.
 FUZZ_EXAMPLES ?= 500
 
-.PHONY: serve test kernels compose-checker browser lint format fuzz faults bench bench-service bench-client bench-dask soak clean
+.PHONY: serve test kernels compose-checker browser image image-test lint format fuzz faults bench bench-service bench-client bench-dask soak clean
 
 # The stamp is rebuilt whenever pyproject.toml changes, so new dependencies
 # arrive with the next `make` instead of a hand-run pip command.
@@ -73,6 +73,23 @@ test: $(VENV)/.installed compose-checker browser kernels
 	$(BIN)/ruff format --check .
 	$(BIN)/mypy
 	$(BIN)/pytest -n $(PYTEST_WORKERS) --dist loadgroup $(PYTEST_ARGS)
+
+# The container image (Dockerfile), built with docker or podman, whichever runs here (as root,
+# apt-get installs podman where neither does). With no python:3.11-slim in the engine's store
+# it builds on a stand-in made once with debootstrap and kept there: our machines reach no
+# container registry. BASE_IMAGE=python:3.11-slim builds on the real one, pulled if need be.
+# See deploy/image.sh and docs/operations.md, "The container image".
+IMAGE ?= coppice:local
+image:
+	COPPICE_IMAGE=$(IMAGE) bash deploy/image.sh build
+
+# Builds the image, then runs its containers and drives them as a user would (tests/image):
+# health, upload, train, predict, on SQLite and on the host's PostgreSQL as API + worker; the
+# kernels compiled at build time serve the first predict; the faults. Some 5 to 10 minutes.
+image-test: $(VENV)/.installed image
+	COPPICE_IMAGE_TEST=1 COPPICE_IMAGE=$(IMAGE) \
+		COPPICE_CONTAINER_ENGINE=$$(bash deploy/image.sh engine) \
+		$(BIN)/pytest -n 0 tests/image $(PYTEST_ARGS)
 
 lint: $(VENV)/.installed
 	$(BIN)/ruff check .

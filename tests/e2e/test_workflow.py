@@ -11,8 +11,6 @@ while the tests inspect the models that are already done.
 
 from __future__ import annotations
 
-import csv
-import io
 import math
 import time
 from collections.abc import Iterator
@@ -25,7 +23,7 @@ import pytest
 from service.methods.catalog import CATALOG, Task
 from service.methods.params import accepted_params
 from tests.e2e.processes import ENDED, Processes, serving
-from tests.service.models.helpers import COLUMNS, dataset_rows
+from tests.service.models.helpers import COLUMNS, dataset_csv, dataset_rows
 
 pytestmark = pytest.mark.slow
 
@@ -135,15 +133,6 @@ class Workflow:
             time.sleep(0.1)
 
 
-def _csv_bytes(rows: list[list[Any]]) -> bytes:
-    buffer = io.StringIO()
-    writer = csv.writer(buffer, lineterminator="\n")
-    writer.writerow(COLUMNS)
-    # An empty cell is a missing value in CSV, as null is in JSON.
-    writer.writerows([["" if cell is None else cell for cell in row] for row in rows])
-    return buffer.getvalue().encode()
-
-
 def _upload(client: httpx.Client, rows: list[list[Any]]) -> dict[Task, str]:
     """The same table twice: as JSON records (classification) and as a CSV file (regression)."""
     as_json = client.post(
@@ -156,7 +145,7 @@ def _upload(client: httpx.Client, rows: list[list[Any]]) -> dict[Task, str]:
     assert as_json.status_code == 201, as_json.text
     as_csv = client.post(
         "/v1/datasets",
-        files={"file": ("e2e.csv", _csv_bytes(rows), "text/csv")},
+        files={"file": ("e2e.csv", dataset_csv(rows), "text/csv")},
         data={"name": "e2e-csv"},
     )
     assert as_csv.status_code == 201, as_csv.text

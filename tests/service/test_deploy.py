@@ -8,6 +8,7 @@ everywhere.
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import subprocess
@@ -18,6 +19,7 @@ import pytest
 
 REPO = Path(__file__).resolve().parents[2]
 COMPOSE_FILE = REPO / "docker-compose.yml"
+HOST_POSTGRES_FILE = REPO / "docker-compose.host-postgres.yml"
 DATABASE_URL = "postgresql+psycopg://coppice:coppice@postgres:5432/coppice"
 
 
@@ -44,9 +46,10 @@ def compose_command() -> list[str]:
     return command
 
 
-def _compose_config(command: list[str], path: Path) -> subprocess.CompletedProcess[str]:
+def _compose_config(command: list[str], *paths: Path) -> subprocess.CompletedProcess[str]:
+    files = [argument for path in paths for argument in ("-f", str(path))]
     return subprocess.run(
-        [*command, "-f", str(path), "config", "--quiet"],
+        [*command, *files, "config", "--quiet"],
         capture_output=True,
         text=True,
         check=False,
@@ -56,6 +59,14 @@ def _compose_config(command: list[str], path: Path) -> subprocess.CompletedProce
 
 def test_compose_config_is_valid(compose_command: list[str]) -> None:
     result = _compose_config(compose_command, COMPOSE_FILE)
+
+    assert result.returncode == 0, result.stderr
+
+
+def test_compose_config_with_the_host_postgres_override_is_valid(
+    compose_command: list[str],
+) -> None:
+    result = _compose_config(compose_command, COMPOSE_FILE, HOST_POSTGRES_FILE)
 
     assert result.returncode == 0, result.stderr
 
@@ -82,6 +93,7 @@ def test_compose_services() -> None:
         "api",
         "worker",
         "postgres",
+        "store",
     }
     # The optional Dask cluster, from the same image (docs/operations.md).
     dask = {name for name, service in services.items() if "dask" in service.get("profiles", [])}
@@ -92,10 +104,39 @@ def test_compose_services() -> None:
         assert service["depends_on"]["postgres"]["condition"] == "service_healthy"
         # A fixed container name would stop `--scale` from starting more than one replica.
         assert "container_name" not in service
+        # One bucket of the store service, shared by every replica (issue 23's settings).
+        assert service["environment"]["COPPICE_STORE_URL"] == "s3://coppice/store"
+        options = json.loads(service["environment"]["COPPICE_STORE_OPTIONS"])
+        assert options["endpoint_url"] == "http://store:8333"
+        assert {"key", "secret"} <= set(options)
+        assert service["depends_on"]["store"]["condition"] == "service_started"
     assert services["worker"]["command"] == ["coppice", "worker"]
     assert services["postgres"]["image"] == "postgres:16"
     assert "pg_isready" in " ".join(services["postgres"]["healthcheck"]["test"])
     assert "postgres-data" in compose["volumes"]
+    store = services["store"]
+    assert store["image"].startswith("chrislusf/seaweedfs")
+    assert store["environment"]["S3_BUCKET"] == "coppice"
+    assert "store-data:/data" in store["volumes"]
+    assert "store-data" in compose["volumes"]
+
+
+def test_host_postgres_override() -> None:
+    """Every service that talks to PostgreSQL or the store is on the host's network."""
+    yaml = pytest.importorskip("yaml")
+    services: dict[str, Any] = yaml.safe_load(HOST_POSTGRES_FILE.read_text())["services"]
+
+    for name in ("api", "worker", "store", "postgres"):
+        assert services[name]["network_mode"] == "host", name
+    for name in ("api", "worker"):
+        environment = services[name]["environment"]
+        assert "@127.0.0.1:5432/" in environment["COPPICE_DATABASE_URL"]
+        options = json.loads(environment["COPPICE_STORE_OPTIONS"])
+        assert options["endpoint_url"] == "http://127.0.0.1:8333"
+    # The stand-in runs no server: it is healthy when the host's server answers.
+    postgres = services["postgres"]
+    assert postgres["image"] == "coppice:local"
+    assert "5432" in " ".join(postgres["healthcheck"]["test"])
 
 
 def test_dockerfile_health_check_targets_ready_endpoint() -> None:

@@ -7,6 +7,8 @@ worker's own ``claim`` and ``finish_succeeded``.
 
 from __future__ import annotations
 
+import csv
+import io
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -50,6 +52,16 @@ def dataset_rows(n: int = N_ROWS, seed: int = 0) -> list[list[Any]]:
             [None if i % 11 == 0 else float(x[i]), float(z[i]), colour, amount, label, species]
         )
     return rows
+
+
+def dataset_csv(rows: list[list[Any]]) -> bytes:
+    """``rows`` (of :data:`COLUMNS`) as a CSV file, as a user uploads them."""
+    buffer = io.StringIO()
+    writer = csv.writer(buffer, lineterminator="\n")
+    writer.writerow(COLUMNS)
+    # An empty cell is a missing value in CSV, as null is in JSON.
+    writer.writerows([["" if cell is None else cell for cell in row] for row in rows])
+    return buffer.getvalue().encode()
 
 
 @dataclass
