@@ -1,6 +1,6 @@
 """One error hierarchy and one renderer: every ``/v1`` failure is RFC 9457 problem details.
 
-Domain code raises a ``CoppiceError`` subclass and never builds HTTP responses; the handlers
+Domain code raises a ``ServiceError`` subclass and never builds HTTP responses; the handlers
 registered by ``install_error_handlers`` turn those, FastAPI's ``HTTPException`` (including
 Starlette's 404 for unknown paths) and request-validation failures into
 ``application/problem+json``. The ``/v2`` inference protocol has its own error shape,
@@ -77,8 +77,13 @@ def problem_responses(described: Mapping[int, str] | None = None) -> dict[int | 
     return responses
 
 
-class CoppiceError(Exception):
-    """The server could not complete the request."""
+class ServiceError(Exception):
+    """The server could not complete the request.
+
+    The root of the server's errors, named apart from the client's ``coppice.CoppiceError``
+    (what a caller of the Python client catches) so that a traceback or an import says which
+    side of the wire an error belongs to.
+    """
 
     status: ClassVar[int] = HTTPStatus.INTERNAL_SERVER_ERROR
     # "about:blank" tells clients the status code says it all (RFC 9457, section 4.2.1);
@@ -101,55 +106,55 @@ class CoppiceError(Exception):
         return HTTPStatus(self.status).phrase
 
 
-class BadRequest(CoppiceError):
+class BadRequest(ServiceError):
     """The request is malformed: it cannot be read as what it claims to be."""
 
     status = HTTPStatus.BAD_REQUEST
 
 
-class UnsupportedMediaType(CoppiceError):
+class UnsupportedMediaType(ServiceError):
     """The request body is in a format this endpoint does not accept."""
 
     status = HTTPStatus.UNSUPPORTED_MEDIA_TYPE
 
 
-class InvalidInput(CoppiceError):
+class InvalidInput(ServiceError):
     """The request is well-formed but its values cannot be used."""
 
     status = HTTPStatus.UNPROCESSABLE_ENTITY
 
 
-class NotFound(CoppiceError):
+class NotFound(ServiceError):
     """No resource has that id."""
 
     status = HTTPStatus.NOT_FOUND
 
 
-class Conflict(CoppiceError):
+class Conflict(ServiceError):
     """The resource is in a state that does not allow this request."""
 
     status = HTTPStatus.CONFLICT
 
 
-class PayloadTooLarge(CoppiceError):
+class PayloadTooLarge(ServiceError):
     """The request body is larger than this server accepts."""
 
     status = HTTPStatus.REQUEST_ENTITY_TOO_LARGE
 
 
-class NotReady(CoppiceError):
+class NotReady(ServiceError):
     """The service is not ready to handle this request; try again shortly."""
 
     status = HTTPStatus.SERVICE_UNAVAILABLE
 
 
-class Unauthorized(CoppiceError):
+class Unauthorized(ServiceError):
     """This request needs a valid API key."""
 
     status = HTTPStatus.UNAUTHORIZED
 
 
-class Forbidden(CoppiceError):
+class Forbidden(ServiceError):
     """This API key's role does not allow this request."""
 
     status = HTTPStatus.FORBIDDEN
@@ -182,8 +187,8 @@ def problem_response(
     return JSONResponse(body, status_code=status, headers=headers, media_type=PROBLEM_MEDIA_TYPE)
 
 
-async def _coppice_error(request: Request, exc: Exception) -> JSONResponse:
-    assert isinstance(exc, CoppiceError)
+async def _service_error(request: Request, exc: Exception) -> JSONResponse:
+    assert isinstance(exc, ServiceError)
     return problem_response(
         request,
         status=exc.status,
@@ -265,7 +270,7 @@ async def _unhandled(request: Request, exc: Exception) -> JSONResponse:
 
 def install_error_handlers(app: FastAPI) -> None:
     """Register the renderers on ``app``; ``create_app`` calls this once."""
-    app.add_exception_handler(CoppiceError, _coppice_error)
+    app.add_exception_handler(ServiceError, _service_error)
     app.add_exception_handler(StarletteHTTPException, _http_exception)
     app.add_exception_handler(RequestValidationError, _validation_error)
     app.add_exception_handler(sqlalchemy.exc.OperationalError, _database_unavailable)

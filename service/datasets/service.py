@@ -20,12 +20,12 @@ from service.datasets.columns import (
 )
 from service.datasets.ingest import ParsedTable, is_storable_text
 from service.db.tables import DatasetColumnRecord, DatasetRecord, new_id
-from service.errors import Conflict, CoppiceError, InvalidInput, NotFound
+from service.errors import Conflict, InvalidInput, NotFound, ServiceError
 
 DEFAULT_NAME = "untitled"
 
 
-class DatasetDataCorrupt(CoppiceError):
+class DatasetDataCorrupt(ServiceError):
     """The dataset's stored column data cannot be read back."""
 
 

@@ -1,6 +1,6 @@
 """Rules about models: reading, deleting, loading (checked and cached), predicting, importances.
 
-Routers call these and turn their results into bodies; domain errors are ``CoppiceError``s.
+Routers call these and turn their results into bodies; domain errors are ``ServiceError``s.
 """
 
 from __future__ import annotations

@@ -12,7 +12,7 @@ from typing import Any
 from sqlalchemy.exc import SQLAlchemyError
 from sqlalchemy.orm import Session
 
-from service.errors import CoppiceError, InvalidInput
+from service.errors import InvalidInput, ServiceError
 from service.registry.references import name_problem
 from service.registry.service import register_model_version
 
@@ -38,7 +38,7 @@ def register(session: Session, name: str, model_id: str) -> dict[str, Any]:
     try:
         with session.begin_nested():
             version = register_model_version(session, name, model_id, alias=ALIAS)
-    except CoppiceError as error:
+    except ServiceError as error:
         return {"status": "failed", "name": name, "model_id": model_id, "detail": error.detail}
     except SQLAlchemyError as error:  # a constraint the registry did not foresee
         detail = f"the registry refused it ({type(error).__name__})"

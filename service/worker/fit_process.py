@@ -30,7 +30,8 @@ from service.datasets.columns import ColumnData
 from service.datasets.service import DatasetDataCorrupt, load_columns
 from service.db.session import create_db_engine, reading
 from service.db.tables import JobRecord
-from service.errors import CoppiceError, InvalidInput, NotFound
+from service.errors import InvalidInput, NotFound, ServiceError
+from service.training.spec import TrainingError
 from service.worker.messages import (
     Errored,
     Failed,
@@ -96,21 +97,12 @@ class JobSnapshot:
         )
 
 
-class JobFailed(Exception):
-    """Training cannot succeed however often it is tried (bad parameters for this data, say)."""
-
-    def __init__(self, code: str, message: str) -> None:
-        super().__init__(message)
-        self.code = code
-        self.message = message
-
-
 ProgressReporter = Callable[[float, str], None]
 StopCheck = Callable[[], bool]
 TrainFunction = Callable[
     [JobSnapshot, Mapping[str, ColumnData], ProgressReporter, StopCheck], TrainingOutcomeLike
 ]
-"""Trains one job. Raises ``JobFailed`` for deterministic failures and
+"""Trains one job. Raises ``service.training.TrainingError`` for deterministic failures and
 ``engine.TrainingInterrupted`` when ``should_stop()`` turned true. Must be a module-level
 function: the fit process imports it by name."""
 
@@ -122,34 +114,31 @@ def default_train(
     should_stop: StopCheck,
 ) -> TrainingOutcomeLike:
     """Train with ``service.training``: the function every production worker runs."""
-    from service.training import TrainingError, TrainingSpec, run_training
+    from service.training import TrainingSpec, run_training
     from service.training.cluster import fit_cluster, stage_on
 
     if job.seed is None:  # the API records a seed for every job
-        raise JobFailed("no_seed", f"Job '{job.id}' has no seed recorded.")
-    try:
-        spec = TrainingSpec(
-            method=job.method,
-            task=job.task,
-            target=job.target,
-            features=tuple(job.features),
-            params=job.params,
-            validation=job.validation,
-            seed=job.seed,
-            n_jobs=job.n_jobs,
-        )
-        address = job.dask_scheduler
+        raise TrainingError("no_seed", f"Job '{job.id}' has no seed recorded.")
+    spec = TrainingSpec(
+        method=job.method,
+        task=job.task,
+        target=job.target,
+        features=tuple(job.features),
+        params=job.params,
+        validation=job.validation,
+        seed=job.seed,
+        n_jobs=job.n_jobs,
+    )
+    address = job.dask_scheduler
 
-        def report(fraction: float, stage: str) -> None:
-            on_progress(fraction, stage_on(address, stage))  # the job shows where it runs
+    def report(fraction: float, stage: str) -> None:
+        on_progress(fraction, stage_on(address, stage))  # the job shows where it runs
 
-        with fit_cluster(address, job.dask_connect_timeout):
-            return run_training(spec, columns, report, should_stop)
-    except TrainingError as error:
-        raise JobFailed(error.code, error.message) from error
+    with fit_cluster(address, job.dask_connect_timeout):
+        return run_training(spec, columns, report, should_stop)
 
 
-def _dataset_error_code(error: CoppiceError) -> str:
+def _dataset_error_code(error: ServiceError) -> str:
     if isinstance(error, NotFound):
         return "dataset_not_found"
     if isinstance(error, DatasetDataCorrupt):
@@ -220,9 +209,9 @@ def _train(
     try:
         columns = _load(database_url, job)
         outcome = train(job, columns, on_progress, should_stop)
-    except JobFailed as error:
+    except TrainingError as error:  # the fit's own failure, as the fit named it
         return Failed(error.code, error.message)
-    except CoppiceError as error:
+    except ServiceError as error:
         return Failed(_dataset_error_code(error), error.detail)
     except TrainingInterrupted:
         return Stopped()

@@ -287,7 +287,8 @@ def test_the_scheduler_lost_mid_fit_fails_the_attempt_and_the_retry_succeeds(
 def test_an_unreachable_scheduler_is_a_job_error_naming_it(service: Service) -> None:
     # ``service`` only keeps this test in the module's xdist group (tests/conftest.py), so the
     # cluster and server are not torn down and started again around it.
-    from service.worker.fit_process import JobFailed, JobSnapshot, default_train
+    from service.training import TrainingError
+    from service.worker.fit_process import JobSnapshot, default_train
 
     address = f"tcp://127.0.0.1:{free_port()}"
     job = JobSnapshot(
@@ -306,7 +307,7 @@ def test_an_unreachable_scheduler_is_a_job_error_naming_it(service: Service) -> 
         dask_scheduler=address,
         dask_connect_timeout=1.0,
     )
-    with pytest.raises(JobFailed) as failed:
+    with pytest.raises(TrainingError) as failed:
         default_train(job, {}, lambda fraction, stage: None, lambda: False)
     assert failed.value.code == "dask_unreachable"
     assert address in failed.value.message

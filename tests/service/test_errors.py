@@ -12,8 +12,8 @@ from service.errors import (
     PROBLEM_MEDIA_TYPE,
     PROBLEM_SCHEMA,
     Conflict,
-    CoppiceError,
     NotFound,
+    ServiceError,
 )
 
 pytestmark = pytest.mark.anyio
@@ -98,7 +98,7 @@ async def test_method_not_allowed_keeps_allow_header(client: httpx.AsyncClient) 
 
 
 def test_subclass_status_and_title() -> None:
-    error: CoppiceError = NotFound("gone")
+    error: ServiceError = NotFound("gone")
 
     assert (error.status, error.title, error.detail) == (404, "Not Found", "gone")
 

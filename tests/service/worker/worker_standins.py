@@ -21,7 +21,8 @@ from typing import Any
 import numpy as np
 
 from engine import ProgressEvent, RandomForestRegressor, TrainingInterrupted, save_model
-from service.worker.fit_process import JobFailed, JobSnapshot
+from service.training import TrainingError
+from service.worker.fit_process import JobSnapshot
 
 
 @dataclass(frozen=True)
@@ -73,7 +74,7 @@ def standin(
     assert set(columns) == {*job.features, job.target}
     behaviour = params.get("behaviour", "succeed")
     if behaviour == "fail":
-        raise JobFailed("invalid_params", "max_depth must be at least 1 for this data.")
+        raise TrainingError("invalid_params", "max_depth must be at least 1 for this data.")
     if behaviour == "raise":
         raise RuntimeError("an unexpected bug")
     if behaviour in ("crash", "ignore_stop") and "pidfile" in params:
