@@ -250,6 +250,29 @@ def test_the_first_page_is_interactive_within_a_second(tab: Watched) -> None:
     assert ready < INTERACTIVE_MS
 
 
+def test_the_parameter_form_shows_none_and_rounded_numbers(
+    tab: Watched, trained: dict[str, Any]
+) -> None:
+    page = tab.page
+    tab.open(f"/#/train?dataset={trained['regressor']['dataset_id']}")
+    page.select_option("#train-target", "amount")
+    page.select_option("#train-method", "random_forest")
+    page.wait_for_selector("#param-max_depth")
+    # JSON null (no depth limit) is an empty field that says so, not the text "null".
+    depth = page.locator("#param-max_depth")
+    assert depth.input_value() == ""
+    assert depth.get_attribute("placeholder") == "none"
+    assert page.locator("textarea[id^=param-], input[id^=param-]").evaluate_all(
+        "fields => fields.filter(f => f.value === 'null').map(f => f.id)"
+    ) == []
+    # A regression forest's default max_features is 1/3: rounded in the field's description.
+    hint = page.locator(".field", has=page.locator("#param-max_features")).locator(".hint")
+    expect(hint).to_contain_text("0.3333 (regression)")
+    assert "0.33333" not in hint.inner_text()
+    assert "or none" in page.locator(".field", has=depth).locator(".hint").inner_text()
+    assert tab.errors == [] and tab.outside == []
+
+
 def test_a_regressor_shows_its_residuals(
     tab: Watched, trained: dict[str, Any], data_file: Path
 ) -> None:

@@ -1,7 +1,9 @@
 // A method's parameter form, generated from the JSON Schema of its params in GET /v1/methods:
 // one field per property, its default filled in and its bounds checked before sending. Only
 // values changed from their defaults are sent, so the server resolves the rest as it would
-// for any client; a 422 from the server is shown beside the field it names.
+// for any client; a 422 from the server is shown beside the field it names. JSON null (the
+// method decides: no depth limit, no class weights, ...) is an empty field whose placeholder
+// says "none", and typing "none" (or "null") asks for it where the default is something else.
 
 import { field, h, select, setFieldError } from "./dom.js";
 
@@ -23,20 +25,31 @@ function controlKind(property) {
   return "text";
 }
 
+/** A number for people: four significant digits at most (1/3 reads 0.3333). */
+function rounded(value) {
+  return Number.isInteger(value) ? String(value) : String(Number(value.toPrecision(4)));
+}
+
+/** A value for people: null is "none", numbers are rounded. */
+function label(value) {
+  if (value === null) return "none";
+  return typeof value === "number" ? rounded(value) : JSON.stringify(value);
+}
+
 function bound(alt) {
   const lo = alt.minimum ?? alt.exclusiveMinimum;
   const hi = alt.maximum ?? alt.exclusiveMaximum;
   const left = alt.minimum !== undefined ? "[" : "(";
   const right = alt.maximum !== undefined ? "]" : ")";
   if (lo === undefined && hi === undefined) return "";
-  return ` in ${left}${lo ?? "-∞"}, ${hi ?? "∞"}${right}`;
+  return ` in ${left}${lo === undefined ? "-∞" : rounded(lo)}, ${hi === undefined ? "∞" : rounded(hi)}${right}`;
 }
 
-/** A person's description of what a property accepts, e.g. "integer in [1, ∞) or null". */
+/** A person's description of what a property accepts, e.g. "integer in [1, ∞) or none". */
 function accepts(property) {
   return alternatives(property).map((alt) => {
-    if (alt.enum) return alt.enum.map((v) => JSON.stringify(v)).join(" | ");
-    if (alt.type === "null") return "null";
+    if (alt.enum) return alt.enum.map(label).join(" | ");
+    if (alt.type === "null") return "none";
     if (isStructured(alt)) return alt.$ref ? "a learner {method, params}" : alt.type;
     return `${alt.type}${bound(alt)}`;
   }).join(" or ");
@@ -59,21 +72,31 @@ function fits(alt, value) {
   return isStructured(alt);
 }
 
-/** Docstring markup (``code``, :class:`name`) as plain text. */
+/** Docstring markup (``code``, :class:`name`) as plain text, its long decimals rounded (the
+ * server writes defaults such as 1/3 at full precision). */
 function plain(text) {
-  return text ? text.replace(/:\w+:`~?([^`]+)`/g, "$1").replaceAll("``", "") : "";
+  if (!text) return "";
+  return text
+    .replace(/:\w+:`~?([^`]+)`/g, "$1")
+    .replaceAll("``", "")
+    .replace(/-?\d+\.\d{5,}(?:e[+-]?\d+)?/g, (match) => rounded(Number(match)));
 }
 
+/** A value as a field holds it: exact (so an untouched field equals its default), null empty. */
 function shown(value) {
-  if (value === undefined) return "";
-  if (value === null) return "null";
+  if (value === undefined || value === null) return "";
   return typeof value === "object" ? JSON.stringify(value) : String(value);
+}
+
+/** What an empty field means, when that is a value worth saying ("none"). */
+function placeholder(property) {
+  return property.default === null ? "none" : undefined;
 }
 
 /** Text typed into a free field → the value it stands for. */
 function parseText(text, property) {
   const trimmed = text.trim();
-  if (trimmed === "null" || trimmed === "None") return null;
+  if (/^(null|none)$/i.test(trimmed)) return null;
   // A field that also takes objects or lists (class weights, say) reads those as JSON.
   if (/^[[{]/.test(trimmed) && alternatives(property).some(isStructured)) return JSON.parse(trimmed);
   const asNumber = Number(trimmed);
@@ -85,6 +108,11 @@ function parseText(text, property) {
   return trimmed;
 }
 
+/** A select's option value: exact, and null apart from the "(the method's default)" choice. */
+function optionKey(value) {
+  return value === null ? "null" : shown(value);
+}
+
 function control(name, property) {
   const id = `param-${name}`;
   const kind = controlKind(property);
@@ -93,23 +121,29 @@ function control(name, property) {
     const options = property.enum || alternatives(property)[0].enum;
     // No default in the schema (it depends on the task): an empty choice leaves it to the server.
     const unset = "default" in property ? [] : [["", "(the method's default)"]];
-    const input = select([...unset, ...options.map((v) => [shown(v), shown(v)])], { id, name });
-    input.value = shown(property.default);
+    const input = select([...unset, ...options.map((v) => [optionKey(v), label(v)])], { id, name });
+    input.value = "default" in property ? optionKey(property.default) : "";
     return input;
   }
-  if (kind === "json") return h("textarea", { id, name, rows: 2, placeholder: shown(property.default) });
+  const empty = placeholder(property);
+  if (kind === "json") {
+    return h("textarea", { id, name, rows: 2, placeholder: empty ?? shown(property.default) });
+  }
   const alt = alternatives(property)[0];
   if (kind === "number") {
     return h("input", {
-      type: "number", id, name, value: shown(property.default),
+      type: "number", id, name, value: shown(property.default), placeholder: empty,
       min: alt.minimum ?? alt.exclusiveMinimum, max: alt.maximum ?? alt.exclusiveMaximum,
       step: alt.type === "integer" ? 1 : "any",
     });
   }
-  const input = h("input", { type: "text", id, name, value: shown(property.default), list: `${id}-choices` });
+  const input = h("input", {
+    type: "text", id, name, value: shown(property.default), placeholder: empty, list: `${id}-choices`,
+  });
   const choices = alternatives(property).flatMap((a) => a.enum || (a.type === "null" ? [null] : []));
   if (!choices.length) return input;
-  return [input, h("datalist", { id: `${id}-choices` }, choices.map((v) => h("option", { value: shown(v) })))];
+  const options = choices.map((v) => h("option", { value: v === null ? "none" : shown(v) }));
+  return [input, h("datalist", { id: `${id}-choices` }, options)];
 }
 
 /**
@@ -138,7 +172,9 @@ export function paramsForm(schema, task) {
     if (kind === "boolean") return input.checked;
     if (kind === "json") return input.value.trim() === "" ? undefined : JSON.parse(input.value);
     if (kind === "number") return input.value === "" ? undefined : Number(input.value);
-    if (kind === "select") return (property.enum || alternatives(property)[0].enum).find((v) => shown(v) === input.value);
+    if (kind === "select") {
+      return (property.enum || alternatives(property)[0].enum).find((v) => optionKey(v) === input.value);
+    }
     return input.value.trim() === "" ? undefined : parseText(input.value, property);
   }
 
