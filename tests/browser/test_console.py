@@ -262,9 +262,12 @@ def test_the_parameter_form_shows_none_and_rounded_numbers(
     depth = page.locator("#param-max_depth")
     assert depth.input_value() == ""
     assert depth.get_attribute("placeholder") == "none"
-    assert page.locator("textarea[id^=param-], input[id^=param-]").evaluate_all(
-        "fields => fields.filter(f => f.value === 'null').map(f => f.id)"
-    ) == []
+    assert (
+        page.locator("textarea[id^=param-], input[id^=param-]").evaluate_all(
+            "fields => fields.filter(f => f.value === 'null').map(f => f.id)"
+        )
+        == []
+    )
     # A regression forest's default max_features is 1/3: rounded in the field's description.
     hint = page.locator(".field", has=page.locator("#param-max_features")).locator(".hint")
     expect(hint).to_contain_text("0.3333 (regression)")
