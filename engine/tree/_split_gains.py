@@ -18,7 +18,7 @@ from engine.tree._monotone import children_scores
 if TYPE_CHECKING:
     from engine.tree._split_context import SplitContext
 
-__all__ = ["weight_of"]
+__all__ = ["running_sums", "weight_of"]
 
 
 def _mid_gap(
@@ -41,6 +41,29 @@ def _mid_gap(
     )
     middle = (split_bin + bins[following] - 1) // 2
     return np.where(has_next, np.maximum(middle, split_bin), split_bin)
+
+
+def running_sums(
+    values: NDArray[np.float64], segment: NDArray[np.int64], segment_first: NDArray[np.intp]
+) -> NDArray[np.float64]:
+    """Inclusive running sums of ``values`` (groups × channels) within each segment.
+
+    Added one group at a time from the segment's first, the order in which the compiled scan
+    (:mod:`engine.tree._scan_kernels`) accumulates its left-hand sums, so both see the same
+    prefixes to the last bit. A global cumulative sum less each segment's offset is the same
+    sum rounded differently: candidates of mathematically equal gain (common in multiclass
+    boosting, whose gradients take few distinct values) then compared unequal by an ulp and
+    the twin and the kernel chose different splits. One vectorised step per position within
+    a segment: at most one per bin code.
+    """
+    position = np.arange(segment.size) - segment_first[segment]
+    out = values.copy()
+    by_position = np.argsort(position, kind="stable")
+    ends = np.cumsum(np.bincount(position))
+    for p in range(1, ends.size):
+        groups = by_position[ends[p - 1] : ends[p]]
+        out[groups] += out[groups - 1]
+    return out
 
 
 def _segment_prefix(

@@ -36,6 +36,7 @@ from engine.tree._split_gains import (
     _mid_gap,
     _plain_gains,
     _segment_prefix,
+    running_sums,
     weight_of,
 )
 
@@ -244,8 +245,7 @@ def splits_from_groups(
         missing_sums[segment[is_missing]] = sums[is_missing]
         missing_counts[segment[is_missing]] = counts[is_missing]
 
-    cumulative = np.cumsum(sums, axis=0)
-    prefix = cumulative - (cumulative[segment_first] - sums[segment_first])[segment]
+    prefix = running_sums(sums, segment, segment_first)
 
     next_segment = np.append(segment[1:], -1)
     next_missing = np.append(is_missing[1:], False)
