@@ -1,5 +1,6 @@
 """The console in a real browser against a real ``coppice serve``: the whole workflow a person
-goes through, then every page checked for errors, outside requests, weight and speed.
+goes through, then every page checked for errors, outside requests and weight (its speed:
+``benchmarks/console_ready.py``).
 
 One server for the module (no API keys; ``test_keys.py`` has its own). Models that pages only
 need to show are trained through the API in a module fixture; the workflow test trains its
@@ -29,7 +30,6 @@ from tests.e2e.processes import serving, submit_job
 
 pytestmark = pytest.mark.slow
 
-INTERACTIVE_MS = 1000
 # The workflow test asks for more trees than the server allows, on purpose, to see the 422
 # beside its field: the browser logs that answer as a failed resource load.
 EXPECTED_422 = "the server responded with a status of 422"
@@ -243,11 +243,17 @@ def test_redoc_loads_from_the_package(tab: Watched) -> None:
     assert logo not in tab.outside or blocks, "the logo's request was not blocked"
 
 
-def test_the_first_page_is_interactive_within_a_second(tab: Watched) -> None:
+def test_the_first_page_marks_when_it_is_interactive(tab: Watched) -> None:
+    # The mark benchmarks/console_ready.py times (its 1 s target lives there, not here): set
+    # once, when the first view has rendered, and not again as the person moves on.
     tab.open("/")
-    ready = tab.page.evaluate("performance.getEntriesByName('coppice:ready')[0].startTime")
-    print(f"first page interactive {ready:.0f} ms after navigation start")  # shown with -s
-    assert ready < INTERACTIVE_MS
+    assert tab.page.locator("#upload-file").is_enabled()
+    marks = "performance.getEntriesByName('coppice:ready').length"
+    assert tab.page.evaluate(marks) == 1
+    tab.page.click("a[href='#/jobs']")
+    tab.page.wait_for_selector("h1:has-text('Jobs')")
+    assert tab.page.evaluate(marks) == 1
+    assert tab.errors == []
 
 
 def test_the_parameter_form_shows_none_and_rounded_numbers(

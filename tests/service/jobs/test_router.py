@@ -351,8 +351,9 @@ async def test_get_waits_for_the_job_to_end(any_client: httpx.AsyncClient) -> No
 
     assert response.status_code == 200, response.text
     assert response.json()["status"] == "succeeded"
-    # Answered when the job ended (looked at every 0.1 s), long before the 10 s.
-    assert 0.4 <= waited < 3.0, waited
+    # Answered when the job ended (looked at every 0.1 s), not when the 10 s ran out; the
+    # margin is for a loaded machine, not the server.
+    assert 0.4 <= waited < 8.0, waited
 
 
 async def test_get_answers_with_the_state_when_the_wait_runs_out(
@@ -371,7 +372,8 @@ async def test_get_answers_with_the_state_when_the_wait_runs_out(
     _set_status(any_client, job_id, JobStatus.FAILED)
     started = time.monotonic()
     ended = await any_client.get(f"/v1/jobs/{job_id}", params={"wait": 30})
-    assert ended.json()["status"] == "failed" and time.monotonic() - started < 1.0
+    # An ended job is answered at once, not after the 30 s asked for.
+    assert ended.json()["status"] == "failed" and time.monotonic() - started < 15.0
 
     for bad in ("31", "-1", "soon"):
         problem = _problem(await any_client.get(f"/v1/jobs/{job_id}", params={"wait": bad}), 422)

@@ -247,12 +247,14 @@ async def test_get_waits_for_the_search_to_end(any_client: httpx.AsyncClient) ->
     waited = time.monotonic() - started
     assert response.status_code == 200, response.text
     assert response.json()["status"] == "cancelled"
-    # Answered once the search ended (looked at every 0.1 s), long before the 10 s.
-    assert 0.4 <= waited < 3.0, waited
+    # Answered once the search ended (looked at every 0.1 s), not when the 10 s ran out; the
+    # margin is for a loaded machine, not the server.
+    assert 0.4 <= waited < 8.0, waited
 
     started = time.monotonic()
     ended = await any_client.get(f"/v1/searches/{search_id}", params={"wait": 30})
-    assert ended.json()["status"] == "cancelled" and time.monotonic() - started < 1.0
+    # An ended search is answered at once, not after the 30 s asked for.
+    assert ended.json()["status"] == "cancelled" and time.monotonic() - started < 15.0
     for bad in ("31", "-1", "soon"):
         problem = _problem(await any_client.get(f"/v1/searches/{search_id}", params={"wait": bad}))
         assert problem["errors"][0]["loc"] == ["query", "wait"], problem
