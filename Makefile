@@ -80,8 +80,9 @@ test: $(VENV)/.installed compose-checker browser kernels
 # container registry. BASE_IMAGE=python:3.11-slim builds on the real one, pulled if need be.
 # See deploy/image.sh and docs/operations.md, "The container image".
 IMAGE ?= coppice:local
+BASE_IMAGE ?=
 image:
-	COPPICE_IMAGE=$(IMAGE) bash deploy/image.sh build
+	COPPICE_IMAGE=$(IMAGE) BASE_IMAGE=$(BASE_IMAGE) bash deploy/image.sh build
 
 # Builds the image, then runs its containers and drives them as a user would (tests/image):
 # health, upload, train, predict, on SQLite and on the host's PostgreSQL as API + worker; the

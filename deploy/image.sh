@@ -153,9 +153,16 @@ build() {
         [ -n "${BASE_IMAGE:-}" ] || args+=(--pull=never)
     fi
     say "$run ${args[*]} ."
-    local started=$SECONDS
+    local started=$SECONDS previous
+    previous=$("$run" image inspect --format '{{.Id}}' "$IMAGE" 2>/dev/null || true)
     "$run" "${args[@]}" .
     say "built $IMAGE on $from with $run in $((SECONDS - started)) s"
+    # The image it replaced (and its build layers) would otherwise pile up, a few hundred MB a
+    # build; one still used by a container stays.
+    if [ -n "$previous" ] \
+        && [ "$previous" != "$("$run" image inspect --format '{{.Id}}' "$IMAGE")" ]; then
+        "$run" rmi "$previous" >/dev/null 2>&1 || true
+    fi
 }
 
 case "${1:-}" in

@@ -25,7 +25,8 @@ from tests.image.containers import Container, Engine
 from tests.postgres import throwaway_database
 from tests.service.models.helpers import dataset_csv, dataset_rows
 
-pytestmark = pytest.mark.slow
+# Fits and container starts on a loaded machine may outlast pytest's default 300 s.
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(900)]
 
 CACHE_DIR = "/app/numba-cache"
 RECORDS = [{"x": 0.1, "z": -1.0, "colour": "red"}, {"x": None, "z": 0.4, "colour": None}]

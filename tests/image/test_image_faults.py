@@ -21,7 +21,8 @@ from tests.image.containers import Container, Engine
 from tests.postgres import throwaway_database
 from tests.stress.fault_loop import LONG_JOBS, LOOP_SETTINGS, ROUND_TIMEOUT, SHORT_JOBS, FaultLoop
 
-pytestmark = [pytest.mark.slow, pytest.mark.postgres]
+# Two fits, one of them run twice, on a loaded machine may outlast pytest's default 300 s.
+pytestmark = [pytest.mark.slow, pytest.mark.postgres, pytest.mark.timeout(900)]
 
 
 @pytest.mark.parametrize("killed", ["worker", "serve"])
