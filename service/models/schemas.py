@@ -5,7 +5,14 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, WithJsonSchema, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    PrivateAttr,
+    WithJsonSchema,
+    model_validator,
+)
 
 from engine.explain import DEFAULT_PERMUTATIONS
 from service.methods.catalog import Task
@@ -147,6 +154,11 @@ class PredictRequest(BaseModel):
         ),
     )
 
+    # Set by the router (never by the client: not a field) when the body's bytes show every
+    # cell of ``rows`` is a number or null, so the encoder converts them in one NumPy call
+    # without a type check per cell.
+    _numbers_only: bool = PrivateAttr(default=False)
+
     @model_validator(mode="after")
     def _one_shape(self) -> PredictRequest:
         tabular = self.columns is not None or self.rows is not None
@@ -155,6 +167,14 @@ class PredictRequest(BaseModel):
         if self.records is None and (self.columns is None or self.rows is None):
             raise ValueError("send 'records', or 'columns' with 'rows'")
         return self
+
+    @property
+    def numbers_only(self) -> bool:
+        return self._numbers_only
+
+    @numbers_only.setter
+    def numbers_only(self, value: bool) -> None:
+        self._numbers_only = value
 
     @property
     def n_rows(self) -> int:

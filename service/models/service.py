@@ -6,7 +6,6 @@ Routers call these and turn their results into bodies; domain errors are ``Servi
 from __future__ import annotations
 
 import hashlib
-import math
 from http import HTTPStatus
 from typing import Any
 
@@ -161,7 +160,7 @@ def predict(model: LoadedModel, body: PredictRequest) -> dict[str, Any]:
         X = encode_records(model, body.records)
     else:
         assert body.columns is not None and body.rows is not None
-        X = encode_rows(model, body.columns, body.rows)
+        X = encode_rows(model, body.columns, body.rows, numbers_only=body.numbers_only)
     out: dict[str, Any] = {
         "model_id": model.id,
         "predictions": [],
@@ -179,16 +178,18 @@ def predict(model: LoadedModel, body: PredictRequest) -> dict[str, Any]:
             out["explanation"] = explainable(model.estimator)
         return out
     estimator = model.estimator
+    # Arrays stay arrays: the router serializes them with orjson, which writes a NumPy
+    # array in one C loop (non-finite floats as null) instead of a Python object per cell.
     if classification:
         out["predictions"] = [str(label) for label in np.asarray(estimator.predict(X)).tolist()]
         if body.return_proba:
-            out["probabilities"] = class_probabilities(estimator, X, model.classes or []).tolist()
+            out["probabilities"] = class_probabilities(estimator, X, model.classes or [])
     else:
-        out["predictions"] = _floats(np.asarray(estimator.predict(X), dtype=np.float64))
+        out["predictions"] = np.asarray(estimator.predict(X), dtype=np.float64)
     if body.explain:
         explained = explanations.explain_rows(estimator, X, body.explain_samples)
-        out["contributions"] = explained.contributions.tolist()
-        out["bias"] = [explained.bias.tolist()] * X.shape[0]
+        out["contributions"] = explained.contributions
+        out["bias"] = np.repeat(explained.bias[np.newaxis], X.shape[0], axis=0)
         out["explanation"] = explained.method
     return out
 
@@ -200,11 +201,7 @@ def class_probabilities(
     protocols): an estimator that saw fewer classes than the record lists (a member of an
     ensemble, say) gets zero columns for the others."""
     proba = np.asarray(estimator.predict_proba(X), dtype=np.float64)
-    return over_classes(proba, estimator.classes_, classes)
-
-
-def _floats(values: npt.NDArray[np.float64]) -> list[float | None]:
-    return [v if math.isfinite(v) else None for v in values.tolist()]
+    return np.ascontiguousarray(over_classes(proba, estimator.classes_, classes))
 
 
 # --- feature importance ---------------------------------------------------------------------
