@@ -25,7 +25,8 @@ def api_path(*segments: str | int) -> str:
 
 class Resource:
     """A resource on one server, as last seen: the server's JSON in :attr:`info`, and the
-    client's request methods bound as ``_get``, ``_post``, ``_put`` and ``_delete``."""
+    client's request methods bound as ``_get``, ``_post``, ``_put`` and ``_delete`` (and
+    ``_get_bytes``, for an answer that is a file)."""
 
     #: Its collection under /v1 ("datasets", "jobs", ...).
     collection: ClassVar[str]
@@ -37,6 +38,7 @@ class Resource:
         self._post = client._post
         self._put = client._put
         self._delete = client._delete
+        self._get_bytes = client._get_bytes
 
     @classmethod
     def path_for(cls, *segments: str | int) -> str:

@@ -78,6 +78,10 @@ class Client:
     def _delete(self, path: str, **kwargs: Any) -> None:
         self._transport.request("DELETE", path, **kwargs)
 
+    def _get_bytes(self, path: str, **kwargs: Any) -> bytes:
+        """A GET whose answer is a file (a model export), not JSON."""
+        return self._transport.request("GET", path, **kwargs).content
+
     def _list(self, path: str, **params: Any) -> dict[str, Any]:
         """A listing's answer, ``{"items", "total"}``; ``None`` parameters are left out."""
         query = {key: value for key, value in params.items() if value is not None}

@@ -3,8 +3,10 @@ and the validation rows' ROC curves or residuals."""
 
 from __future__ import annotations
 
+import os
 import sys
 from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -300,6 +302,17 @@ class Model(Resource):
     def delete(self) -> None:
         """Delete the model on the server (a registered version cannot be: 409)."""
         self._delete(self.path)
+
+    def export(self, format: str = "onnx", path: str | os.PathLike[str] | None = None) -> bytes:
+        """The model for serving outside Coppice (docs/export.md): ``"onnx"``, an ONNX file
+        whose answers equal :meth:`predict`'s, or ``"triton"``, a zipped Triton model
+        repository. Written to ``path`` when given; the bytes are returned either way. A
+        method that does not export raises :class:`~coppice.errors.ValidationError` (422)
+        naming those that do."""
+        data = self._get_bytes(f"{self.path}/export", params={"format": format})
+        if path is not None:
+            Path(path).write_bytes(data)
+        return data
 
 
 def _why(model: Model, wanted: str) -> str:

@@ -113,7 +113,7 @@ def _add_jobs(top: Subparsers, common: argparse.ArgumentParser) -> None:
 
 
 def _add_models(top: Subparsers, common: argparse.ArgumentParser) -> None:
-    actions = noun(top, "models", "list and show models")
+    actions = noun(top, "models", "list, show and export models")
     listing = list_verb(
         actions, commands.models_list, "models", "  coppice models list --method xgboost", common
     )
@@ -127,6 +127,20 @@ def _add_models(top: Subparsers, common: argparse.ArgumentParser) -> None:
         common,
     )
     show.add_argument("ref", help="model id, or name@alias / name@N")
+    export = verb(
+        actions,
+        "export",
+        commands.models_export,
+        "download a model as ONNX, or as a Triton model repository (zip)",
+        "  coppice models export 5b7d... --format onnx -o churn.onnx\n"
+        "  coppice models export churn@production --format triton -o churn.zip",
+        common,
+    )
+    export.add_argument("ref", help="model id, or name@alias / name@N")
+    export.add_argument("--format", choices=["onnx", "triton"], default="onnx")
+    export.add_argument(
+        "-o", "--output", type=Path, help="file to write (default: coppice-<id>.onnx or .zip)"
+    )
 
 
 def _add_serving(top: Subparsers, common: argparse.ArgumentParser) -> None:

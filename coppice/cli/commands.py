@@ -190,6 +190,20 @@ def models_show(client: Client, args: argparse.Namespace) -> int:
     return _show_model(client.model(args.ref), args)
 
 
+def models_export(client: Client, args: argparse.Namespace) -> int:
+    model = client.model(args.ref)
+    suffix = ".zip" if args.format == "triton" else ".onnx"
+    output = args.output or Path(f"coppice-{model.id}{suffix}")
+    data = model.export(args.format, output)
+    if args.json:
+        print_json(
+            {"model_id": model.id, "format": args.format, "path": str(output), "bytes": len(data)}
+        )
+    else:
+        print(f"wrote {output} ({args.format}, {len(data):,} bytes) from model {model.id}")
+    return 0
+
+
 def _show_model(model: Model, args: argparse.Namespace) -> int:
     if args.json:
         print_json(model.info)

@@ -52,7 +52,7 @@ def export_adaboost_samme(graph: Graph, estimator: Any) -> None:
         if flip:
             voted = 1 - voted
         weights = np.full((values.shape[0], 1), float(alpha))
-        ensemble.add(tree, member.bin_mapper_, weights, voted[:, None])
+        ensemble.add([tree], member.bin_mapper_, [weights], [voted[:, None]])
     votes = ensemble.output(graph, graph.X, "votes")
     label = graph.add("ArgMax", [votes], "argmax", axis=1, keepdims=0)
     to_full = 2.0 if getattr(estimator, "alpha", "half") == "half" else 1.0
@@ -66,15 +66,18 @@ def export_adaboost_r2(graph: Graph, estimator: Any) -> None:
     for m, member in enumerate(members):
         tree = _tree_of(member)
         weights = np.asarray(tree.values, dtype=np.float64)[:, :1]
-        ensemble.add(tree, member.bin_mapper_, weights, np.full(weights.shape, m))
+        ensemble.add([tree], member.bin_mapper_, [weights], [np.full(weights.shape, m)])
     predictions = ensemble.output(graph, graph.X, "member_predictions")
     count = graph.constant("n_members", [len(members)], np.int64)
     ordered = graph.name("ordered")
     order = graph.name("order")
-    graph.add_node(
-        helper.make_node(
-            "TopK", [predictions, count], [ordered, order], axis=1, largest=0, sorted=1
-        )
+    topk = graph.new_node("TopK", [predictions, count], [ordered, order])
+    topk.attribute.extend(
+        [
+            helper.make_attribute("axis", 1),
+            helper.make_attribute("largest", 0),
+            helper.make_attribute("sorted", 1),
+        ]
     )
     alphas = graph.constant("alphas", np.asarray(estimator.estimator_weights_, np.float64))
     sorted_alphas = graph.add("Gather", [alphas, order], "sorted_alphas", axis=0)

@@ -24,10 +24,11 @@ def _stage_sums(graph: Graph, estimator: Any) -> tuple[str, int]:
     stages = list(estimator.estimators_)
     n_outputs = len(stages[0]) if stages else 1
     ensemble = TreeEnsemble(n_targets=n_outputs, categorical=model_categories(graph))
-    for stage in stages:
-        for k, tree in enumerate(stage):
-            weights = np.asarray(tree.values, dtype=np.float64)[:, :1]
-            ensemble.add(tree, estimator.bin_mapper_, weights, np.full(weights.shape, k))
+    trees = [tree for stage in stages for tree in stage]
+    weights = [np.asarray(tree.values, dtype=np.float64)[:, :1] for tree in trees]
+    targets = [np.full(w.shape, k % n_outputs) for k, w in enumerate(weights)]
+    if trees:
+        ensemble.add(trees, estimator.bin_mapper_, weights, targets)
     return ensemble.output(graph, graph.X), n_outputs
 
 

@@ -45,13 +45,16 @@ def _averaged(graph: Graph, estimator: Any, trees: list[Any], mapper: Any, *, ha
     classification = graph.model.task == "classification"
     n_targets = int(trees[0].values.shape[1])
     ensemble = TreeEnsemble(n_targets=n_targets, categorical=model_categories(graph))
+    weights = []
     for tree in trees:
         values = np.asarray(tree.values, dtype=np.float64)
         if hard:
             votes = np.zeros_like(values)
             votes[np.arange(values.shape[0]), values.argmax(axis=1)] = 1.0
             values = votes
-        ensemble.add(tree, mapper, values, np.broadcast_to(np.arange(n_targets), values.shape))
+        weights.append(values)
+    targets = [np.broadcast_to(np.arange(n_targets), w.shape) for w in weights]
+    ensemble.add(trees, mapper, weights, targets)
     total = ensemble.output(graph, graph.X)
     mean = total
     if len(trees) > 1:

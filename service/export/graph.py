@@ -24,7 +24,6 @@ from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
-import numpy.typing as npt
 import onnx
 from onnx import TensorProto, helper, numpy_helper
 
@@ -41,10 +40,11 @@ class Graph:
 
     def __init__(self, model: LoadedModel) -> None:
         self.model = model
-        self.nodes: list[onnx.NodeProto] = []
-        self.initializers: list[onnx.TensorProto] = []
-        self.inputs: list[onnx.ValueInfoProto] = []
-        self.outputs: list[onnx.ValueInfoProto] = []
+        # Built in place in the final message: a tree ensemble's attributes hold millions of
+        # values, and helper.make_graph/make_model would copy them twice more.
+        self.proto = onnx.ModelProto()
+        self.inputs = self.proto.graph.input
+        self.outputs = self.proto.graph.output
         self._taken = {str(feature["name"]) for feature in model.features}
         self._counter = itertools.count()
         self.X = self._feature_matrix()
@@ -62,7 +62,7 @@ class Graph:
     def constant(self, hint: str, value: Any, dtype: Any = np.float64) -> str:
         array = np.asarray(value, dtype=dtype)
         name = self.name(hint)
-        self.initializers.append(numpy_helper.from_array(array, name=name))
+        self.proto.graph.initializer.append(numpy_helper.from_array(array, name=name))
         return name
 
     def add(
@@ -77,12 +77,21 @@ class Graph:
     ) -> str:
         """Add one node of one output, and return the output's name."""
         out = output if output is not None else self.name(hint or op.lower())
-        self.nodes.append(helper.make_node(op, list(inputs), [out], domain=domain, **attributes))
+        self.proto.graph.node.append(
+            helper.make_node(op, list(inputs), [out], domain=domain, **attributes)
+        )
         return out
 
-    def add_node(self, node: onnx.NodeProto) -> None:
-        """Add a node built elsewhere (a tree ensemble, whose attributes are built in bulk)."""
-        self.nodes.append(node)
+    def new_node(
+        self, op: str, inputs: Sequence[str], outputs: Sequence[str], domain: str = ""
+    ) -> onnx.NodeProto:
+        """A node added now, for the caller to fill its attributes in place."""
+        node: onnx.NodeProto = self.proto.graph.node.add()
+        node.op_type = op
+        node.domain = domain
+        node.input.extend(inputs)
+        node.output.extend(outputs)
+        return node
 
     # --- inputs -----------------------------------------------------------------------------
 
@@ -199,23 +208,14 @@ class Graph:
     # --- the model --------------------------------------------------------------------------
 
     def to_model(self, doc: str) -> onnx.ModelProto:
-        graph = helper.make_graph(
-            self.nodes,
-            f"coppice_{self.model.method}",
-            self.inputs,
-            self.outputs,
-            initializer=self.initializers,
-        )
-        model = helper.make_model(
-            graph,
-            opset_imports=[
-                helper.make_opsetid("", OPSET),
-                helper.make_opsetid(ML_DOMAIN, ML_OPSET),
-            ],
-            producer_name="coppice",
-            doc_string=doc,
-        )
+        model = self.proto
+        model.graph.name = f"coppice_{self.model.method}"
         model.ir_version = IR_VERSION
+        model.producer_name = "coppice"
+        model.doc_string = doc
+        model.opset_import.extend(
+            [helper.make_opsetid("", OPSET), helper.make_opsetid(ML_DOMAIN, ML_OPSET)]
+        )
         helper.set_model_props(
             model,
             {
@@ -226,7 +226,3 @@ class Graph:
             },
         )
         return model
-
-
-def float_array(values: Any) -> npt.NDArray[np.float64]:
-    return np.asarray(values, dtype=np.float64)

@@ -17,30 +17,25 @@ engine's traversal (``engine.tree``'s routing rules):
 
 A leaf of the operator holds one weight for one target, so a tree whose leaves carry a vector
 (a forest's class proportions) is written once per target with that target's weights
-(Chen & Guestrin's XGBoost and onnxmltools write multiclass boosters the same way). A tree that
-is a single leaf is one node whose branches both reach that leaf, as the operator's schema says.
+(onnxmltools writes multiclass boosters the same way). The array work is ``layout``'s.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 import onnx
-from onnx import AttributeProto, helper, numpy_helper
+from onnx import AttributeProto, helper
 
 from service.export.graph import ML_DOMAIN, Graph
+from service.export.layout import SINGLE_LEAF, Batch, FloatArray, IntArray, Structure, structure
 
-BRANCH_LEQ = 0
-BRANCH_MEMBER = 6
 AGGREGATE_SUM = 1
 POST_NONE = 0
-
-IntArray = npt.NDArray[np.int64]
-FloatArray = npt.NDArray[np.float64]
 
 
 def model_categories(graph: Graph) -> dict[int, int]:
@@ -54,26 +49,6 @@ def model_categories(graph: Graph) -> dict[int, int]:
 
 
 @dataclass
-class _Structure:
-    """One tree's interior nodes and leaves in the operator's layout, numbered from 0."""
-
-    modes: npt.NDArray[np.uint8]
-    features: IntArray
-    splits: FloatArray
-    true_ids: IntArray
-    true_leaf: IntArray
-    false_ids: IntArray
-    false_leaf: IntArray
-    tracks_true: IntArray
-    sets: list[FloatArray]  # the member sets, in node order, each ending in NaN
-    leaves: IntArray  # the engine's node index of each leaf
-
-    @property
-    def n_nodes(self) -> int:
-        return int(self.modes.size)
-
-
-@dataclass
 class TreeEnsemble:
     """Trees gathered into one ``TreeEnsemble`` node summing leaf weights per target."""
 
@@ -82,26 +57,27 @@ class TreeEnsemble:
     _parts: dict[str, list[Any]] = field(default_factory=dict)
     _n_nodes: int = 0
     _n_leaves: int = 0
-    _roots: list[int] = field(default_factory=list)
 
     def add(
-        self, tree: Any, mapper: Any, weights: FloatArray, targets: npt.NDArray[np.integer[Any]]
+        self,
+        trees: Sequence[Any],
+        mapper: Any,
+        weights: Sequence[FloatArray],
+        targets: Sequence[npt.NDArray[np.integer[Any]]],
     ) -> None:
-        """Add ``tree`` once per column of ``weights`` (one weight per engine node, leaves
-        read), each copy's leaves contributing to the targets in that column of ``targets``
-        (same shape). ``mapper`` is the binner the tree's estimator encodes categories with."""
-        structure = _structure(tree, self._codes(mapper))
-        leaf_weights = weights[structure.leaves]
-        leaf_targets = targets[structure.leaves]
-        for copy in range(weights.shape[1]):
+        """Add ``trees``, each once per column of its ``weights`` (one row per engine node,
+        the leaves' rows read), each copy's leaves contributing to the targets in the same
+        column of its ``targets``. ``mapper`` is the binner the trees' estimator encodes
+        categories with. Converted together (a 500-tree forest would otherwise spend most of
+        its export in per-tree overhead); within a target the trees keep their order, so the
+        runtime adds them in the engine's order."""
+        laid_out = structure(Batch.of(trees), self._codes(mapper))
+        leaf_weights = np.concatenate(weights)[laid_out.leaves]
+        leaf_targets = np.concatenate(targets)[laid_out.leaves]
+        for copy in range(leaf_weights.shape[1]):
             if not leaf_weights[:, copy].any():
                 continue  # adds +0 to every row: leaving it out changes nothing
-            self._roots.append(self._n_nodes)
-            self._append(structure, self._n_nodes, self._n_leaves)
-            self._put("leaf_targetids", leaf_targets[:, copy].astype(np.int64))
-            self._put("leaf_weights", leaf_weights[:, copy].astype(np.float64))
-            self._n_nodes += structure.n_nodes
-            self._n_leaves += structure.leaves.size
+            self._append(laid_out, leaf_weights[:, copy], leaf_targets[:, copy])
 
     def _codes(self, mapper: Any) -> dict[int, FloatArray]:
         """For each categorical feature the engine splits as one, the engine's code of each
@@ -115,141 +91,82 @@ class TreeEnsemble:
             if f < flags.size and flags[f]
         }
 
-    def _put(self, key: str, values: Any) -> None:
-        self._parts.setdefault(key, []).append(values)
-
-    def _append(self, s: _Structure, node_base: int, leaf_base: int) -> None:
-        self._put("modes", s.modes)
-        self._put("features", s.features)
-        self._put("splits", s.splits)
-        self._put("true_ids", s.true_ids + np.where(s.true_leaf == 1, leaf_base, node_base))
-        self._put("false_ids", s.false_ids + np.where(s.false_leaf == 1, leaf_base, node_base))
-        self._put("true_leaf", s.true_leaf)
-        self._put("false_leaf", s.false_leaf)
-        self._put("tracks_true", s.tracks_true)
-        self._parts.setdefault("sets", []).extend(s.sets)
+    def _append(self, s: Structure, weights: FloatArray, targets: npt.NDArray[Any]) -> None:
+        nodes, leaves = self._n_nodes, self._n_leaves
+        parts = {
+            "roots": s.roots + nodes,
+            "modes": s.modes,
+            "features": s.features,
+            "splits": s.splits,
+            "true_ids": s.true_ids + np.where(s.true_leaf == 1, leaves, nodes),
+            "false_ids": s.false_ids + np.where(s.false_leaf == 1, leaves, nodes),
+            "true_leaf": s.true_leaf,
+            "false_leaf": s.false_leaf,
+            "tracks_true": s.tracks_true,
+            "sets": s.sets,
+            "leaf_targetids": targets.astype(np.int64),
+            "leaf_weights": weights.astype(np.float64),
+        }
+        for key, values in parts.items():
+            self._parts.setdefault(key, []).append(values)
+        self._n_nodes += s.n_nodes
+        self._n_leaves += s.leaves.size
 
     def output(self, graph: Graph, X: str, hint: str = "tree_sum") -> str:
         """Add the node reading ``X``; its output is the ``[N, n_targets]`` sums."""
+        if not self._parts:  # no tree adds anything: one leaf of weight 0 keeps the node valid
+            filler = structure(Batch.of([_Leaf()]), {})
+            self._append(filler, np.zeros(1), np.zeros(1, dtype=np.int64))
         out = graph.name(hint)
-        node = helper.make_node("TreeEnsemble", [X], [out], domain=ML_DOMAIN)
-        if not self._roots:  # no tree adds anything: one leaf of weight 0 keeps the node valid
-            self._roots.append(0)
-            self._append(_structure(_SingleLeaf(), {}), 0, 0)
-            self._put("leaf_targetids", np.zeros(1, dtype=np.int64))
-            self._put("leaf_weights", np.zeros(1))
-        p = self._parts
+        node = graph.new_node("TreeEnsemble", [X], [out], domain=ML_DOMAIN)
         node.attribute.extend(
             [
                 helper.make_attribute("n_targets", self.n_targets),
                 helper.make_attribute("aggregate_function", AGGREGATE_SUM),
                 helper.make_attribute("post_transform", POST_NONE),
-                _ints("tree_roots", np.asarray(self._roots)),
-                _tensor("nodes_modes", np.concatenate(p["modes"]).astype(np.uint8)),
-                _ints("nodes_featureids", np.concatenate(p["features"])),
-                _tensor("nodes_splits", np.concatenate(p["splits"])),
-                _ints("nodes_truenodeids", np.concatenate(p["true_ids"])),
-                _ints("nodes_trueleafs", np.concatenate(p["true_leaf"])),
-                _ints("nodes_falsenodeids", np.concatenate(p["false_ids"])),
-                _ints("nodes_falseleafs", np.concatenate(p["false_leaf"])),
-                _ints("nodes_missing_value_tracks_true", np.concatenate(p["tracks_true"])),
-                _ints("leaf_targetids", np.concatenate(p["leaf_targetids"])),
-                _tensor("leaf_weights", np.concatenate(p["leaf_weights"])),
             ]
         )
-        if p.get("sets"):
-            node.attribute.append(_tensor("membership_values", np.concatenate(p["sets"])))
-        graph.add_node(node)
+        p = {key: np.concatenate(values) for key, values in self._parts.items()}
+        _ints(node, "tree_roots", p["roots"])
+        _tensor(node, "nodes_modes", p["modes"].astype(np.uint8))
+        _ints(node, "nodes_featureids", p["features"])
+        _tensor(node, "nodes_splits", p["splits"])
+        _ints(node, "nodes_truenodeids", p["true_ids"])
+        _ints(node, "nodes_trueleafs", p["true_leaf"])
+        _ints(node, "nodes_falsenodeids", p["false_ids"])
+        _ints(node, "nodes_falseleafs", p["false_leaf"])
+        _ints(node, "nodes_missing_value_tracks_true", p["tracks_true"])
+        _ints(node, "leaf_targetids", p["leaf_targetids"])
+        _tensor(node, "leaf_weights", p["leaf_weights"])
+        if p["sets"].size:
+            _tensor(node, "membership_values", p["sets"])
         return out
 
 
-class _SingleLeaf:
-    """A tree that is one leaf, in the engine's node layout (only the fields read here)."""
+class _Leaf:
+    """A tree that is one leaf, in the engine's layout."""
 
-    nodes = np.array([(-1,)], dtype=[("left_child", "<i4")])
+    nodes = SINGLE_LEAF
+    category_bitsets = np.zeros((0, 32), dtype=np.uint8)
 
 
-def _ints(name: str, values: npt.NDArray[Any]) -> AttributeProto:
-    # Built directly: helper.make_attribute checks each of a million values in Python.
-    attribute = AttributeProto(name=name, type=AttributeProto.INTS)
+def _ints(node: onnx.NodeProto, name: str, values: IntArray) -> None:
+    # Filled in place: helper.make_attribute checks each of a million values in Python, and
+    # each copy of the message would copy them all.
+    attribute = node.attribute.add()
+    attribute.name = name
+    attribute.type = AttributeProto.INTS
     attribute.ints.extend(np.asarray(values, dtype=np.int64).tolist())
-    return attribute
 
 
-def _tensor(name: str, values: npt.NDArray[Any]) -> AttributeProto:
-    return helper.make_attribute(name, numpy_helper.from_array(values))
-
-
-def _structure(tree: Any, codes: dict[int, FloatArray]) -> _Structure:
-    nodes = tree.nodes
-    left = nodes["left_child"].astype(np.int64)
-    internal = left >= 0
-    inner = np.flatnonzero(internal)
-    leaves = np.flatnonzero(~internal)
-    if inner.size == 0:
-        zero = np.zeros(1, dtype=np.int64)
-        return _Structure(
-            modes=np.zeros(1, dtype=np.uint8),
-            features=zero,
-            splits=np.zeros(1),
-            true_ids=zero,
-            true_leaf=zero + 1,
-            false_ids=zero,
-            false_leaf=zero + 1,
-            tracks_true=zero,
-            sets=[],
-            leaves=leaves.astype(np.int64),
-        )
-    position = np.zeros(left.size, dtype=np.int64)
-    position[inner] = np.arange(inner.size)
-    position[leaves] = np.arange(leaves.size)
-    true_child = left[inner]
-    false_child = nodes["right_child"][inner].astype(np.int64)
-    features = nodes["feature"][inner].astype(np.int64)
-    splits = nodes["threshold"][inner].astype(np.float64)
-    tracks = nodes["missing_left"][inner].astype(np.int64)
-    modes = np.full(inner.size, BRANCH_LEQ, dtype=np.uint8)
-    sets: list[FloatArray] = []
-    on_categories = np.isin(features, list(codes)) if codes else np.zeros(inner.size, bool)
-    for j in np.flatnonzero(on_categories):
-        goes_left = _left_codes(tree, int(inner[j]), codes[int(features[j])])
-        members = np.flatnonzero(goes_left)
-        if members.size == 0:
-            splits[j] = -np.inf
-        elif members.size == goes_left.size:
-            splits[j] = np.inf
-        else:
-            modes[j] = BRANCH_MEMBER
-            splits[j] = np.nan
-            sets.append(np.append(members.astype(np.float64), np.nan))
-    return _Structure(
-        modes=modes,
-        features=features,
-        splits=splits,
-        true_ids=position[true_child],
-        true_leaf=(~internal[true_child]).astype(np.int64),
-        false_ids=position[false_child],
-        false_leaf=(~internal[false_child]).astype(np.int64),
-        tracks_true=tracks,
-        sets=sets,
-        leaves=leaves.astype(np.int64),
-    )
-
-
-def _left_codes(tree: Any, node: int, engine_codes: FloatArray) -> npt.NDArray[np.bool_]:
-    """Whether each model code goes left at ``node``, as the engine routes its own code."""
-    record = tree.nodes[node]
-    missing_left = bool(record["missing_left"])
-    seen = ~np.isnan(engine_codes)
-    codes = np.where(seen, engine_codes, 0).astype(np.int64)
-    split = int(record["category_split"])
-    if split >= 0:
-        bits = np.unpackbits(np.asarray(tree.category_bitsets[split], np.uint8), bitorder="little")
-        inside = codes < bits.size
-        left = np.where(inside, bits[np.minimum(codes, bits.size - 1)] == 1, missing_left)
-    else:  # a numeric threshold on the engine's codes
-        left = engine_codes <= float(record["threshold"])
-    return np.where(seen, left, missing_left)
+def _tensor(node: onnx.NodeProto, name: str, values: npt.NDArray[Any]) -> None:
+    attribute = node.attribute.add()
+    attribute.name = name
+    attribute.type = AttributeProto.TENSOR
+    array = np.ascontiguousarray(values, dtype=values.dtype.newbyteorder("<"))
+    attribute.t.data_type = helper.np_dtype_to_tensor_dtype(array.dtype)
+    attribute.t.dims.extend(array.shape)
+    attribute.t.raw_data = array.tobytes()  # ONNX raw data is little-endian
 
 
 def tree_node_count(model: onnx.ModelProto) -> int:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import random
 import re
+import zipfile
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -178,3 +179,23 @@ def test_the_plots_fit_a_phone(tabs: Callable[..., Watched], models: dict[str, A
         box = tab.page.locator(selector.split(" ")[0] + " svg").bounding_box()
         assert box is not None and box["width"] <= 390
         assert tab.errors == [] and tab.outside == []
+
+
+def test_the_model_page_exports_onnx_and_a_triton_repository(
+    tab: Watched, models: dict[str, Any]
+) -> None:
+    onnx = pytest.importorskip("onnx")
+    model = models["multiclass"]
+    open_model(tab, model)
+    with tab.page.expect_download() as download:
+        tab.page.click("#export-onnx")
+    assert download.value.suggested_filename == f"coppice-{model['id']}.onnx"
+    exported = onnx.load(download.value.path())
+    assert [o.name for o in exported.graph.output] == ["label", "probabilities"]
+    assert [i.name for i in exported.graph.input] == FEATURES
+    with tab.page.expect_download() as download:
+        tab.page.click("#export-triton")
+    assert download.value.suggested_filename == f"coppice-{model['id']}.zip"
+    with zipfile.ZipFile(download.value.path()) as archive:
+        assert f"coppice-{model['id']}/1/model.onnx" in archive.namelist()
+    assert tab.errors == [] and tab.outside == []

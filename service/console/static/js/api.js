@@ -70,6 +70,19 @@ export async function api(method, path, body, { signal, key } = {}) {
   return data;
 }
 
+/** A GET whose answer is a file (a model export): resolves to a Blob, rejects with an ApiError. */
+export async function getFile(path, { signal } = {}) {
+  const response = await fetch(path, { method: "GET", signal, headers: headers() });
+  if (!response.ok) {
+    if (response.status === 401 && keysRequired) {
+      signOut();
+      window.dispatchEvent(new Event("coppice:signed-out"));
+    }
+    throw new ApiError(response.status, await readBody(response));
+  }
+  return response.blob();
+}
+
 export const get = (path, options) => api("GET", path, undefined, options);
 export const post = (path, body, options) => api("POST", path, body, options);
 export const put = (path, body, options) => api("PUT", path, body, options);

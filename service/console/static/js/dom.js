@@ -132,7 +132,7 @@ export function select(options, props = {}) {
   );
 }
 
-/** Offer `text` as a file download named `name` (a blob: URL, revoked after the click). */
+/** Offer `text` (or a Blob) as a file download named `name` (a blob: URL, revoked after the click). */
 export function download(name, text, type = "text/csv") {
   const url = URL.createObjectURL(new Blob([text], { type }));
   const link = h("a", { href: url, download: name, class: "hidden" });

@@ -2,10 +2,10 @@
 // (from model-diagnostics.js, model-predict.js and model-batch.js) its validation ROC curves
 // or residuals, predictions, explanations and batch scoring.
 
-import { ApiError, del, get, isAdmin } from "../api.js";
+import { ApiError, del, get, getFile, isAdmin } from "../api.js";
 import { barChart, confusionMatrix } from "../charts/bars.js";
 import { lineChart } from "../charts/lines.js";
-import { bytes, card, errorBox, facts, h, number, replace, select, shortId, table, when } from "../dom.js";
+import { bytes, card, download, errorBox, facts, h, number, replace, select, shortId, table, when } from "../dom.js";
 import { batchCard } from "./model-batch.js";
 import { diagnosticsCard } from "./model-diagnostics.js";
 import { predictCard } from "./model-predict.js";
@@ -109,7 +109,27 @@ function overview(model) {
       ["id", h("span", { class: "mono small" }, model.id)],
     ]),
     h("details", {}, h("summary", {}, "Parameters"), h("pre", { class: "mono small scroll" }, JSON.stringify(model.params, null, 2))),
-    h("div", { class: "row" }, remove), message);
+    h("div", { class: "row" }, exportButton(model, "onnx", message), exportButton(model, "triton", message), remove),
+    message);
+}
+
+// The model as an ONNX file or a Triton model repository (docs/export.md): the same answers
+// as predict, outside Coppice. A method that does not export answers 422 naming those that do.
+function exportButton(model, format, message) {
+  const [label, suffix] = format === "onnx" ? ["Export ONNX", "onnx"] : ["Export for Triton", "zip"];
+  return h("button", { type: "button", id: `export-${format}`, onclick: async (event) => {
+    const button = event.currentTarget;
+    button.disabled = true;
+    replace(message);
+    try {
+      const file = await getFile(`/v1/models/${encodeURIComponent(model.id)}/export?format=${format}`);
+      download(`coppice-${model.id}.${suffix}`, file, file.type || "application/octet-stream");
+    } catch (error) {
+      replace(message, errorBox(error));
+    } finally {
+      button.disabled = false;
+    }
+  } }, label);
 }
 
 export async function render(root, { params: [id] }, signal) {
