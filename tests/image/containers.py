@@ -16,10 +16,15 @@ import time
 import uuid
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
+from typing import Any
 
 import httpx
 
+from tests.e2e.processes import submit_job, wait_for_jobs
+from tests.service.models.helpers import dataset_csv, dataset_rows
+
 LABEL = "coppice.test=image"
+RECORDS = [{"x": 0.1, "z": -1.0, "colour": "red"}, {"x": None, "z": 0.4, "colour": None}]
 
 
 def engine() -> str:
@@ -143,3 +148,40 @@ def started_engine(image: str) -> Iterator[Engine]:
         yield found
     finally:
         found.remove_all()
+
+
+# --- driving the service as a user does ------------------------------------------------------
+
+
+def upload_and_train(client: httpx.Client) -> dict[str, Any]:
+    """A CSV upload and a forest trained on it, as a user does; returns the ended job."""
+    uploaded = client.post(
+        "/v1/datasets",
+        files={"file": ("image.csv", dataset_csv(dataset_rows(200)), "text/csv")},
+        data={"name": "image-test"},
+    )
+    assert uploaded.status_code == 201, uploaded.text
+    job_id = submit_job(
+        client,
+        dataset_id=uploaded.json()["id"],
+        target="label",
+        features=["x", "z", "colour"],
+        method="random_forest",
+        task="classification",
+        params={"n_estimators": 20},
+        seed=0,
+    )
+    job = wait_for_jobs(client, [job_id], timeout=300)[job_id]
+    assert job["status"] == "succeeded", job
+    return job
+
+
+def predict(client: httpx.Client, model_id: str) -> tuple[list[Any], float]:
+    """The model's predictions of :data:`RECORDS`, and the seconds the answer took."""
+    started = time.perf_counter()
+    response = client.post(f"/v1/models/{model_id}/predict", json={"records": RECORDS})
+    seconds = time.perf_counter() - started
+    assert response.status_code == 200, response.text
+    predictions: list[Any] = response.json()["predictions"]
+    assert len(predictions) == len(RECORDS)
+    return predictions, seconds

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import json
 import time
-from typing import Any
 
 import httpx
 import pytest
@@ -20,50 +19,14 @@ from sqlalchemy import create_engine, text
 from sqlalchemy.engine import make_url
 from sqlalchemy.pool import NullPool
 
-from tests.e2e.processes import free_port, submit_job, wait_for_jobs
-from tests.image.containers import Container, Engine
+from tests.e2e.processes import free_port
+from tests.image.containers import Container, Engine, predict, upload_and_train
 from tests.postgres import throwaway_database
-from tests.service.models.helpers import dataset_csv, dataset_rows
 
 # Fits and container starts on a loaded machine may outlast pytest's default 300 s.
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(900)]
 
 CACHE_DIR = "/app/numba-cache"
-RECORDS = [{"x": 0.1, "z": -1.0, "colour": "red"}, {"x": None, "z": 0.4, "colour": None}]
-
-
-def _upload_and_train(client: httpx.Client) -> dict[str, Any]:
-    """A CSV upload and a forest trained on it, as a user does; returns the ended job."""
-    uploaded = client.post(
-        "/v1/datasets",
-        files={"file": ("image.csv", dataset_csv(dataset_rows(200)), "text/csv")},
-        data={"name": "image-test"},
-    )
-    assert uploaded.status_code == 201, uploaded.text
-    job_id = submit_job(
-        client,
-        dataset_id=uploaded.json()["id"],
-        target="label",
-        features=["x", "z", "colour"],
-        method="random_forest",
-        task="classification",
-        params={"n_estimators": 20},
-        seed=0,
-    )
-    job = wait_for_jobs(client, [job_id], timeout=300)[job_id]
-    assert job["status"] == "succeeded", job
-    return job
-
-
-def _predict(client: httpx.Client, model_id: str) -> tuple[list[Any], float]:
-    """The model's predictions of :data:`RECORDS`, and the seconds the answer took."""
-    started = time.perf_counter()
-    response = client.post(f"/v1/models/{model_id}/predict", json={"records": RECORDS})
-    seconds = time.perf_counter() - started
-    assert response.status_code == 200, response.text
-    predictions: list[Any] = response.json()["predictions"]
-    assert len(predictions) == len(RECORDS)
-    return predictions, seconds
 
 
 def _cache(container: Container) -> dict[str, str]:
@@ -111,10 +74,10 @@ def test_a_fresh_container_serves_trains_and_predicts_on_the_kernels_built_in(
     assert built_in, f"the image holds no compiled kernels in {CACHE_DIR}"
 
     with httpx.Client(base_url=base_url, timeout=120) as client:
-        job = _upload_and_train(client)
+        job = upload_and_train(client)
         after_fit = _cache(container)
-        first, first_seconds = _predict(client, job["model_id"])
-        second, second_seconds = _predict(client, job["model_id"])
+        first, first_seconds = predict(client, job["model_id"])
+        second, second_seconds = predict(client, job["model_id"])
     after_predict = _cache(container)
 
     # A cache miss compiles, then writes the machine code (and its index) to the cache.
@@ -149,8 +112,8 @@ def test_an_api_and_a_worker_container_share_the_hosts_postgresql(containers: En
         worker = containers.start("coppice", "worker", env=env, options=host)
 
         with httpx.Client(base_url=base_url, timeout=120) as client:
-            job = _upload_and_train(client)
-            _predict(client, job["model_id"])
+            job = upload_and_train(client)
+            predict(client, job["model_id"])
         # The API runs no worker: the job was the worker container's.
         assert job["id"] in worker.logs(), worker.logs()[-4000:]
         assert job["id"] not in api.logs().replace(f"/v1/jobs/{job['id']}", "")

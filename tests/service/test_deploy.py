@@ -126,11 +126,16 @@ def test_host_postgres_override() -> None:
     yaml = pytest.importorskip("yaml")
     services: dict[str, Any] = yaml.safe_load(HOST_POSTGRES_FILE.read_text())["services"]
 
-    for name in ("api", "worker", "store", "postgres"):
+    for name in ("api-host", "worker", "store", "postgres"):
         assert services[name]["network_mode"] == "host", name
-    for name in ("api", "worker"):
+    # Compose refuses published ports on the host's network: the bridged API is never started.
+    assert services["api"] == {"profiles": ["bridged-api"]}
+    assert "ports" not in services["api-host"]
+    assert services["api-host"]["depends_on"]["postgres"]["condition"] == "service_healthy"
+    for name in ("api-host", "worker"):
         environment = services[name]["environment"]
         assert "@127.0.0.1:5432/" in environment["COPPICE_DATABASE_URL"]
+        assert environment["COPPICE_STORE_URL"] == "s3://coppice/store"
         options = json.loads(environment["COPPICE_STORE_OPTIONS"])
         assert options["endpoint_url"] == "http://127.0.0.1:8333"
     # The stand-in runs no server: it is healthy when the host's server answers.
