@@ -18,9 +18,9 @@ from engine.boosting._stages import TrainingSet, ValidationSet, fit_stages, hold
 from engine.callbacks import Callback
 from engine.parallel import resolve_n_jobs
 from engine.tree._binning import BinMapper, categorical_mask
-from engine.tree._build import BinnedData, TreeSpec
 from engine.tree._classes import TREE_CONSTRAINTS, resolve_limits
 from engine.tree._tree import Tree
+from engine.tree.grow.build import BinnedData, TreeSpec
 
 __all__ = ["BOOSTING_CONSTRAINTS", "BaseGradientBoosting"]
 

@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from typing import ClassVar
 
-from engine.tree._packed import PackedTrees
 from engine.tree._tree import Tree
+from engine.tree.predict.packing import PackedTrees
 
 __all__ = ["PackedStagesMixin"]
 

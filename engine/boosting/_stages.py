@@ -24,8 +24,8 @@ from numpy.typing import NDArray
 from engine.boosting._losses import Loss
 from engine.callbacks import OOB_LOSS, TRAIN_LOSS, VALIDATION_LOSS, Callback, ProgressEvent, notify
 from engine.early_stopping import EarlyStopping
-from engine.tree._build import BinnedData, TreeSpec, build_tree
 from engine.tree._tree import Tree
+from engine.tree.grow.build import BinnedData, TreeSpec, build_tree
 
 __all__ = ["StageResult", "TrainingSet", "ValidationSet", "fit_stages", "holdout_split"]
 

@@ -28,11 +28,11 @@ from engine.boosting._xgboost_rounds import Rounds
 from engine.callbacks import Callback, eval_set_name
 from engine.parallel import resolve_n_jobs
 from engine.tree._binning import MAX_BINS, BinMapper, categorical_mask
-from engine.tree._build import BinnedData, TreeSpec
 from engine.tree._criteria import Newton
-from engine.tree._growth import GrowthLimits
 from engine.tree._monotone import resolve_monotone_constraints
 from engine.tree._tree import Tree
+from engine.tree.grow.build import BinnedData, TreeSpec
+from engine.tree.grow.limits import GrowthLimits
 
 __all__ = ["XGBOOST_CONSTRAINTS", "BaseXGBoost"]
 

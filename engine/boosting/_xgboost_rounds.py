@@ -21,8 +21,8 @@ from engine.boosting._objectives import Objective, softmax
 from engine.callbacks import Callback, ProgressEvent, eval_set_metric, notify, train_metric
 from engine.early_stopping import EarlyStopping
 from engine.parallel import HistogramSource, active_backend
-from engine.tree._build import BinnedData, build_newton_tree
 from engine.tree._tree import Tree
+from engine.tree.grow.build import BinnedData, build_newton_tree
 
 if TYPE_CHECKING:
     from engine.boosting._xgboost import BaseXGBoost

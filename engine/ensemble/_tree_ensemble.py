@@ -30,10 +30,10 @@ from engine.ensemble._sampling import (
 )
 from engine.parallel import SharedData, make_executor, resolve_n_jobs
 from engine.tree._binning import BinMapper, categorical_mask
-from engine.tree._build import BinnedData, TreeSpec, build_tree
 from engine.tree._classes import resolve_limits
-from engine.tree._packed import PackedTrees
 from engine.tree._tree import Tree
+from engine.tree.grow.build import BinnedData, TreeSpec, build_tree
+from engine.tree.predict.packing import PackedTrees
 
 __all__ = ["BaseTreeEnsemble"]
 

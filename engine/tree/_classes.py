@@ -26,9 +26,9 @@ from engine._validation import check_sample_weight, check_target, check_X, resol
 from engine.base import BaseEstimator, ClassifierMixin, RegressorMixin, check_is_fitted
 from engine.callbacks import Callback, ProgressEvent, notify
 from engine.tree._binning import MAX_BINS, BinMapper, categorical_mask
-from engine.tree._build import BinnedData, TreeSpec, build_tree, resolve_max_features
-from engine.tree._growth import GrowthLimits
 from engine.tree._tree import Tree
+from engine.tree.grow.build import BinnedData, TreeSpec, build_tree, resolve_max_features
+from engine.tree.grow.limits import GrowthLimits
 
 __all__ = ["DecisionTreeClassifier", "DecisionTreeRegressor"]
 
@@ -141,7 +141,7 @@ class BaseDecisionTree(BaseEstimator):
             Threads the tree's kernels may share (a boosting fit's ``n_jobs``).
         leaves : ndarray of intp, shape (n_samples,), optional
             Filled with each row's leaf where growth learnt it, −1 elsewhere (see
-            :func:`engine.tree._build.build_tree`).
+            :func:`engine.tree.grow.build.build_tree`).
         """
         self._start_fit()
         n_samples, n_features = binned.shape

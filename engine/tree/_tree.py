@@ -10,8 +10,8 @@ from __future__ import annotations
 import numpy as np
 from numpy.typing import NDArray
 
-from engine.tree._node_arrays import node_arrays
-from engine.tree._traversal import leaf_indices
+from engine.tree.predict.node_arrays import node_arrays
+from engine.tree.predict.traversal import leaf_indices
 
 __all__ = ["NODE_DTYPE", "Tree"]
 

@@ -12,7 +12,7 @@ import pytest
 
 import engine
 from engine.parallel import default_start_method
-from engine.tree._packed import MIN_ROWS_PER_THREAD
+from engine.tree.predict.packing import MIN_ROWS_PER_THREAD
 
 
 def data(n: int = 3_000) -> tuple[np.ndarray, np.ndarray]:

@@ -16,8 +16,10 @@ import numpy as np
 import pytest
 
 from engine import XGBoostClassifier, XGBoostRegressor, load_model, save_model
-from engine.tree import _grower, _growth
 from engine.tree._binning import MAX_EXACT_BINS, BinMapper
+from engine.tree.grow import grower as _grower
+from engine.tree.grow import growth as _growth
+from engine.tree.grow.features import FeatureSampler
 
 GRID = np.linspace(-2.0, 2.0, 61)
 
@@ -113,12 +115,12 @@ def test_invalid_constraints_are_refused(params: dict[str, Any], message: str) -
 def record_candidates(monkeypatch: pytest.MonkeyPatch) -> list[tuple[Any, ...]]:
     """Record (tree, depth, tree features, level pool, per-node candidates) of every search."""
     calls: list[tuple[Any, ...]] = []
-    original_pool = _growth.Growth.level_pool
+    original_pool = FeatureSampler.level_pool
     current: dict[str, Any] = {}
 
     def level_pool(self: Any, depth: int) -> np.ndarray:
         pool = original_pool(self, depth)
-        current.update(growth=self, depth=depth, pool=pool)
+        current.update(sampler=self, depth=depth, pool=pool)
         return pool
 
     def recorder(module: Any, name: str, position: int) -> Any:
@@ -126,12 +128,12 @@ def record_candidates(monkeypatch: pytest.MonkeyPatch) -> list[tuple[Any, ...]]:
 
         def record(ctx: Any, *args: Any, **keywords: Any) -> Any:
             features = args[position]  # after the rows (two arrays) or the histograms (one)
-            growth = current["growth"]
+            sampler = current["sampler"]
             calls.append(
                 (
-                    growth,
+                    sampler,
                     current["depth"],
-                    frozenset(growth.candidates.tolist()),
+                    frozenset(sampler.candidates.tolist()),
                     frozenset(current["pool"].tolist()),
                     features.copy(),
                 )
@@ -140,7 +142,7 @@ def record_candidates(monkeypatch: pytest.MonkeyPatch) -> list[tuple[Any, ...]]:
 
         return record
 
-    monkeypatch.setattr(_growth.Growth, "level_pool", level_pool)
+    monkeypatch.setattr(FeatureSampler, "level_pool", level_pool)
     # Rows are searched by the tree's state, histograms by the level-wise grower.
     for module, name, position in (
         (_growth, "best_splits", 2),

@@ -20,16 +20,16 @@ from dataclasses import fields, replace
 import numpy as np
 import pytest
 
-from engine.tree import _level_kernels as level
-from engine.tree import _partition_kernels
 from engine.tree._binning import MISSING_BIN
-from engine.tree._compiled_splitter import (
+from engine.tree.grow import level_kernels as level
+from engine.tree.grow import partition_kernels as _partition_kernels
+from engine.tree.split.compiled import (
     compiled_find_random_splits,
     compiled_find_splits_in_histograms,
 )
-from engine.tree._random_splitter import find_random_splits
-from engine.tree._split_context import Splits
-from engine.tree._splitter import find_splits_in_histograms
+from engine.tree.split.context import Splits
+from engine.tree.split.random_vectorised import find_random_splits
+from engine.tree.split.vectorised import find_splits_in_histograms
 from tests.engine.tree.test_splitter import Problem, make_problem
 
 

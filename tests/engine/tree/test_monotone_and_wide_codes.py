@@ -15,12 +15,12 @@ import numpy as np
 import pytest
 
 from engine.tree._binning import MISSING_BIN, BinMapper
-from engine.tree._build import BinnedData, TreeSpec, build_newton_tree
-from engine.tree._compiled_splitter import compiled_find_splits
 from engine.tree._criteria import Newton
-from engine.tree._growth import GrowthLimits
 from engine.tree._monotone import MonotoneBounds, children_scores, score_given_weight
-from engine.tree._splitter import find_splits, find_splits_naive
+from engine.tree.grow.build import BinnedData, TreeSpec, build_newton_tree
+from engine.tree.grow.limits import GrowthLimits
+from engine.tree.split.compiled import compiled_find_splits
+from engine.tree.split.vectorised import find_splits, find_splits_naive
 from tests.engine.tree.test_splitter import Problem, make_problem
 
 # Each search test runs on the NumPy search and on its compiled twin.

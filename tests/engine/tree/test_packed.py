@@ -11,8 +11,9 @@ import numpy as np
 import pytest
 
 from engine import ExtraTreesRegressor, RandomForestClassifier
-from engine.tree import _leaf_sums, _traversal
-from engine.tree._packed import PackedTrees
+from engine.tree.predict import leaf_sums as _leaf_sums
+from engine.tree.predict import traversal as _traversal
+from engine.tree.predict.packing import PackedTrees
 
 
 def _data(n: int, seed: int) -> tuple[np.ndarray, np.ndarray]:

@@ -1,9 +1,9 @@
 """Extra trees' level-wise grower, whose rows carry their channels: kernels against twins.
 
-:mod:`engine.tree._random_grower` keeps a level's channels in the order of its rows and moves
-them with the rows (:func:`engine.tree._partition_kernels.partition_ranges`), and searches the
+:mod:`engine.tree.grow.random_levels` keeps a level's channels in the order of its rows and moves
+them with the rows (:func:`engine.tree.grow.partition_kernels.partition_ranges`), and searches the
 random cuts of Geurts et al. (2006) on the slots still open
-(:func:`engine.tree._random_grower.random_level_splits`). Each is held bit for bit to its NumPy
+(:func:`engine.tree.split.random_level_splits`). Each is held bit for bit to its NumPy
 twin, to the kernels it stands in for (:func:`partition_rows` and :func:`node_totals`;
 :func:`find_random_splits` on the same rows and draws), and the trees it grows to those of the
 general level-wise grower.
@@ -18,11 +18,14 @@ import numpy as np
 import pytest
 
 import engine
-from engine.tree import _grower, _partition_kernels, _random_grower
-from engine.tree import _level_kernels as level
-from engine.tree._random_cut_kernels import ONE_HOT_CLASSES
-from engine.tree._random_splitter import find_random_splits
-from engine.tree._split_context import Splits
+from engine.tree import split
+from engine.tree.grow import grower as _grower
+from engine.tree.grow import level_kernels as level
+from engine.tree.grow import partition_kernels as _partition_kernels
+from engine.tree.split.compiled import compiled_random_level_splits
+from engine.tree.split.context import Splits
+from engine.tree.split.random_cut_kernels import ONE_HOT_CLASSES
+from engine.tree.split.random_vectorised import find_random_splits, random_level_splits_numpy
 from tests.engine.tree.test_grow_kernels import (
     assert_bits_equal,
     assert_same_splits,
@@ -135,7 +138,7 @@ def search(level_problem: dict[str, Any], seed: int) -> tuple[Splits, np.ndarray
     problem, nodes = level_problem["problem"], level_problem["nodes"]
     ctx = level_problem["ctx"]
     row_right = np.full(problem.rows.size, 2, dtype=np.uint8).view(np.bool_)  # neither side
-    splits = _random_grower.random_level_splits(
+    splits = split.random_level_splits(
         ctx,
         np.ascontiguousarray(ctx.binned.T),
         problem.rows,
@@ -157,9 +160,9 @@ def test_random_level_splits_equal_the_twin_and_find_random_splits(
     seed: int, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     batch = level_problem(seed)
-    monkeypatch.setattr(_random_grower, "compiled_kernels", lambda: True)
+    monkeypatch.setattr(split, "random_level_search", compiled_random_level_splits)
     compiled, compiled_right = search(batch, seed)
-    monkeypatch.setattr(_random_grower, "compiled_kernels", lambda: False)
+    monkeypatch.setattr(split, "random_level_search", random_level_splits_numpy)
     twin, twin_right = search(batch, seed)
     assert_same_splits(compiled, twin, f"{seed=}")
     # The same as searching the selected slots' rows on their own.

@@ -19,11 +19,11 @@ import numpy as np
 import pytest
 from numpy.typing import NDArray
 
-from engine.tree import _splitter
 from engine.tree._binning import MISSING_BIN
-from engine.tree._compiled_splitter import compiled_find_splits
-from engine.tree._split_context import SplitContext, Splits
-from engine.tree._splitter import find_splits, find_splits_naive
+from engine.tree.split import vectorised as _splitter
+from engine.tree.split.compiled import compiled_find_splits
+from engine.tree.split.context import SplitContext, Splits
+from engine.tree.split.vectorised import find_splits, find_splits_naive
 
 # Gains are differences of criterion scores (sums of O(W) or O(Σwy²) terms), so their rounding
 # error is a few ulps of that scale, not of the gain; 1e-9 of the scale leaves a margin of

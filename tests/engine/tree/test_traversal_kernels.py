@@ -16,10 +16,11 @@ import pytest
 from numpy.typing import NDArray
 
 from engine import RandomForestClassifier, XGBoostClassifier
-from engine.tree import _leaf_sums, _traversal
-from engine.tree._node_arrays import NodeArrays, node_arrays
-from engine.tree._packed import PackedTrees
 from engine.tree._tree import NODE_DTYPE, Tree
+from engine.tree.predict import leaf_sums as _leaf_sums
+from engine.tree.predict import traversal as _traversal
+from engine.tree.predict.node_arrays import NodeArrays, node_arrays
+from engine.tree.predict.packing import PackedTrees
 
 N_FEATURES = 5
 CATEGORICAL = (3,)  # column 3 holds category codes

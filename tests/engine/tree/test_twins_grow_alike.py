@@ -24,7 +24,7 @@ import sys
 import numpy as np
 import pytest
 
-from engine.tree._split_gains import running_sums
+from engine.tree.split.gains import running_sums
 
 FIT_MATRIX = """
 import hashlib, itertools

@@ -18,15 +18,15 @@ from typing import Any
 import numpy as np
 import pytest
 
-from engine.tree import _compiled_splitter
+from engine.tree import split as split_stage
 from engine.tree._binning import BinMapper
-from engine.tree._build import BinnedData, TreeSpec, build_tree
 from engine.tree._common import MISSING_BIN, WIDE_MISSING_BIN
-from engine.tree._compiled_splitter import compiled_find_random_splits
 from engine.tree._criteria import score
-from engine.tree._growth import GrowthLimits
-from engine.tree._random_splitter import find_random_splits
-from engine.tree._split_context import SplitContext, Splits
+from engine.tree.grow.build import BinnedData, TreeSpec, build_tree
+from engine.tree.grow.limits import GrowthLimits
+from engine.tree.split.compiled import compiled_find_random_splits, compiled_random_level_splits
+from engine.tree.split.context import SplitContext, Splits
+from engine.tree.split.random_vectorised import find_random_splits, random_level_splits_numpy
 
 N_ROWS = 1_500
 
@@ -145,8 +145,13 @@ def test_extra_trees_on_wide_codes_grow_alike_and_route_raw_values_as_grown(
     X, y, mapper = wide_data(seed)
     binned = mapper.transform(X)
     trees = []
-    for compiled in (True, False):  # the random search's kernel, then its NumPy twin
-        monkeypatch.setattr(_compiled_splitter, "compiled_kernels", lambda c=compiled: c)
+    # The random searches' kernels, then their NumPy twins.
+    for searches in (
+        (compiled_find_random_splits, compiled_random_level_splits),
+        (find_random_splits, random_level_splits_numpy),
+    ):
+        monkeypatch.setattr(split_stage, "random_search", searches[0])
+        monkeypatch.setattr(split_stage, "random_level_search", searches[1])
         trees.append(grow(binned, y, mapper, seed))
     (kernel_tree, kernel_leaves), (twin_tree, twin_leaves) = trees
     for name in ("left_child", "feature", "threshold", "missing_left", "n_samples"):

@@ -17,10 +17,10 @@ from numpy.typing import NDArray
 
 from engine.tree._binning import BinMapper, has_missing_codes
 from engine.tree._criteria import Criterion
-from engine.tree._grower import grow_tree
-from engine.tree._growth import GrowthLimits
-from engine.tree._split_context import SplitContext
 from engine.tree._tree import Tree
+from engine.tree.grow.grower import grow_tree
+from engine.tree.grow.limits import GrowthLimits
+from engine.tree.split.context import SplitContext
 
 if TYPE_CHECKING:
     from engine.parallel._backend_protocols import HistogramSource

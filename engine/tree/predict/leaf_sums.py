@@ -1,7 +1,7 @@
 """Leaf values summed over trees: every forest's and boosted model's ``predict``.
 
-Rows descend as in :mod:`engine.tree._traversal` (the same routing, the same flat layout of
-:mod:`engine.tree._node_arrays`, tree-major over blocks of rows), but summing leaf values over a
+Rows descend as in :mod:`engine.tree.predict.traversal` (the same routing, the same flat layout of
+:mod:`engine.tree.predict.node_arrays`, tree-major over blocks of rows), but summing leaf values over a
 batch goes further, tree by tree over a block of rows:
 
 - a tree the block will mostly visit is first read from start to end, node records and values,
@@ -24,8 +24,8 @@ from numpy.typing import NDArray
 
 from engine._kernels import inline_kernel, kernel, select
 from engine.tree._common import N_CATEGORY_CODES
-from engine.tree._node_arrays import HOT_NODE_DTYPE, NodeArrays, _kernel_rows
-from engine.tree._traversal import (
+from engine.tree.predict.node_arrays import HOT_NODE_DTYPE, NodeArrays, _kernel_rows
+from engine.tree.predict.traversal import (
     FIXED_PASS_MAX_DEPTH,
     PAIRS_IN_STEP,
     _goes_right,

@@ -10,14 +10,16 @@ much cheaper to grow than best-split trees.
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 from numpy.typing import NDArray
 
 from engine.tree._criteria import score
-from engine.tree._split_context import SplitContext, Splits
-from engine.tree._split_gains import weight_of
+from engine.tree.split.context import SplitContext, Splits
+from engine.tree.split.gains import weight_of
 
-__all__ = ["find_random_splits", "random_splits_with"]
+__all__ = ["find_random_splits", "random_level_splits_numpy", "random_splits_with"]
 
 
 def find_random_splits(
@@ -31,12 +33,44 @@ def find_random_splits(
 ) -> Splits:
     """Best of the random cuts of each node's candidate features (numeric features only).
 
-    Same contract as :func:`engine.tree._splitter.find_splits`.
+    Same contract as :func:`engine.tree.split.vectorised.find_splits`.
     """
     uniforms = rng.random(features.size)
     return random_splits_with(
         ctx, rows, slot_of_row, features, parent_channels, parent_counts, uniforms
     )
+
+
+def random_level_splits_numpy(
+    ctx: SplitContext,
+    columns: NDArray[Any],
+    rows: NDArray[np.intp],
+    node_start: NDArray[np.intp],
+    nodes: NDArray[np.intp],
+    features: NDArray[np.int64],
+    level_channels: NDArray[np.float64],
+    level_classes: NDArray[np.int64],
+    parent_channels: NDArray[np.float64],
+    parent_counts: NDArray[np.int64],
+    uniforms: NDArray[np.float64],
+    row_right: NDArray[np.bool_] | None = None,
+) -> Splits:
+    """The twin of :func:`engine.tree.split.compiled.compiled_random_level_splits`: the level's
+    rows of ``nodes`` searched as :func:`random_splits_with` searches any rows (their carried
+    channels and the feature-major ``columns`` are the kernel's shortcuts, not needed here)."""
+    sizes = node_start[nodes + 1] - node_start[nodes]
+    positions = np.repeat(node_start[nodes] - np.cumsum(sizes) + sizes, sizes)
+    positions += np.arange(positions.size)
+    slot_of_row = np.repeat(np.arange(nodes.size), sizes)
+    splits = random_splits_with(
+        ctx, rows[positions], slot_of_row, features, parent_channels, parent_counts, uniforms
+    )
+    if row_right is not None:
+        found = splits.found[slot_of_row]
+        k, at = slot_of_row[found], positions[found]
+        codes = ctx.binned[rows[at], splits.feature[k]]
+        row_right[at] = ~splits.left_codes[k, codes]
+    return splits
 
 
 def random_splits_with(

@@ -16,9 +16,9 @@ On the group table every split candidate is a prefix of a segment's groups:
 * missing values (the last code: 255, or 65535 for exact binning's ``uint16`` codes) are
   tried on both sides and the better side is learned.
 
-:func:`find_splits_naive` (in :mod:`engine.tree._naive_splitter`) is the plain-loop reference
+:func:`find_splits_naive` (in :mod:`engine.tree.split.naive`) is the plain-loop reference
 the tests hold this module equal to; the candidates' gains are computed in
-:mod:`engine.tree._split_gains`.
+:mod:`engine.tree.split.gains`.
 """
 
 from __future__ import annotations
@@ -28,10 +28,8 @@ from numpy.typing import NDArray
 
 from engine.tree._criteria import Newton, score
 from engine.tree._monotone import bounded_weight, score_given_weight
-from engine.tree._naive_splitter import find_splits_naive as find_splits_naive
-from engine.tree._random_splitter import find_random_splits
-from engine.tree._split_context import SplitContext, Splits
-from engine.tree._split_gains import (
+from engine.tree.split.context import SplitContext, Splits
+from engine.tree.split.gains import (
     _checked_gains,
     _mid_gap,
     _plain_gains,
@@ -39,6 +37,8 @@ from engine.tree._split_gains import (
     running_sums,
     weight_of,
 )
+from engine.tree.split.naive import find_splits_naive as find_splits_naive
+from engine.tree.split.random_vectorised import find_random_splits
 
 __all__ = ["SplitContext", "Splits", "find_splits", "find_splits_naive"]
 

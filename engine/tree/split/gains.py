@@ -1,4 +1,4 @@
-"""Gains of the split candidates on a group table (:func:`engine.tree._splitter.splits_from_groups`).
+"""Gains of the split candidates on a group table (:func:`engine.tree.split.vectorised.splits_from_groups`).
 
 Each candidate is a prefix of its segment's groups; these helpers score the prefixes against
 their nodes, with missing values tried on both sides and the leaf limits and monotone
@@ -16,7 +16,7 @@ from engine.tree._criteria import Criterion, Newton, node_weight, score
 from engine.tree._monotone import children_scores
 
 if TYPE_CHECKING:
-    from engine.tree._split_context import SplitContext
+    from engine.tree.split.context import SplitContext
 
 __all__ = ["running_sums", "weight_of"]
 
@@ -49,7 +49,7 @@ def running_sums(
     """Inclusive running sums of ``values`` (groups × channels) within each segment.
 
     Added one group at a time from the segment's first, the order in which the compiled scan
-    (:mod:`engine.tree._scan_kernels`) accumulates its left-hand sums, so both see the same
+    (:mod:`engine.tree.split.scan_kernels`) accumulates its left-hand sums, so both see the same
     prefixes to the last bit. A global cumulative sum less each segment's offset is the same
     sum rounded differently: candidates of mathematically equal gain (common in multiclass
     boosting, whose gradients take few distinct values) then compared unequal by an ulp and

@@ -1,8 +1,8 @@
 """What a growing tree records: its nodes as they are created and the splits applied to them.
 
-:class:`GrowthRecords` is the part of :class:`engine.tree._growth.Growth` that applies the
-chosen splits (feature, threshold, missing direction, category bitset, children) and flattens
-nodes and splits into a :class:`Tree` when the tree is done.
+:class:`NodeRecorder`, held by :class:`engine.tree.grow.growth.Growth`, adds nodes, applies
+the chosen splits (feature, threshold, missing direction, category bitset, children) and
+flattens nodes and splits into a :class:`Tree` when the tree is done.
 """
 
 from __future__ import annotations
@@ -13,10 +13,10 @@ import numpy as np
 from numpy.typing import NDArray
 
 from engine.tree._common import BITSET_BYTES, BITSET_DTYPE, N_CATEGORY_CODES
-from engine.tree._split_context import SplitContext, Splits
 from engine.tree._tree import NODE_DTYPE, Tree
+from engine.tree.split.context import SplitContext, Splits
 
-__all__ = ["GrowthRecords"]
+__all__ = ["NodeRecorder"]
 
 
 @dataclass
@@ -51,17 +51,28 @@ class _NodeTable:
         return Tree(nodes, np.concatenate(self.values), bitsets, n_features)
 
 
-class GrowthRecords:
-    """The split records of a growing tree (its state is set by ``Growth.__init__``)."""
+class NodeRecorder:
+    """The nodes and split records of one growing tree."""
 
-    ctx: SplitContext
-    thresholds: NDArray[np.float64]
-    table: _NodeTable
-    split_feature: NDArray[np.int64]
-    split_left: NDArray[np.int64]
-    split_threshold: NDArray[np.float64]
-    split_missing_left: NDArray[np.bool_]
-    split_category: NDArray[np.int64]
+    def __init__(self, ctx: SplitContext, thresholds: NDArray[np.float64]) -> None:
+        self.ctx = ctx
+        self.thresholds = thresholds
+        self.table = _NodeTable()
+        size = 64
+        self.split_feature = np.full(size, -1, dtype=np.int64)
+        self.split_left = np.full(size, -1, dtype=np.int64)
+        self.split_threshold = np.zeros(size)
+        self.split_missing_left = np.zeros(size, dtype=bool)
+        self.split_category = np.full(size, -1, dtype=np.int64)
+
+    def add(self, values: NDArray[np.float64], **columns: NDArray[np.generic]) -> NDArray[np.intp]:
+        """Record new nodes (their values and node columns); return their ids."""
+        return self.table.add(values, **columns)
+
+    @property
+    def root_weight(self) -> float:
+        """The root's weight (cover), once recorded: the unit of ``min_impurity_decrease``."""
+        return float(self.table.columns["weighted_n_samples"][0][0])
 
     def apply_splits(
         self, node_ids: NDArray[np.intp], splits: Splits, chosen: NDArray[np.bool_]

@@ -1,8 +1,8 @@
 """Descending trees: the leaf each row reaches in each tree.
 
-The trees are read in the flat layout of :mod:`engine.tree._node_arrays` (global node indices,
+The trees are read in the flat layout of :mod:`engine.tree.predict.node_arrays` (global node indices,
 leaves looping onto themselves); summing the leaves' values over many trees, which every
-forest's and boosted model's ``predict`` does, is :mod:`engine.tree._leaf_sums`.
+forest's and boosted model's ``predict`` does, is :mod:`engine.tree.predict.leaf_sums`.
 
 Routing, identical in kernel and twin (traversal is exact, so the two agree bit for bit):
 
@@ -30,7 +30,7 @@ from numpy.typing import NDArray
 
 from engine._kernels import inline_kernel, kernel, select
 from engine.tree._common import N_CATEGORY_CODES
-from engine.tree._node_arrays import NodeArrays, _kernel_rows
+from engine.tree.predict.node_arrays import NodeArrays, _kernel_rows
 
 __all__ = ["leaf_indices"]
 

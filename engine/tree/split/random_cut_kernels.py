@@ -1,6 +1,6 @@
 """One random cut of one (node, feature), compiled: what the extra-trees search weighs.
 
-:mod:`engine.tree._random_kernels` draws a threshold per candidate feature of a node and keeps
+:mod:`engine.tree.split.random_kernels` draws a threshold per candidate feature of a node and keeps
 the best cut; the pieces here take a node's codes of one feature and give the range of its
 present codes, the bin a drawn threshold falls in, the row count and channel sums of the rows
 left of the cut and of the missing rows (the right side is the parent minus the left), and the

@@ -1,7 +1,7 @@
 """Many trees packed into one node array, traversed together.
 
-The packing is built once per fitted model; descending is ``engine.tree._traversal``'s and
-summing leaf values ``engine.tree._leaf_sums``'s (a compiled kernel, or its NumPy twin
+The packing is built once per fitted model; descending is ``engine.tree.predict.traversal``'s and
+summing leaf values ``engine.tree.predict.leaf_sums``'s (a compiled kernel, or its NumPy twin
 under ``COPPICE_ENGINE_KERNELS=numpy``).
 """
 
@@ -13,10 +13,10 @@ from concurrent.futures import ThreadPoolExecutor
 import numpy as np
 from numpy.typing import NDArray
 
-from engine.tree._leaf_sums import leaf_value_sums
-from engine.tree._node_arrays import node_arrays
-from engine.tree._traversal import leaf_indices
 from engine.tree._tree import Tree
+from engine.tree.predict.leaf_sums import leaf_value_sums
+from engine.tree.predict.node_arrays import node_arrays
+from engine.tree.predict.traversal import leaf_indices
 
 __all__ = ["MIN_ROWS_PER_THREAD", "PackedTrees"]
 

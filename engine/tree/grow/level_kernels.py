@@ -1,8 +1,8 @@
 """The per-level work of growing a tree, compiled, with the NumPy twin of each kernel.
 
-A level of the grower (:mod:`engine.tree._grower`) sums each open node's rows into channel
+A level of the grower (:mod:`engine.tree.grow.grower`) sums each open node's rows into channel
 totals and moves the rows of the nodes it splits to their children
-(:mod:`engine.tree._partition_kernels`); the dense histograms of the nodes whose siblings come
+(:mod:`engine.tree.grow.partition_kernels`); the dense histograms of the nodes whose siblings come
 by subtraction are built in :mod:`engine.tree._histograms`. The rows of a level are kept
 grouped by node (children in order, each child's rows in their old order), so every kernel here
 reads them front to back. Each kernel adds rows in the same order as its twin's ``bincount``,

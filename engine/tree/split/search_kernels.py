@@ -1,12 +1,12 @@
 """Compiled best-split search for a batch of nodes, from their rows or from histograms.
 
 :func:`search_rows` builds each (node, candidate feature) histogram from the node's rows into
-one reusable table, scans it (:mod:`engine.tree._scan_kernels`) and clears only the bins it
+one reusable table, scans it (:mod:`engine.tree.split.scan_kernels`) and clears only the bins it
 touched, so a node of ten rows costs ten rows, not 256 bins: deep forest trees are mostly
 such nodes. :func:`search_histograms` scans dense per-node histograms that the grower keeps for
 sibling subtraction. Both write the best split of every node into preallocated arrays; the
-NumPy twins are :func:`engine.tree._splitter.find_splits` and
-:func:`engine.tree._splitter.find_splits_in_histograms`.
+NumPy twins are :func:`engine.tree.split.vectorised.find_splits` and
+:func:`engine.tree.split.vectorised.find_splits_in_histograms`.
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from engine._kernels import inline_kernel, kernel
-from engine.tree._scan_kernels import (
+from engine.tree.split.scan_kernels import (
     categorical_order,
     channels_weight,
     node_score,

@@ -5,8 +5,8 @@ trees packed together: node indices are global, each tree starts at its root, an
 onto themselves (left child = the leaf itself, threshold +inf, missing going left, no category
 split). The self-loop lets the NumPy twin move every (row, tree) pair one level at a time with
 no record of which pairs have finished; the compiled kernels stop a row at the first node whose
-left child is itself. The walks over it are :mod:`engine.tree._traversal` (the leaf each row
-reaches in each tree) and :mod:`engine.tree._leaf_sums` (leaf values summed over trees).
+left child is itself. The walks over it are :mod:`engine.tree.predict.traversal` (the leaf each row
+reaches in each tree) and :mod:`engine.tree.predict.leaf_sums` (leaf values summed over trees).
 """
 
 from __future__ import annotations

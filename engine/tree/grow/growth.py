@@ -2,15 +2,15 @@
 
 :class:`Growth` does the work of a step — summarise a batch of nodes, search their splits
 (from rows, or from dense per-node histograms), record nodes and apply splits — and
-:mod:`engine.tree._grower` decides the order of the steps (level by level, or best-first).
-Two of its parts live in modules of their own: the candidate features each node searches
-(:mod:`engine.tree._feature_draws`) and the records of its nodes and splits, flattened into a
-:class:`Tree` at the end (:mod:`engine.tree._growth_records`).
+:mod:`engine.tree.grow.grower` decides the order of the steps (level by level, or best-first).
+It is composed of two parts with modules of their own: the candidate features each node
+searches (:class:`~engine.tree.grow.features.FeatureSampler`) and the records of its nodes and
+splits, flattened into a :class:`Tree` at the end
+(:class:`~engine.tree.grow.records.NodeRecorder`).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from functools import cached_property
 from typing import Any
 
@@ -18,7 +18,6 @@ import numpy as np
 from numpy.typing import NDArray
 
 from engine.tree._common import HISTOGRAM_CODES
-from engine.tree._compiled_splitter import best_splits
 from engine.tree._criteria import (
     CLASSIFICATION_CRITERIA,
     Newton,
@@ -26,15 +25,17 @@ from engine.tree._criteria import (
     node_weight,
     score,
 )
-from engine.tree._feature_draws import FeatureDraws
-from engine.tree._growth_records import GrowthRecords, _NodeTable
 from engine.tree._histograms import build_histograms
-from engine.tree._level_kernels import node_totals, squared_deviations
 from engine.tree._memo import feature_major
 from engine.tree._monotone import MonotoneBounds
-from engine.tree._split_context import SplitContext, Splits
+from engine.tree.grow.features import FeatureSampler
+from engine.tree.grow.level_kernels import node_totals, squared_deviations
+from engine.tree.grow.limits import GrowthLimits
+from engine.tree.grow.records import NodeRecorder
+from engine.tree.split import best_splits
+from engine.tree.split.context import SplitContext, Splits
 
-__all__ = ["Growth", "GrowthLimits", "select_slots", "split_maps"]
+__all__ = ["Growth", "select_slots", "split_maps"]
 
 # Nodes whose impurity is below this are pure; splitting them only chases rounding noise.
 IMPURITY_EPSILON = 1e-12
@@ -47,25 +48,8 @@ HISTOGRAM_MAX_CELLS = 8_000_000
 HISTOGRAM_MAX_SPLITS = 128
 
 
-@dataclass(frozen=True)
-class GrowthLimits:
-    """Stopping rules and feature sampling of one tree."""
-
-    max_depth: int | None = None
-    min_samples_split: int = 2
-    min_samples_leaf: int = 1
-    min_weight_leaf: float = 0.0
-    min_impurity_decrease: float = 0.0
-    max_features: int | None = None  # candidate features drawn per split; None = all
-    # Candidate features drawn once per depth level (XGBoost's colsample_bylevel), from which
-    # each split then draws its max_features; None = all.
-    level_features: int | None = None
-    max_leaf_nodes: int | None = None
-    min_split_gain: float = 0.0  # γ: a Newton split must gain more than this
-
-
-class Growth(FeatureDraws, GrowthRecords):
-    """State of one tree being grown: rows, node statistics and split records."""
+class Growth:
+    """State of one tree being grown: rows, node statistics, feature draws and records."""
 
     def __init__(
         self,
@@ -78,28 +62,12 @@ class Growth(FeatureDraws, GrowthRecords):
     ) -> None:
         self.ctx = ctx
         self.targets = targets
-        self.thresholds = thresholds
         self.limits = limits
         self.rng = rng
-        n_features = ctx.binned.shape[1]
-        candidates = np.arange(n_features) if feature_subset is None else np.asarray(feature_subset)
-        self.level_size = min(limits.level_features or candidates.size, candidates.size)
-        per_round = limits.max_features or candidates.size
-        # When every node searches every feature, ties between features go to the first
-        # one searched: a random order per tree keeps such ties from always favouring the
-        # same feature (scikit-learn shuffles the features at every node for the same reason).
-        self.candidates = (
-            rng.permutation(candidates) if per_round >= self.level_size else candidates
+        self.features = FeatureSampler(
+            limits, rng, feature_subset, ctx.binned.shape[1], ctx.random_splits
         )
-        self.level_pools: dict[int, NDArray[np.int64]] = {}
-        self.table = _NodeTable()
-        size = 64
-        self.split_feature = np.full(size, -1, dtype=np.int64)
-        self.split_left = np.full(size, -1, dtype=np.int64)
-        self.split_threshold = np.zeros(size)
-        self.split_missing_left = np.zeros(size, dtype=bool)
-        self.split_category = np.full(size, -1, dtype=np.int64)
-        self.root_weight = 0.0
+        self.records = NodeRecorder(ctx, thresholds)
         self.monotone = (
             MonotoneBounds(ctx.criterion, ctx.monotone)
             if ctx.monotone is not None and isinstance(ctx.criterion, Newton)
@@ -185,7 +153,7 @@ class Growth(FeatureDraws, GrowthRecords):
         depth: int | NDArray[np.int64],
     ) -> NDArray[np.intp]:
         weight = node_weight(totals, self.ctx.criterion)
-        return self.table.add(
+        return self.records.add(
             values,
             impurity=impurities,
             n_samples=counts,
@@ -212,8 +180,6 @@ class Growth(FeatureDraws, GrowthRecords):
         node_ids = self.record(totals, counts, values, impurities, depth)
         if leaves is not None:
             leaves[rows] = node_ids[slot_of_row]
-        if depth == 0:
-            self.root_weight = float(self.table.columns["weighted_n_samples"][0][0])
         return node_ids, np.flatnonzero(self.splittable(totals, counts, impurities, depth))
 
     def splittable(
@@ -245,10 +211,9 @@ class Growth(FeatureDraws, GrowthRecords):
         sampling) and the best-split search (random thresholds need no histogram). The
         histograms cover all the tree's features; a level searches the columns of its own.
         """
-        per_round = self.limits.max_features or self.candidates.size
         # Exact binning's 65,536 codes per feature would make dense histograms huge.
         narrow = self.ctx.n_codes <= HISTOGRAM_CODES
-        return narrow and per_round >= self.level_size and not self.ctx.random_splits
+        return narrow and self.features.searches_every_feature() and not self.ctx.random_splits
 
     @cached_property
     def columns(self) -> NDArray[np.unsignedinteger[Any]]:
@@ -262,14 +227,14 @@ class Growth(FeatureDraws, GrowthRecords):
         channel sums."""
         ctx = self.ctx
         if ctx.remote_histograms is not None:
-            return ctx.remote_histograms(rows, slot_of_row, n_slots, self.candidates)
+            return ctx.remote_histograms(rows, slot_of_row, n_slots, self.features.candidates)
         if ctx.classes is not None and ctx.weights is not None:
             return build_histograms(
                 self.columns,
                 rows,
                 slot_of_row,
                 n_slots,
-                self.candidates,
+                self.features.candidates,
                 ctx.weights.reshape(-1, 1),
                 ctx.channels.shape[1],
                 classes=ctx.classes,
@@ -280,7 +245,7 @@ class Growth(FeatureDraws, GrowthRecords):
             rows,
             slot_of_row,
             n_slots,
-            self.candidates,
+            self.features.candidates,
             ctx.channels,
             ctx.channels.shape[1],
             threads=ctx.threads,
@@ -298,7 +263,7 @@ class Growth(FeatureDraws, GrowthRecords):
         bounds: NDArray[np.float64] | None = None,
     ) -> Splits:
         """Best splits of a batch, drawing ``max_features`` candidates per node from the
-        features of its depth level (:meth:`draw_rounds`)."""
+        features of its depth level (:meth:`FeatureSampler.draw_rounds`)."""
         n_slots = totals.shape[0]
 
         def search_round(pending: NDArray[np.intp], features: NDArray[np.int64]) -> Splits:
@@ -317,7 +282,7 @@ class Growth(FeatureDraws, GrowthRecords):
                 None if bounds is None else bounds[pending],
             )
 
-        return self.draw_rounds(n_slots, depth, search_round)
+        return self.features.draw_rounds(n_slots, depth, search_round)
 
     def accepted(self, splits: Splits) -> NDArray[np.bool_]:
         """Found splits that pass the gain threshold of the criterion.
@@ -328,7 +293,8 @@ class Growth(FeatureDraws, GrowthRecords):
         if isinstance(self.ctx.criterion, Newton):
             return splits.found & (splits.gain > self.limits.min_split_gain + IMPURITY_EPSILON)
         return splits.found & (
-            splits.gain / self.root_weight + IMPURITY_EPSILON >= self.limits.min_impurity_decrease
+            splits.gain / self.records.root_weight + IMPURITY_EPSILON
+            >= self.limits.min_impurity_decrease
         )
 
 

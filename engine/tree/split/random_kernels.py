@@ -4,9 +4,9 @@ Geurts, Ernst & Wehenkel (2006): every candidate feature of a node gets one thre
 uniformly between the smallest and largest value present in the node, and the node keeps the
 best of these random cuts. Per (node, feature) that takes two passes over the node's codes —
 their range, then the channel sums left, right and missing of the drawn cut
-(:mod:`engine.tree._random_cut_kernels`) — and no sorting. The uniform draws come from the
+(:mod:`engine.tree.split.random_cut_kernels`) — and no sorting. The uniform draws come from the
 tree's generator in the caller, in the same order as the NumPy twin
-(:func:`engine.tree._random_splitter.find_random_splits`) draws them, so both grow the same
+(:func:`engine.tree.split.random_vectorised.find_random_splits`) draws them, so both grow the same
 trees.
 """
 
@@ -18,14 +18,14 @@ import numpy as np
 from numpy.typing import NDArray
 
 from engine._kernels import kernel
-from engine.tree._random_cut_kernels import (
+from engine.tree.split.random_cut_kernels import (
     _code_range,
     _cut_bin,
     _cut_gain,
     _side_sums,
     _two_channel_sums,
 )
-from engine.tree._scan_kernels import node_score
+from engine.tree.split.scan_kernels import node_score
 
 __all__ = ["search_random_level", "search_random_rows"]
 
@@ -63,7 +63,7 @@ def search_random_rows(
 
     ``uniforms[j · S + s]`` is the draw of node ``s``'s ``j``-th candidate (the twin's
     feature-major segment order); ``settings`` as for
-    :func:`engine.tree._search_kernels.search_rows`. With ``classes`` non-empty, ``channels``
+    :func:`engine.tree.split.search_kernels.search_rows`. With ``classes`` non-empty, ``channels``
     is one column of row weights added to the row's class. The rows' channels are gathered
     into the order of ``rows`` once, then searched by :func:`search_random_level`.
     """
@@ -153,7 +153,7 @@ def search_random_level(
         channels front to back instead of gathering them from scattered rows.
     level_classes : ndarray of int64, shape (n,) or (0,)
         Class of ``rows[i]`` (classification), read when there are more than
-        :data:`engine.tree._random_cut_kernels.ONE_HOT_CLASSES` classes.
+        :data:`engine.tree.split.random_cut_kernels.ONE_HOT_CLASSES` classes.
     uniforms : ndarray of float64, shape (K · n_per_node,)
         ``uniforms[j · K + k]`` places the threshold of node ``k``'s ``j``-th candidate
         between the node's smallest and largest value (Geurts et al. 2006).

@@ -5,8 +5,8 @@ Geurts, Ernst and Wehenkel (2006) cut each candidate feature of a node at one un
 threshold, so a split needs no histogram, only each candidate's range in the node and the
 channel sums left of the cut. scikit-learn's splitter (Louppe 2014, §5.3) keeps a node's
 samples contiguous and partitions them in place; here a level's rows stay grouped by node
-(as in :mod:`engine.tree._grower`) and carry their channels along when they move
-(:func:`engine.tree._partition_kernels.partition_ranges`), so that:
+(as in :mod:`engine.tree.grow.grower`) and carry their channels along when they move
+(:func:`engine.tree.grow.partition_kernels.partition_ranges`), so that:
 
 * a node's channels are read front to back by the search, not gathered from scattered rows
   (the one scattered read left is each candidate's codes);
@@ -19,25 +19,19 @@ tree from the same seed, and so do the kernels and their NumPy twins.
 
 from __future__ import annotations
 
-from typing import Any
-
 import numpy as np
 from numpy.typing import NDArray
 
-from engine._kernels import compiled_kernels
-from engine.tree._compiled_splitter import _empty_splits, _outputs, _settings
-from engine.tree._growth import Growth, split_maps
-from engine.tree._level_kernels import node_totals
-from engine.tree._partition_kernels import partition_ranges
-from engine.tree._random_cut_kernels import ONE_HOT_CLASSES
-from engine.tree._random_kernels import search_random_level
-from engine.tree._random_splitter import random_splits_with
-from engine.tree._split_context import SplitContext, Splits
+from engine.tree.grow.growth import Growth, split_maps
+from engine.tree.grow.level_kernels import node_totals
+from engine.tree.grow.partition_kernels import partition_ranges
+from engine.tree.split import random_level_splits
+from engine.tree.split.context import Splits
+from engine.tree.split.random_cut_kernels import ONE_HOT_CLASSES
 
-__all__ = ["grow_random_level_wise", "grows_random_levels", "random_level_splits"]
+__all__ = ["grow_random_level_wise", "grows_random_levels"]
 
 _NO_CLASSES = np.zeros(0, dtype=np.int64)
-_NO_SIDES = np.zeros(0, dtype=np.bool_)
 _NO_SLOTS = np.zeros(0, dtype=np.intp)
 
 
@@ -54,7 +48,7 @@ def grows_random_levels(growth: Growth) -> bool:
 
 
 def grow_random_level_wise(growth: Growth, leaves: NDArray[np.intp] | None = None) -> None:
-    """Grow ``growth``'s tree level by level (see :func:`engine.tree._grower.grow_tree`)."""
+    """Grow ``growth``'s tree level by level (see :func:`engine.tree.grow.grower.grow_tree`)."""
     ctx = growth.ctx
     n_rows = ctx.binned.shape[0]
     rows = np.arange(n_rows, dtype=np.intp)
@@ -97,7 +91,7 @@ def grow_random_level_wise(growth: Growth, leaves: NDArray[np.intp] | None = Non
         chosen = growth.accepted(splits)
         if not chosen.any():
             break
-        growth.apply_splits(node_ids[slots], splits, chosen)
+        growth.records.apply_splits(node_ids[slots], splits, chosen)
         # Rows of chosen nodes move to their children, grouped by child in parent order.
         _, rank_of_slot, n_chosen = split_maps(n_slots, slots, chosen)
         rows, level_channels, level_classes, totals, counts = partition_ranges(
@@ -138,71 +132,4 @@ def _search_level(
             row_right,
         )
 
-    return growth.draw_rounds(slots.size, depth, search_round)
-
-
-def random_level_splits(
-    ctx: SplitContext,
-    columns: NDArray[np.unsignedinteger[Any]],
-    rows: NDArray[np.intp],
-    node_start: NDArray[np.intp],
-    nodes: NDArray[np.intp],
-    features: NDArray[np.int64],
-    level_channels: NDArray[np.float64],
-    level_classes: NDArray[np.int64],
-    parent_channels: NDArray[np.float64],
-    parent_counts: NDArray[np.int64],
-    rng: np.random.Generator,
-    row_right: NDArray[np.bool_] | None = None,
-) -> Splits:
-    """Best random cut of the level's slots ``nodes``, on the kernels the engine runs.
-
-    The level keeps ``rows`` grouped by slot (slot ``s`` at ``node_start[s]:node_start[s +
-    1]``) with their channels beside them in ``level_channels`` (and classes in
-    ``level_classes``; see :func:`engine.tree._random_kernels.search_random_level`).
-    ``columns`` are ``ctx.binned`` feature-major. One uniform is drawn per (node,
-    candidate), in the order :func:`find_random_splits` draws them, so the kernel and its
-    twin grow the same trees. ``row_right`` (level-wide, optional) takes, for the rows of
-    each node a split was found for, whether it sends them right.
-    """
-    uniforms = rng.random(features.size)
-    if not compiled_kernels():
-        sizes = node_start[nodes + 1] - node_start[nodes]
-        positions = np.repeat(node_start[nodes] - np.cumsum(sizes) + sizes, sizes)
-        positions += np.arange(positions.size)
-        slot_of_row = np.repeat(np.arange(nodes.size), sizes)
-        splits = random_splits_with(
-            ctx, rows[positions], slot_of_row, features, parent_channels, parent_counts, uniforms
-        )
-        if row_right is not None:
-            found = splits.found[slot_of_row]
-            k, at = slot_of_row[found], positions[found]
-            codes = ctx.binned[rows[at], splits.feature[k]]
-            row_right[at] = ~splits.left_codes[k, codes]
-        return splits
-    n_bins = (
-        ctx.n_bins
-        if ctx.n_bins is not None
-        else np.count_nonzero(~np.isnan(ctx.bin_values), axis=1).astype(np.int32)
-    )
-    splits = _empty_splits(nodes.size, ctx.n_codes)
-    outputs: list[NDArray[Any]] = [*_outputs(splits), _NO_SIDES if row_right is None else row_right]
-    search_random_level(
-        columns,
-        np.ascontiguousarray(ctx.binned),
-        rows,
-        node_start,
-        nodes.astype(np.intp, copy=False),
-        np.ascontiguousarray(features, dtype=np.int64),
-        level_channels,
-        level_classes,
-        np.ascontiguousarray(parent_channels, dtype=np.float64),
-        parent_counts.astype(np.float64),
-        _settings(ctx),
-        ctx.bin_values,
-        n_bins.astype(np.int32, copy=False),
-        uniforms,
-        ctx.missing_code,
-        *outputs,
-    )
-    return splits
+    return growth.features.draw_rounds(slots.size, depth, search_round)

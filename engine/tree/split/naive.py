@@ -1,4 +1,4 @@
-"""Plain-loop reference of the split search in :mod:`engine.tree._splitter`.
+"""Plain-loop reference of the split search in :mod:`engine.tree.split.vectorised`.
 
 :func:`find_splits_naive` tries every candidate one at a time; the tests hold the vectorised
 search and the compiled kernels equal to it.
@@ -12,10 +12,10 @@ import numpy as np
 from numpy.typing import NDArray
 
 from engine.tree._criteria import Newton, score
-from engine.tree._split_gains import weight_of
+from engine.tree.split.gains import weight_of
 
 if TYPE_CHECKING:
-    from engine.tree._split_context import SplitContext
+    from engine.tree.split.context import SplitContext
 
 __all__ = ["find_splits_naive"]
 

@@ -1,10 +1,10 @@
 """Growing one tree on binned data.
 
 Without ``max_leaf_nodes`` the tree grows level by level: every open node of a depth is
-searched in one vectorised batch (:func:`engine.tree._splitter.find_splits`), so the Python
+searched in one vectorised batch (:func:`engine.tree.split.vectorised.find_splits`), so the Python
 overhead is per level, not per node. With ``max_leaf_nodes`` it grows best-first: the open
 leaf whose split decreases impurity most is split next, until the leaf budget is spent. The
-tree's state and the work of each step live in :mod:`engine.tree._growth`.
+tree's state and the work of each step live in :mod:`engine.tree.grow.growth`.
 """
 
 from __future__ import annotations
@@ -16,8 +16,10 @@ import numpy as np
 from numpy.typing import NDArray
 
 from engine.tree._common import HISTOGRAM_CODES
-from engine.tree._compiled_splitter import best_splits_in_histograms
-from engine.tree._growth import (
+from engine.tree._histograms import sibling_histograms, smaller_children
+from engine.tree._monotone import UNBOUNDED
+from engine.tree._tree import Tree
+from engine.tree.grow.growth import (
     HISTOGRAM_CELLS_PER_ROW,
     HISTOGRAM_MAX_CELLS,
     HISTOGRAM_MAX_SPLITS,
@@ -26,12 +28,10 @@ from engine.tree._growth import (
     select_slots,
     split_maps,
 )
-from engine.tree._histograms import sibling_histograms, smaller_children
-from engine.tree._monotone import UNBOUNDED
-from engine.tree._partition_kernels import partition_rows
-from engine.tree._random_grower import grow_random_level_wise, grows_random_levels
-from engine.tree._split_context import SplitContext, Splits
-from engine.tree._tree import Tree
+from engine.tree.grow.partition_kernels import partition_rows
+from engine.tree.grow.random_levels import grow_random_level_wise, grows_random_levels
+from engine.tree.split import best_splits_in_histograms
+from engine.tree.split.context import SplitContext, Splits
 
 __all__ = ["grow_tree"]
 
@@ -72,7 +72,7 @@ def grow_tree(
         _grow_level_wise(growth, leaves)
     else:
         _grow_best_first(growth, limits.max_leaf_nodes)
-    return growth.finish()
+    return growth.records.finish()
 
 
 def _grow_level_wise(growth: Growth, leaves: NDArray[np.intp] | None = None) -> None:
@@ -104,20 +104,19 @@ def _grow_level_wise(growth: Growth, leaves: NDArray[np.intp] | None = None) -> 
                 batch_rows, batch_slots, totals[slots], counts[slots], depth, slot_bounds
             )
         else:
-            pool = growth.level_pool(depth)
+            pool = growth.features.level_pool(depth)
             columns = (
                 np.arange(pool.size)
-                if pool.size == growth.candidates.size
-                else np.flatnonzero(np.isin(growth.candidates, pool))
+                if pool.size == growth.features.candidates.size
+                else np.flatnonzero(np.isin(growth.features.candidates, pool))
             )
-            features = np.broadcast_to(growth.candidates[columns], (slots.size, pool.size))
+            features = np.broadcast_to(growth.features.candidates[columns], (slots.size, pool.size))
             splits = best_splits_in_histograms(
                 growth.ctx,
                 histograms,
                 np.ascontiguousarray(features),
                 totals[slots],
                 counts[slots],
-                growth.rng,
                 slot_bounds,
                 nodes=slots,
                 columns=columns,
@@ -125,7 +124,7 @@ def _grow_level_wise(growth: Growth, leaves: NDArray[np.intp] | None = None) -> 
         chosen = growth.accepted(splits)
         if not chosen.any():
             break
-        growth.apply_splits(node_ids[slots], splits, chosen)
+        growth.records.apply_splits(node_ids[slots], splits, chosen)
         if slot_bounds is not None:
             bounds, parent_feature = slot_bounds[chosen], splits.feature[chosen]
         # Rows of chosen nodes move to their children, grouped by child in parent order.
@@ -166,7 +165,7 @@ def _child_histograms(
     deep levels have many small nodes whose 256-bin histograms are mostly empty.
     """
     n_pairs = parents.size
-    n_cells = 2 * n_pairs * growth.candidates.size * HISTOGRAM_CODES
+    n_cells = 2 * n_pairs * growth.features.candidates.size * HISTOGRAM_CODES
     if (
         n_cells > HISTOGRAM_CELLS_PER_ROW * rows.size
         or n_cells > HISTOGRAM_MAX_CELLS
@@ -187,7 +186,6 @@ def _grow_best_first(growth: Growth, max_leaf_nodes: int) -> None:
     root_bounds = UNBOUNDED[None, :] if growth.monotone is not None else None
     values, impurities = growth.bounded(totals, values, impurities, root_bounds)
     root = growth.record(totals, counts, values, impurities, 0)
-    growth.root_weight = float(growth.table.columns["weighted_n_samples"][0][0])
     heap: list[tuple[float, int, int, NDArray[np.intp], Splits, int, Any]] = []
     tie = 0
 
@@ -230,8 +228,8 @@ def _grow_best_first(growth: Growth, max_leaf_nodes: int) -> None:
     n_leaves = 1
     while heap and n_leaves < max_leaf_nodes:
         _, _, node_id, rows, split, depth, node_bounds = heapq.heappop(heap)
-        growth.apply_splits(np.array([node_id]), split, np.array([True]))
-        right = growth.goes_right(rows, np.zeros(rows.size, dtype=np.intp), split)
+        growth.records.apply_splits(np.array([node_id]), split, np.array([True]))
+        right = growth.records.goes_right(rows, np.zeros(rows.size, dtype=np.intp), split)
         children = [rows[~right], rows[right]]
         slot_of_row = right.astype(np.intp)
         ordered = np.concatenate(children)

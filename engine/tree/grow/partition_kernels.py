@@ -1,9 +1,9 @@
 """Moving the rows of a level's split nodes to their children, compiled, with NumPy twins.
 
 The rows of a level are kept grouped by node (children in order, each child's rows in their
-old order), so the next level of the grower (:mod:`engine.tree._grower`) reads each node's
+old order), so the next level of the grower (:mod:`engine.tree.grow.grower`) reads each node's
 rows front to back. Each kernel keeps the rows' order as its twin's stable sort does, and sums
-the children's totals as :func:`engine.tree._level_kernels.node_totals` adds them, so the two
+the children's totals as :func:`engine.tree.grow.level_kernels.node_totals` adds them, so the two
 agree to the last bit; the twins are what ``COPPICE_ENGINE_KERNELS=numpy`` runs.
 """
 
@@ -15,7 +15,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from engine._kernels import kernel, select
-from engine.tree._level_kernels import _totals_numpy
+from engine.tree.grow.level_kernels import _totals_numpy
 
 __all__ = ["partition_ranges", "partition_rows"]
 
@@ -137,7 +137,7 @@ def partition_rows(
     -------
     rows, slot_of_row : the children's rows, grouped by child ``0..2·n_splits − 1``.
     totals, counts : (2·n_splits, C) and (2·n_splits,): what
-        :func:`engine.tree._level_kernels.node_totals` gives for those rows, to the last bit
+        :func:`engine.tree.grow.level_kernels.node_totals` gives for those rows, to the last bit
         (the same adds in the same order), without a second pass over them.
     """
     if channels is None:

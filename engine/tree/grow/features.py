@@ -1,36 +1,53 @@
 """Which candidate features each node of a growing tree searches.
 
-:class:`FeatureDraws` is the part of :class:`engine.tree._growth.Growth` that samples features:
-the pool of a depth level (XGBoost's ``colsample_bylevel``), then per node ``max_features`` of
-it at a time, drawing again from the rest while a node finds no valid split.
+:class:`FeatureSampler`, held by :class:`engine.tree.grow.growth.Growth`, samples features: the
+pool of a depth level (XGBoost's ``colsample_bylevel``), then per node ``max_features`` of it at
+a time, drawing again from the rest while a node finds no valid split.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING
 
 import numpy as np
 from numpy.typing import NDArray
 
-from engine.tree._level_kernels import shuffle_rows
-from engine.tree._split_context import SplitContext, Splits
+from engine.tree.grow.level_kernels import shuffle_rows
+from engine.tree.grow.limits import GrowthLimits
+from engine.tree.split.context import Splits
 
-if TYPE_CHECKING:
-    from engine.tree._growth import GrowthLimits
-
-__all__ = ["FeatureDraws"]
+__all__ = ["FeatureSampler"]
 
 
-class FeatureDraws:
-    """The feature draws of a growing tree (its state is set by ``Growth.__init__``)."""
+class FeatureSampler:
+    """The feature draws of one growing tree, from its random stream."""
 
-    ctx: SplitContext
-    limits: GrowthLimits
-    rng: np.random.Generator
-    candidates: NDArray[np.int64]
-    level_size: int
-    level_pools: dict[int, NDArray[np.int64]]
+    def __init__(
+        self,
+        limits: GrowthLimits,
+        rng: np.random.Generator,
+        feature_subset: NDArray[np.int64] | None,
+        n_features: int,
+        random_cuts: bool,
+    ) -> None:
+        self.limits = limits
+        self.rng = rng
+        self.random_cuts = random_cuts
+        candidates = np.arange(n_features) if feature_subset is None else np.asarray(feature_subset)
+        self.level_size = min(limits.level_features or candidates.size, candidates.size)
+        per_round = limits.max_features or candidates.size
+        # When every node searches every feature, ties between features go to the first
+        # one searched: a random order per tree keeps such ties from always favouring the
+        # same feature (scikit-learn shuffles the features at every node for the same reason).
+        self.candidates = (
+            rng.permutation(candidates) if per_round >= self.level_size else candidates
+        )
+        self.level_pools: dict[int, NDArray[np.int64]] = {}
+
+    def searches_every_feature(self) -> bool:
+        """Whether every node of a level searches all the level's features (no per-split
+        sampling), as per-node histograms kept for subtraction need."""
+        return (self.limits.max_features or self.candidates.size) >= self.level_size
 
     def level_pool(self, depth: int) -> NDArray[np.int64]:
         """The candidate features of a depth level, drawn once per level (in tree order)."""
@@ -61,7 +78,7 @@ class FeatureDraws:
         if per_round >= n_candidates:
             features = np.broadcast_to(pool, (n_slots, n_candidates))
             return search_round(np.arange(n_slots), np.ascontiguousarray(features))
-        random_cuts = self.ctx.random_splits
+        random_cuts = self.random_cuts
         if random_cuts:
             # Random cuts draw a round's candidates when they need them, one uniform each.
             order = np.tile(np.arange(n_candidates, dtype=np.intp), (n_slots, 1))

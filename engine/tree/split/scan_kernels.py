@@ -6,7 +6,7 @@ categories by the positive-class share, or the mean target, finds the best binar
 without enumerating them) — while a running left-hand sum is kept. Every prefix is a candidate,
 with the rows of the missing bin sent right and, if there are any, left as well (XGBoost's
 learned default direction, Chen & Guestrin 2016, Alg. 3). The rules match
-:func:`engine.tree._splitter.splits_from_groups`, its NumPy twin: the same candidates, the same
+:func:`engine.tree.split.vectorised.splits_from_groups`, its NumPy twin: the same candidates, the same
 validity checks, ties to the first candidate in scan order.
 """
 

@@ -1,9 +1,8 @@
-"""The split searches of :mod:`engine.tree._splitter`, run by the compiled kernels.
+"""The split searches run by the compiled kernels: adapters from a :class:`SplitContext` to
+the plain arrays the kernels take, and from the kernels' outputs to :class:`Splits`.
 
-Same contracts as :func:`~engine.tree._splitter.find_splits` and
-:func:`~engine.tree._splitter.find_splits_in_histograms`: these functions only turn a
-:class:`SplitContext` into the plain arrays the kernels take, and the kernels' outputs into
-:class:`Splits`.
+Same contracts as their NumPy twins (:mod:`engine.tree.split.vectorised`,
+:mod:`engine.tree.split.random_vectorised`); :mod:`engine.tree.split` selects one of each pair.
 """
 
 from __future__ import annotations
@@ -13,25 +12,23 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from engine._kernels import compiled_kernels
 from engine.tree._criterion_kernels import criterion_code
 from engine.tree._memo import feature_major
-from engine.tree._random_kernels import search_random_rows
-from engine.tree._search_kernels import search_histograms, search_rows
-from engine.tree._split_context import SplitContext, Splits
-from engine.tree._splitter import find_splits, find_splits_in_histograms
+from engine.tree.split.context import SplitContext, Splits
+from engine.tree.split.random_kernels import search_random_level, search_random_rows
+from engine.tree.split.search_kernels import search_histograms, search_rows
 
 __all__ = [
-    "best_splits",
-    "best_splits_in_histograms",
     "compiled_find_random_splits",
     "compiled_find_splits",
     "compiled_find_splits_in_histograms",
+    "compiled_random_level_splits",
 ]
 
 _NO_CLASSES = np.zeros(0, dtype=np.int64)
 _NO_WEIGHTS = np.zeros(0)
 _NO_MONOTONE = np.zeros(0, dtype=np.int8)
+_NO_SIDES = np.zeros(0, dtype=np.bool_)
 
 
 def _settings(ctx: SplitContext) -> NDArray[np.float64]:
@@ -101,7 +98,7 @@ def compiled_find_splits(
     splits = _empty_splits(n_slots, ctx.n_codes)
     search_rows(
         # Feature-major: reading row-major, several features a row from one cache line,
-        # measured no faster for forests and 30% slower for extra trees (c71489f).
+        # measured no faster for forests and 30% slower for extra trees.
         feature_major(ctx.binned),
         rows,
         node_start,
@@ -138,15 +135,11 @@ def compiled_find_random_splits(
     rows, node_start = _grouped_rows(rows, slot_of_row, n_slots)
     uniforms = rng.random(n_slots * n_per_node)
     by_class = ctx.classes is not None and ctx.weights is not None
-    n_bins = (
-        ctx.n_bins
-        if ctx.n_bins is not None
-        else np.count_nonzero(~np.isnan(ctx.bin_values), axis=1).astype(np.int32)
-    )
+    n_bins = _n_bins(ctx)
     splits = _empty_splits(n_slots, ctx.n_codes)
     search_random_rows(
         # Feature-major: reading row-major, several features a row from one cache line,
-        # measured no faster for forests and 30% slower for extra trees (c71489f).
+        # measured no faster for forests and 30% slower for extra trees.
         feature_major(ctx.binned),
         rows,
         node_start,
@@ -200,61 +193,47 @@ def compiled_find_splits_in_histograms(
     return splits
 
 
-def best_splits(
+def compiled_random_level_splits(
     ctx: SplitContext,
+    columns: NDArray[Any],
     rows: NDArray[np.intp],
-    slot_of_row: NDArray[np.intp],
+    node_start: NDArray[np.intp],
+    nodes: NDArray[np.intp],
     features: NDArray[np.int64],
+    level_channels: NDArray[np.float64],
+    level_classes: NDArray[np.int64],
     parent_channels: NDArray[np.float64],
     parent_counts: NDArray[np.int64],
-    rng: np.random.Generator | None = None,
-    bounds: NDArray[np.float64] | None = None,
+    uniforms: NDArray[np.float64],
+    row_right: NDArray[np.bool_] | None = None,
 ) -> Splits:
-    """:func:`~engine.tree._splitter.find_splits` on the kernels the engine runs."""
-    if compiled_kernels() and not ctx.random_splits:
-        return compiled_find_splits(
-            ctx, rows, slot_of_row, features, parent_channels, parent_counts, bounds
-        )
-    if compiled_kernels() and rng is not None and not ctx.is_categorical.any():
-        return compiled_find_random_splits(
-            ctx, rows, slot_of_row, features, parent_channels, parent_counts, rng
-        )
-    return find_splits(
-        ctx, rows, slot_of_row, features, parent_channels, parent_counts, rng, bounds
+    """Best random cut of a level's slots ``nodes``, their rows carried with their channels
+    (see :func:`engine.tree.split.random_level_splits`)."""
+    splits = _empty_splits(nodes.size, ctx.n_codes)
+    outputs: list[NDArray[Any]] = [*_outputs(splits), _NO_SIDES if row_right is None else row_right]
+    search_random_level(
+        columns,
+        np.ascontiguousarray(ctx.binned),
+        rows,
+        node_start,
+        nodes.astype(np.intp, copy=False),
+        np.ascontiguousarray(features, dtype=np.int64),
+        level_channels,
+        level_classes,
+        np.ascontiguousarray(parent_channels, dtype=np.float64),
+        parent_counts.astype(np.float64),
+        _settings(ctx),
+        ctx.bin_values,
+        _n_bins(ctx).astype(np.int32, copy=False),
+        uniforms,
+        ctx.missing_code,
+        *outputs,
     )
+    return splits
 
 
-def best_splits_in_histograms(
-    ctx: SplitContext,
-    histograms: NDArray[np.float64],
-    features: NDArray[np.int64],
-    parent_channels: NDArray[np.float64],
-    parent_counts: NDArray[np.int64],
-    rng: np.random.Generator | None = None,
-    bounds: NDArray[np.float64] | None = None,
-    nodes: NDArray[np.intp] | None = None,
-    columns: NDArray[np.intp] | None = None,
-) -> Splits:
-    """:func:`~engine.tree._splitter.find_splits_in_histograms` on the engine's kernels.
-
-    ``histograms`` (H, F', 256, 1 + C) hold each bin's row count, then its channel sums;
-    node ``s`` reads ``histograms[nodes[s]]`` and the candidate columns ``columns``.
-    """
-    if compiled_kernels() and not ctx.random_splits:
-        return compiled_find_splits_in_histograms(
-            ctx, histograms, features, parent_channels, parent_counts, bounds, nodes, columns
-        )
-    if nodes is not None:
-        histograms = histograms[nodes]
-    if columns is not None:
-        histograms = histograms[:, columns]
-    return find_splits_in_histograms(
-        ctx,
-        histograms[..., 0].astype(np.int64),
-        histograms[..., 1:],
-        features,
-        parent_channels,
-        parent_counts,
-        rng,
-        bounds,
-    )
+def _n_bins(ctx: SplitContext) -> NDArray[np.int32]:
+    """Non-missing bins per feature (counted from the bin values when not given)."""
+    if ctx.n_bins is not None:
+        return ctx.n_bins
+    return np.count_nonzero(~np.isnan(ctx.bin_values), axis=1).astype(np.int32)
