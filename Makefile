@@ -16,7 +16,7 @@ PYTEST_WORKERS ?= auto
 # Examples per operation and per fuzz test in `make fuzz`; `make test` runs a few dozen.
 FUZZ_EXAMPLES ?= 500
 
-.PHONY: serve test kernels compose-checker browser image image-test lint format fuzz faults bench bench-service bench-client bench-dask soak clean
+.PHONY: serve test long kernels compose-checker browser image image-test lint format fuzz faults bench bench-service bench-client bench-dask soak clean
 
 # The stamp is rebuilt whenever pyproject.toml changes, so new dependencies
 # arrive with the next `make` instead of a hand-run pip command.
@@ -72,7 +72,13 @@ test: $(VENV)/.installed compose-checker browser kernels
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 	$(BIN)/mypy
-	$(BIN)/pytest -n $(PYTEST_WORKERS) --dist loadgroup $(PYTEST_ARGS)
+	$(BIN)/pytest -n $(PYTEST_WORKERS) --dist loadgroup -m "not long" $(PYTEST_ARGS)
+
+# The tests marked `long`: longer loops (more jobs, rounds, rows, examples) of behaviours that
+# `make test` checks in brief, kept out of it so that it stays under 15 minutes on a loaded
+# 2-core machine (README, "Development").
+long: $(VENV)/.installed compose-checker browser kernels
+	$(BIN)/pytest -n $(PYTEST_WORKERS) --dist loadgroup -m long $(PYTEST_ARGS)
 
 # The container image (Dockerfile), built with docker or podman, whichever runs here (as root,
 # apt-get installs podman where neither does). With no python:3.11-slim in the engine's store
