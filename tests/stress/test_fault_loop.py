@@ -23,6 +23,8 @@ def test_every_fault_is_struck_here() -> None:
     assert sorted(f for faults in FAULTS_BY_DATABASE.values() for f in faults) == sorted(FAULTS)
 
 
+# Two rounds of up to ROUND_TIMEOUT each, and the processes' starts: past the suite's 300 s.
+@pytest.mark.timeout(900)
 @pytest.mark.parametrize(
     "database", ["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)]
 )
