@@ -78,7 +78,7 @@ def test_upload_train_watch_and_use_a_model(tab: Watched, data_file: Path) -> No
     page.fill("#param-n_estimators", "8")
     page.click("#train-submit")
     # The page's CSP forbids eval, so Playwright's string predicates cannot run: selectors.
-    page.wait_for_selector("[role=progressbar][aria-valuenow='100']", timeout=60_000)
+    page.wait_for_selector("[role=progressbar][aria-valuenow='100']", timeout=180_000)
     assert page.inner_text("#job-status") == "succeeded"
     assert page.inner_text("#job-percent") == "100%"
 

@@ -74,7 +74,7 @@ def models(base_url: str) -> dict[str, dict[str, Any]]:
                 ("folds", "label", {"folds": 3}),
             ]
         }
-        ended = wait_for_jobs(client, jobs.values(), timeout=120)
+        ended = wait_for_jobs(client, jobs.values(), timeout=240)  # 120 s missed at load 15
         out = {}
         for name, job_id in jobs.items():
             assert ended[job_id]["status"] == "succeeded", ended[job_id]
