@@ -1,7 +1,7 @@
-"""The server's commands: ``coppice serve``, ``worker`` and ``migrate``.
+"""The server's commands: ``coppice serve``, ``worker``, ``migrate`` and ``store gc``.
 
-The ``coppice`` console script is :mod:`coppice.cli`, which hands these three here (and
-imports this module only then); ``python -m service`` runs them directly.
+The ``coppice`` console script is :mod:`coppice.cli`, which hands these here (and imports
+this module only then); ``python -m service`` runs them directly.
 """
 
 from __future__ import annotations
@@ -12,11 +12,16 @@ import gc
 import logging
 import sys
 from collections.abc import Callable, Sequence
+from datetime import timedelta
 
 from pydantic import ValidationError
 
 from service.config import Settings
 from service.logs import configure_logging
+
+# `coppice store gc`'s default --older-than (service.store.gc.DEFAULT_GRACE, kept here so
+# `coppice --help` needs no database stack; a test checks the two agree).
+DEFAULT_GRACE = timedelta(days=1)
 
 # uvicorn's exit status when the server could not start.
 STARTUP_FAILURE = 3
@@ -38,11 +43,29 @@ def _wait_for_database(settings: Settings) -> bool:
     return True
 
 
+def _wait_for_store(settings: Settings) -> bool:
+    """As ``_wait_for_database``, for the data store (a bucket that starts after the server)."""
+    from service.store import store_from_settings
+    from service.store.wait import wait_for_store
+
+    try:
+        wait_for_store(store_from_settings(settings))
+    except KeyboardInterrupt:
+        return False
+    return True
+
+
+def _wait_for_backends(settings: Settings) -> bool:
+    return _wait_for_database(settings) and _wait_for_store(settings)
+
+
 def _migrate(settings: Settings) -> None:
     # Imported here so `coppice --help` stays fast and free of the database stack.
     from service.db.migrate import upgrade_to_head
+    from service.store import store_from_settings
 
-    upgrade_to_head(settings.resolved_database_url)
+    # The store too: a revision may move bytes out of the database into it (0007: artifacts).
+    upgrade_to_head(settings.resolved_database_url, store_from_settings(settings))
 
 
 def _cmd_migrate(args: argparse.Namespace, settings: Settings) -> int:
@@ -60,8 +83,9 @@ def _cmd_serve(args: argparse.Namespace, settings: Settings) -> int:
     }
     # model_validate, unlike model_copy, range-checks the command-line values too.
     settings = Settings.model_validate(settings.model_dump() | overrides)
-    # A database that starts after the server (compose, a cluster) is waited for, not fatal.
-    if not _wait_for_database(settings):
+    # A database or store that starts after the server (compose, a cluster) is waited for,
+    # not fatal.
+    if not _wait_for_backends(settings):
         return INTERRUPTED
     # Migrating first means a fresh data dir or an upgraded release serves at once.
     _migrate(settings)
@@ -99,9 +123,47 @@ def _freeze_start_up_objects() -> None:
 def _cmd_worker(args: argparse.Namespace, settings: Settings) -> int:
     from service.worker.claim_loop import run_worker
 
-    if not _wait_for_database(settings):
+    if not _wait_for_backends(settings):
         return INTERRUPTED
     return run_worker(settings)
+
+
+def _duration(text: str) -> timedelta:
+    """``90s``, ``15m``, ``12h``, ``7d`` or plain seconds (``0``) as a ``timedelta``."""
+    units = {"s": 1, "m": 60, "h": 3600, "d": 86400}
+    number, unit = (text[:-1], text[-1]) if text and text[-1] in units else (text, "s")
+    try:
+        seconds = float(number) * units[unit]
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"{text!r} is not a duration: say 90s, 15m, 12h, 7d or a number of seconds"
+        ) from None
+    if seconds < 0:
+        raise argparse.ArgumentTypeError("a duration cannot be negative")
+    return timedelta(seconds=seconds)
+
+
+def _cmd_store_gc(args: argparse.Namespace, settings: Settings) -> int:
+    from service.db.session import create_db_engine, reading
+    from service.store import store_from_settings
+    from service.store.gc import sweep
+
+    store = store_from_settings(settings)
+    engine = create_db_engine(settings.resolved_database_url)
+    try:
+        with reading(engine) as session:
+            report = sweep(store, session, grace=args.older_than, dry_run=args.dry_run)
+    finally:
+        engine.dispose()
+    verb = "would delete" if report.dry_run else "deleted"
+    for path in report.swept:
+        print(f"{verb} {path}")
+    print(
+        f"{verb} {len(report.swept)} object(s), {report.swept_bytes} bytes; kept "
+        f"{report.named} named and {report.recent} unnamed but younger than "
+        f"{args.older_than} ({store.url})"
+    )
+    return 0
 
 
 Command = Callable[[argparse.Namespace, Settings], int]
@@ -125,6 +187,26 @@ def build_parser() -> argparse.ArgumentParser:
 
     migrate = commands.add_parser("migrate", help="upgrade the database to the newest schema")
     migrate.set_defaults(handler=_cmd_migrate)
+
+    store = commands.add_parser("store", help="look after the data store")
+    store_commands = store.add_subparsers(dest="store_command", required=True, metavar="COMMAND")
+    gc_parser = store_commands.add_parser(
+        "gc",
+        help="delete objects no database row names (left by a crash between writing an "
+        "object and committing its row)",
+    )
+    gc_parser.add_argument(
+        "--older-than",
+        type=_duration,
+        default=DEFAULT_GRACE,
+        metavar="AGE",
+        help="only objects at least this old (90s, 15m, 12h, 7d; default 1d): younger ones may "
+        "belong to an upload or a fit still running",
+    )
+    gc_parser.add_argument(
+        "--dry-run", action="store_true", help="list what would be deleted, delete nothing"
+    )
+    gc_parser.set_defaults(handler=_cmd_store_gc)
     return parser
 
 

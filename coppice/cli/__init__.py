@@ -1,4 +1,5 @@
-"""The ``coppice`` command: the client's verbs, and the server's ``serve | worker | migrate``.
+"""The ``coppice`` command: the client's verbs, and the server's ``serve | worker | migrate |
+store``.
 
 The server's commands are handed to :mod:`service.cli`, imported only then: the client verbs
 need httpx and NumPy alone, so they work where only ``coppice[client]`` is installed.
@@ -25,6 +26,7 @@ SERVER_COMMANDS = {
     "serve": "migrate the database, then serve the HTTP API (with a training worker)",
     "worker": "run training jobs from the queue",
     "migrate": "upgrade the database to the newest schema",
+    "store": "look after the data store (store gc: sweep objects no row names)",
 }
 
 

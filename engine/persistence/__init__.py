@@ -111,7 +111,7 @@ def save_model(model: Any) -> bytes:
 # --- loading -------------------------------------------------------------------------------------
 
 
-def load_model(data: bytes) -> Any:
+def load_model(data: bytes | bytearray) -> Any:
     """Rebuild the model :func:`save_model` wrote into ``data``.
 
     Arrays are copies, not views of ``data``: writable like freshly fitted ones, and the model

@@ -3,12 +3,16 @@
 from __future__ import annotations
 
 from importlib.resources import files
+from typing import TYPE_CHECKING
 
 from alembic import command
 from alembic.config import Config
 from sqlalchemy import text
 
 from service.db.session import create_db_engine
+
+if TYPE_CHECKING:
+    from service.store import DataStore
 
 # Any fixed 64-bit number: it only has to be the same for every replica of the service.
 _MIGRATION_LOCK_ID = 0x636F7070696365
@@ -37,9 +41,15 @@ def alembic_config(database_url: str) -> Config:
     return config
 
 
-def upgrade_to_head(database_url: str) -> None:
-    """Bring the database at ``database_url`` to the newest revision."""
+def upgrade_to_head(database_url: str, store: DataStore | None = None) -> None:
+    """Bring the database at ``database_url`` to the newest revision.
+
+    ``store`` is the data store revisions move bytes into (0007: model artifacts); None: the
+    ``COPPICE_*`` settings' store, opened only if a revision has bytes to move.
+    """
     config = alembic_config(database_url)
+    if store is not None:
+        config.attributes["store"] = store
     engine = create_db_engine(database_url)
     try:
         with engine.begin() as connection:

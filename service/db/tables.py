@@ -223,16 +223,16 @@ class ModelRecord(Base):
 
 
 class ModelArtifactRecord(Base):
-    """The serialised estimator (``engine.save_model`` bytes), apart so listings never load it."""
+    """Where the serialised estimator (``engine.save_model`` bytes) is: an object in the data
+    store (``service.models.artifacts``), with the size and SHA-256 it is checked against."""
 
     __tablename__ = "model_artifacts"
 
     model_id: Mapped[str] = mapped_column(
         ForeignKey("models.id", ondelete="CASCADE"), primary_key=True
     )
-    data: Mapped[bytes] = mapped_column(LargeBinary)
-    # The object in the data store that holds the artifact (service.store.gc reads this).
-    path: Mapped[str | None] = mapped_column(Text, info={"store_path": True})
+    # The object's path in the data store; service.store.gc keeps what such columns name.
+    path: Mapped[str] = mapped_column(Text, info={"store_path": True})
     size_bytes: Mapped[int] = mapped_column(BigInteger)
     sha256: Mapped[str] = mapped_column(String(64))
 

@@ -6,7 +6,7 @@ from enum import StrEnum
 
 from fastapi import APIRouter, Query, Response
 
-from service.deps import ModelCacheDep, ReferenceCacheDep, SessionDep
+from service.deps import ModelCacheDep, ReferenceCacheDep, SessionDep, StoreDep
 from service.errors import problem_responses
 from service.export.families import to_onnx
 from service.export.triton import repository_name, repository_zip
@@ -45,6 +45,7 @@ def export_model(
     model_id: ModelRef,
     session: SessionDep,
     cache: ModelCacheDep,
+    store: StoreDep,
     refs: ReferenceCacheDep,
     format: ExportFormat = Query(
         default=ExportFormat.ONNX,
@@ -57,7 +58,7 @@ def export_model(
     categorical features); outputs `label` and `probabilities` (classifiers) or `prediction`
     (regressors)."""
     resolved = resolve(session, refs, model_id).model_id
-    model = service.loaded_model(session, cache, resolved)
+    model = service.loaded_model(session, cache, store, resolved)
     exported = to_onnx(model)
     headers = {"X-Model-Id": resolved}
     if format == ExportFormat.TRITON:

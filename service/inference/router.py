@@ -14,7 +14,7 @@ from fastapi.responses import JSONResponse
 
 from service.bodies import read_limited
 from service.db.health import database_ready
-from service.deps import DbEngineDep, ModelCacheDep, ReferenceCacheDep, SettingsDep
+from service.deps import DbEngineDep, ModelCacheDep, ReferenceCacheDep, SettingsDep, StoreDep
 from service.inference import metadata, service, serving, wire
 from service.inference.schemas import (
     ErrorResponse,
@@ -80,12 +80,16 @@ async def server_metadata(request: Request) -> ServerMetadataResponse:
 
 @router.get("/models/{model_id}", responses=_MODEL_ERRORS, response_model_exclude_none=True)
 def model_metadata(
-    model_id: str, db_engine: DbEngineDep, cache: ModelCacheDep, refs: ReferenceCacheDep
+    model_id: str,
+    db_engine: DbEngineDep,
+    cache: ModelCacheDep,
+    store: StoreDep,
+    refs: ReferenceCacheDep,
 ) -> ModelMetadataResponse:
     """The model's input tensor (features, kinds, category codes) and output tensors.
 
     `model_id` may be a registered name (its `production` alias, else its latest version)."""
-    served = serving.served_model(db_engine, cache, refs, model_id)
+    served = serving.served_model(db_engine, cache, store, refs, model_id)
     document = serving.served_metadata(db_engine, served, metadata.model_metadata(served.model))
     return ModelMetadataResponse.model_validate(document)
 
@@ -100,10 +104,11 @@ def model_version_metadata(
     version: str,
     db_engine: DbEngineDep,
     cache: ModelCacheDep,
+    store: StoreDep,
     refs: ReferenceCacheDep,
 ) -> ModelMetadataResponse:
     """As `GET /v2/models/{model_id}`: a registered name's version N; a model id's one, `1`."""
-    served = serving.served_model(db_engine, cache, refs, model_id, version)
+    served = serving.served_model(db_engine, cache, store, refs, model_id, version)
     document = serving.served_metadata(db_engine, served, metadata.model_metadata(served.model))
     return ModelMetadataResponse.model_validate(document)
 
@@ -119,10 +124,14 @@ def model_version_metadata(
     },
 )
 def model_ready(
-    model_id: str, db_engine: DbEngineDep, cache: ModelCacheDep, refs: ReferenceCacheDep
+    model_id: str,
+    db_engine: DbEngineDep,
+    cache: ModelCacheDep,
+    store: StoreDep,
+    refs: ReferenceCacheDep,
 ) -> Response:
     """The model is loaded (into the cache, if it was not) and can serve inferences."""
-    return _readiness(db_engine, cache, refs, model_id, None)
+    return _readiness(db_engine, cache, store, refs, model_id, None)
 
 
 @router.get(
@@ -137,21 +146,23 @@ def model_version_ready(
     version: str,
     db_engine: DbEngineDep,
     cache: ModelCacheDep,
+    store: StoreDep,
     refs: ReferenceCacheDep,
 ) -> Response:
     """As `GET /v2/models/{model_id}/ready`, for one version (a model id's one version is `1`)."""
-    return _readiness(db_engine, cache, refs, model_id, version)
+    return _readiness(db_engine, cache, store, refs, model_id, version)
 
 
 def _readiness(
     db_engine: DbEngineDep,
     cache: ModelCacheDep,
+    store: StoreDep,
     refs: ReferenceCacheDep,
     model_id: str,
     version: str | None,
 ) -> Response:
     try:
-        serving.served_model(db_engine, cache, refs, model_id, version)
+        serving.served_model(db_engine, cache, store, refs, model_id, version)
     except serving.ModelNotReady as error:
         # Both shapes in one body: {"ready": false} for clients that read it, {"error"} for
         # clients (tritonclient) that turn any non-200 body into an exception message.
@@ -191,12 +202,13 @@ async def infer(
     db_engine: DbEngineDep,
     settings: SettingsDep,
     cache: ModelCacheDep,
+    store: StoreDep,
     refs: ReferenceCacheDep,
 ) -> Response:
     """Predict the rows of the input tensor(s): `predictions` and, for classifiers, `probabilities`.
 
     `model_id` may be a registered name: its `production` alias, else its latest version."""
-    return await _infer(request, db_engine, settings, cache, refs, model_id, None)
+    return await _infer(request, db_engine, settings, cache, store, refs, model_id, None)
 
 
 @router.post(
@@ -213,11 +225,12 @@ async def infer_version(
     db_engine: DbEngineDep,
     settings: SettingsDep,
     cache: ModelCacheDep,
+    store: StoreDep,
     refs: ReferenceCacheDep,
 ) -> Response:
     """As `POST /v2/models/{model_id}/infer`: a registered name's version N; a model id's one
     version is `1`."""
-    return await _infer(request, db_engine, settings, cache, refs, model_id, version)
+    return await _infer(request, db_engine, settings, cache, store, refs, model_id, version)
 
 
 async def _infer(
@@ -225,6 +238,7 @@ async def _infer(
     db_engine: DbEngineDep,
     settings: SettingsDep,
     cache: ModelCacheDep,
+    store: StoreDep,
     refs: ReferenceCacheDep,
     model_id: str,
     version: str | None,
@@ -236,7 +250,7 @@ async def _infer(
 
     # Decoding and predicting are CPU work: off the event loop, in a worker thread.
     def work() -> wire.InferenceResult:
-        served = serving.served_model(db_engine, cache, refs, model_id, version)
+        served = serving.served_model(db_engine, cache, store, refs, model_id, version)
         body = wire.split_request(
             wire.decompress(raw, encoding, limit, setting=REQUEST_LIMIT_SETTING), header_length
         )

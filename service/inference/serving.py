@@ -26,6 +26,7 @@ from service.models.cache import LoadedModel, ModelCache
 from service.registry import repository as registry
 from service.registry.cache import ReferenceCache, Resolved
 from service.registry.resolve import resolve
+from service.store import DataStore
 
 logger = logging.getLogger(__name__)
 
@@ -56,6 +57,7 @@ class Served:
 def served_model(
     db_engine: Engine,
     cache: ModelCache,
+    store: DataStore,
     refs: ReferenceCache,
     name: str,
     version: str | None = None,
@@ -78,19 +80,23 @@ def served_model(
         ) from None
     if resolved.name is None:
         return Served(
-            loaded_model(db_engine, cache, resolved.model_id, version), name, MODEL_VERSION
+            loaded_model(db_engine, cache, store, resolved.model_id, version), name, MODEL_VERSION
         )
-    model = loaded_model(db_engine, cache, resolved.model_id)
+    model = loaded_model(db_engine, cache, store, resolved.model_id)
     return Served(model, resolved.name, str(resolved.version), resolved.name)
 
 
 def loaded_model(
-    db_engine: Engine, cache: ModelCache, model_id: str, version: str | None = None
+    db_engine: Engine,
+    cache: ModelCache,
+    store: DataStore,
+    model_id: str,
+    version: str | None = None,
 ) -> LoadedModel:
     """The usable model: from the cache, or read (once) with a short read-only session."""
     try:
         with reading(db_engine) as session:  # connects on first use: a cache hit never does
-            model = models.loaded_model(session, cache, model_id)
+            model = models.loaded_model(session, cache, store, model_id)
     except models.ArtifactCorrupt as error:
         raise ModelNotReady(error.detail) from None
     except SQLAlchemyError:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Mapping, Sequence
 from datetime import datetime
 from typing import Any
@@ -13,6 +12,7 @@ from sqlalchemy.orm import Session
 
 from service.db.pages import newest_first, page_of
 from service.db.tables import ImportanceRecord, JobRecord, ModelArtifactRecord, ModelRecord
+from service.store import StoredObject
 
 
 def get(session: Session, model_id: str) -> ModelRecord | None:
@@ -28,8 +28,12 @@ def list_page(
     return page_of(session, ModelRecord, order_by=order, limit=limit, offset=offset, where=where)
 
 
-def artifact(session: Session, model_id: str) -> ModelArtifactRecord | None:
-    return session.get(ModelArtifactRecord, model_id)
+def artifact(session: Session, model_id: str) -> StoredObject | None:
+    """The stored object holding the model's artifact, as its row names it."""
+    record = session.get(ModelArtifactRecord, model_id)
+    if record is None:
+        return None
+    return StoredObject(record.path, record.size_bytes, record.sha256)
 
 
 def job(session: Session, job_id: str) -> JobRecord | None:
@@ -69,7 +73,7 @@ def add_trained_model(
     metrics: Mapping[str, Any],
     curves: Mapping[str, Any] | None,
     n_estimators: int | None,
-    artifact: bytes,
+    artifact: StoredObject,
     importances: Mapping[str, Sequence[Mapping[str, Any]]] | None = None,
     created_at: datetime,
 ) -> ModelRecord:
@@ -77,8 +81,8 @@ def add_trained_model(
 
     ``model_id`` is the caller's, so the job that made the model can name it in the same
     transaction; ``job_id`` is that job (one model per job). ``dataset_id`` is ``None`` when
-    the training data has been deleted since. The artifact's size and SHA-256 are taken from
-    ``artifact`` itself. ``importances`` maps a kind (``"impurity"``) to its per-feature
+    the training data has been deleted since. ``artifact`` is the object already written to the
+    data store (bytes first, row after), named here with its size and SHA-256. ``importances`` maps a kind (``"impurity"``) to its per-feature
     entries. Flushed, never committed: the caller's transaction makes it all or nothing.
     """
     model = ModelRecord(
@@ -97,7 +101,7 @@ def add_trained_model(
         metrics=dict(metrics),
         curves=None if curves is None else dict(curves),
         n_estimators=n_estimators,
-        size_bytes=len(artifact),
+        size_bytes=artifact.size,
         created_at=created_at,
     )
     session.add(model)
@@ -105,9 +109,9 @@ def add_trained_model(
     session.add(
         ModelArtifactRecord(
             model_id=model_id,
-            data=artifact,
-            size_bytes=len(artifact),
-            sha256=hashlib.sha256(artifact).hexdigest(),
+            path=artifact.path,
+            size_bytes=artifact.size,
+            sha256=artifact.sha256,
         )
     )
     for kind, entries in (importances or {}).items():
@@ -137,14 +141,20 @@ def add_importance(session: Session, record: ImportanceRecord) -> ImportanceReco
     return record
 
 
-def delete_model(session: Session, model_id: str) -> bool:
-    """Delete the model with its artifact and importances; True if it existed.
+def delete_model(session: Session, model_id: str) -> list[str] | None:
+    """Delete the model with its artifact row and importances; the store paths its rows named
+    (to delete once this commits), or None if there was no such model.
 
     The artifact, the importances and any out-of-fold predictions go with the model by the
     schema's ``ON DELETE CASCADE`` (on SQLite too: every connection switches foreign keys on,
     see :mod:`service.db.session`). ``jobs.model_id`` has no foreign key, so the job that
     produced the model is told explicitly that its model is gone.
     """
+    paths = list(
+        session.scalars(
+            select(ModelArtifactRecord.path).where(ModelArtifactRecord.model_id == model_id)
+        )
+    )
     session.execute(
         update(JobRecord)
         .where(JobRecord.model_id == model_id)
@@ -157,4 +167,4 @@ def delete_model(session: Session, model_id: str) -> bool:
         .execution_options(synchronize_session=False)
     )
     session.flush()
-    return bool(result.rowcount)  # type: ignore[attr-defined]
+    return paths if result.rowcount else None  # type: ignore[attr-defined]

@@ -8,7 +8,7 @@ from typing import Annotated, Any
 import numpy as np
 import orjson
 from anyio import to_thread
-from fastapi import APIRouter, Path, Query, Request, Response
+from fastapi import APIRouter, BackgroundTasks, Path, Query, Request, Response
 from fastapi.exceptions import RequestValidationError
 from pydantic import ValidationError
 
@@ -21,10 +21,12 @@ from service.deps import (
     ReferenceCacheDep,
     SessionDep,
     SettingsDep,
+    StoreDep,
 )
 from service.errors import PayloadTooLarge, problem_responses
 from service.methods.catalog import Task
 from service.models import service
+from service.models.artifacts import delete_objects
 from service.models.cache import LoadedModel
 from service.models.schemas import (
     CurvesOut,
@@ -72,14 +74,18 @@ def list_models(
 
 @router.get("/{model_id}")
 def get_model(
-    model_id: ModelRef, session: SessionDep, cache: ModelCacheDep, refs: ReferenceCacheDep
+    model_id: ModelRef,
+    session: SessionDep,
+    cache: ModelCacheDep,
+    store: StoreDep,
+    refs: ReferenceCacheDep,
 ) -> ModelOut:
     """The model. Its `importance_kinds` are kept at training; for a model trained before,
     they are asked of the model, which this loads (into the cache: the first prediction or
     importance finds it there)."""
     record = service.get_model(session, resolve(session, refs, model_id).model_id)
     out = model_out(record, service.registered_as(session, [record.id]).get(record.id, []))
-    out.importance_kinds = service.importance_kinds(session, cache, record)
+    out.importance_kinds = service.importance_kinds(session, cache, store, record)
     return out
 
 
@@ -89,11 +95,19 @@ def get_model(
     responses=problem_responses({409: "The model is a registered version."}),
 )
 def delete_model(
-    model_id: ModelRef, session: SessionDep, cache: ModelCacheDep, refs: ReferenceCacheDep
+    model_id: ModelRef,
+    session: SessionDep,
+    cache: ModelCacheDep,
+    store: StoreDep,
+    refs: ReferenceCacheDep,
+    after: BackgroundTasks,
 ) -> Response:
     """Delete the model, its artifact and importances; its job keeps its history. A model that
     is a registered version is kept until that version is deleted."""
-    service.delete_model(session, cache, resolve(session, refs, model_id).model_id)
+    paths = service.delete_model(session, cache, resolve(session, refs, model_id).model_id)
+    # Background tasks run after the response, so after the session's commit: the objects
+    # go only once no row names them (a crash in between leaves them to `coppice store gc`).
+    after.add_task(delete_objects, store, paths)
     return Response(status_code=204)
 
 
@@ -135,6 +149,7 @@ async def predict(
     db_engine: DbEngineDep,
     settings: SettingsDep,
     cache: ModelCacheDep,
+    store: StoreDep,
     refs: ReferenceCacheDep,
 ) -> Response:
     """Predict rows; optionally with class probabilities and per-feature explanations."""
@@ -149,7 +164,7 @@ async def predict(
             # use, so a cached model is served without touching the database.
             with reading(db_engine) as session:
                 resolved = resolve(session, refs, model_id).model_id
-                model = service.loaded_model(session, cache, resolved)
+                model = service.loaded_model(session, cache, store, resolved)
         return service.predict(model, body)
 
     known = peek(refs, model_id)
@@ -192,6 +207,7 @@ def get_feature_importance(
     model_id: ModelRef,
     session: SessionDep,
     cache: ModelCacheDep,
+    store: StoreDep,
     refs: ReferenceCacheDep,
     kind: str | None = Query(
         default=None,
@@ -203,7 +219,9 @@ def get_feature_importance(
 ) -> FeatureImportanceOut:
     """Feature importances of one kind, sorted descending; computed once, then stored."""
     return FeatureImportanceOut.model_validate(
-        service.feature_importance(session, cache, resolve(session, refs, model_id).model_id, kind)
+        service.feature_importance(
+            session, cache, store, resolve(session, refs, model_id).model_id, kind
+        )
     )
 
 

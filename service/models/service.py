@@ -5,7 +5,6 @@ Routers call these and turn their results into bodies; domain errors are ``Servi
 
 from __future__ import annotations
 
-import hashlib
 from http import HTTPStatus
 from typing import Any
 
@@ -21,10 +20,12 @@ from service.db.tables import ImportanceRecord, ModelRecord
 from service.errors import Conflict, InvalidInput, NotFound
 from service.models import explanations, repository
 from service.models import importance as imp
+from service.models.artifacts import read_artifact
 from service.models.cache import LoadedModel, ModelCache
 from service.models.encoding import encode_records, encode_rows
 from service.models.schemas import PredictRequest
 from service.registry import service as registry
+from service.store import DataStore, ObjectCorrupt
 from service.training.data import prepare
 from service.training.spec import TrainingError, TrainingSpec
 from service.training.split import holdout_split
@@ -66,11 +67,16 @@ def list_models(
     return repository.list_page(session, method=method, limit=limit, offset=offset)
 
 
-def delete_model(session: Session, cache: ModelCache, model_id: str) -> None:
+def delete_model(session: Session, cache: ModelCache, model_id: str) -> list[str]:
+    """Delete the model's rows; the store objects they named, for the caller to delete once
+    the deletion is committed (deleted before, a rollback would leave rows naming nothing;
+    a crash in between leaves objects no row names, which ``coppice store gc`` sweeps)."""
     registry.ensure_deletable(session, model_id)
-    if not repository.delete_model(session, model_id):
+    paths = repository.delete_model(session, model_id)
+    if paths is None:
         raise NotFound(f"There is no model with id '{model_id}'.")
     cache.evict(model_id)
+    return paths
 
 
 def curves(session: Session, model_id: str) -> dict[str, Any]:
@@ -97,23 +103,24 @@ def diagnostics(session: Session, model_id: str) -> dict[str, Any]:
 # --- loading --------------------------------------------------------------------------------
 
 
-def loaded_model(session: Session, cache: ModelCache, model_id: str) -> LoadedModel:
-    """The usable model, from the cache, or loaded (and checked) from the database once."""
-    return cache.get_or_load(model_id, lambda: _load(session, model_id))
+def loaded_model(
+    session: Session, cache: ModelCache, store: DataStore, model_id: str
+) -> LoadedModel:
+    """The usable model, from the cache, or loaded (and checked) from the data store once."""
+    return cache.get_or_load(model_id, lambda: _load(session, store, model_id))
 
 
-def _load(session: Session, model_id: str) -> LoadedModel:
+def _load(session: Session, store: DataStore, model_id: str) -> LoadedModel:
     record = get_model(session, model_id)
-    artifact = repository.artifact(session, model_id)
-    if artifact is None:
+    stored = repository.artifact(session, model_id)
+    if stored is None:
         raise ArtifactCorrupt(f"Model '{model_id}' has no stored artifact; delete it and retrain.")
-    data = bytes(artifact.data)
-    digest = hashlib.sha256(data).hexdigest()
-    if digest != artifact.sha256 or len(data) != artifact.size_bytes:
+    try:
+        data = read_artifact(store, stored)
+    except ObjectCorrupt as error:  # ObjectMissing too; StoreUnavailable (503) passes through
         raise ArtifactCorrupt(
-            f"The stored artifact of model '{model_id}' does not match its SHA-256 checksum "
-            "(it was damaged in storage); the model cannot be used. Delete it and train again."
-        )
+            f"The stored artifact of model '{model_id}' cannot be used: {error.detail}"
+        ) from None
     try:
         estimator = engine.load_model(data)
     except engine.ModelFormatError as error:
@@ -208,7 +215,12 @@ def class_probabilities(
 
 
 def importance_kinds(
-    session: Session, cache: ModelCache, record: ModelRecord, *, load: bool = True
+    session: Session,
+    cache: ModelCache,
+    store: DataStore,
+    record: ModelRecord,
+    *,
+    load: bool = True,
 ) -> list[str] | None:
     """The kinds ``feature_importance`` gives for the model.
 
@@ -223,7 +235,7 @@ def importance_kinds(
     if not load:
         return None
     try:
-        model = loaded_model(session, cache, record.id)
+        model = loaded_model(session, cache, store, record.id)
     except ArtifactCorrupt:
         return None
     return _kinds(session, record, model)
@@ -237,11 +249,11 @@ def _kinds(session: Session, record: ModelRecord, model: LoadedModel) -> list[st
 
 
 def feature_importance(
-    session: Session, cache: ModelCache, model_id: str, kind: str | None
+    session: Session, cache: ModelCache, store: DataStore, model_id: str, kind: str | None
 ) -> dict[str, Any]:
     """``{"model_id", "kind", "features"}`` of ``kind`` (default: the method's), stored once."""
     record = get_model(session, model_id)
-    model = loaded_model(session, cache, model_id)
+    model = loaded_model(session, cache, store, model_id)
     kinds = _kinds(session, record, model)
     chosen = kind if kind is not None else imp.default_kind(record.method, kinds)
     if chosen is None or chosen not in kinds:

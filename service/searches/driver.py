@@ -35,7 +35,9 @@ from service.db.tables import (
 from service.db.types import utc_now
 from service.jobs import repository as job_repository
 from service.models import repository as model_repository
+from service.models.artifacts import delete_objects, write_artifact
 from service.searches import leaderboard, planner, queueing, registration, repository, stacking
+from service.store import DataStore, StoredObject
 
 logger = logging.getLogger(__name__)
 
@@ -49,7 +51,7 @@ def _at_once(step: Callable[[], None]) -> None:
     step()
 
 
-def advance_searches(db_engine: Engine, run: Run = _at_once) -> None:
+def advance_searches(db_engine: Engine, store: DataStore, run: Run = _at_once) -> None:
     """Do every step that is due on every running search (cheap when none is); the last step
     of a search whose candidates have all ended goes to ``run``."""
     with reading(db_engine) as session:
@@ -57,7 +59,7 @@ def advance_searches(db_engine: Engine, run: Run = _at_once) -> None:
     for search_id in search_ids:
         try:
             if _advance(db_engine, search_id):
-                run(functools.partial(_finish_logged, db_engine, search_id))
+                run(functools.partial(_finish_logged, db_engine, store, search_id))
         except Exception:
             logger.exception("search %s: could not move it on; will try again", search_id)
 
@@ -74,9 +76,9 @@ def _advance(db_engine: Engine, search_id: str) -> bool:
         return repository.claim_stacking(session, search_id, now=now, stale=now - STACKING_LEASE)
 
 
-def _finish_logged(db_engine: Engine, search_id: str) -> None:
+def _finish_logged(db_engine: Engine, store: DataStore, search_id: str) -> None:
     try:
-        _finish(db_engine, search_id)
+        _finish(db_engine, store, search_id)
     except Exception:
         # The search stays `stacking`; its lease lapses and a worker takes it over.
         logger.exception("search %s: could not end it; will try again", search_id)
@@ -114,17 +116,22 @@ def _candidates_ended(session: Session, search: SearchRecord, now: datetime) -> 
     return False
 
 
-def _finish(db_engine: Engine, search_id: str) -> None:
+def _finish(db_engine: Engine, store: DataStore, search_id: str) -> None:
     """Stack, rank, register and end a search this worker has claimed."""
     notes: list[str] = []
     built = None
+    stored: StoredObject | None = None
+    stack_model_id = new_id()
     with reading(db_engine) as session:
         search = repository.get(session, search_id)
         assert search is not None
         ranked = leaderboard.entries(repository.candidates(session, search_id), search.metric)
         if search.stack and ranked:
             try:
-                built = stacking.build(session, search, ranked)
+                built = stacking.build(session, store, search, ranked)
+                # Bytes first, row after: the ensemble's artifact is in the store before the
+                # transaction that names it (a crash in between leaves it to store gc).
+                stored = write_artifact(store, stack_model_id, built.artifact)
             except stacking.StackingSkipped as skipped:
                 notes.append(str(skipped))
             except Exception as error:  # an ensemble is a bonus: the search still ends
@@ -134,8 +141,12 @@ def _finish(db_engine: Engine, search_id: str) -> None:
     with transaction(db_engine) as session:
         search = repository.get(session, search_id)
         if search is None or search.status != SearchStatus.STACKING:
+            if stored is not None:
+                delete_objects(store, [stored.path])
             return  # cancelled meanwhile
-        stack_id = _store_stack(session, search, built, now) if built is not None else None
+        stack_id = None
+        if built is not None and stored is not None:
+            stack_id = _store_stack(session, search, built, stack_model_id, stored, now)
         candidates = repository.candidates(session, search_id)
         ranked = leaderboard.entries(candidates, search.metric)
         best = ranked[0].model.id if ranked else None
@@ -177,11 +188,17 @@ def _why_none_succeeded(jobs: list[JobRecord]) -> str:
 
 
 def _store_stack(
-    session: Session, search: SearchRecord, built: stacking.BuiltStack, now: datetime
+    session: Session,
+    search: SearchRecord,
+    built: stacking.BuiltStack,
+    model_id: str,
+    artifact: StoredObject,
+    now: datetime,
 ) -> str:
-    """The ensemble as a job (recorded as succeeded, never queued), a model and an artifact."""
+    """The ensemble as a job (recorded as succeeded, never queued), a model and the row that
+    names its artifact (already in the store, under the model's id)."""
     first = built.members[0]
-    job_id, model_id = new_id(), new_id()
+    job_id = new_id()
     params = {
         "members": [{"model_id": m.id, "method": m.method} for m in built.members],
         "final_estimator": built.final_estimator,
@@ -229,7 +246,7 @@ def _store_stack(
         metrics=built.metrics,
         curves=None,
         n_estimators=len(built.members),
-        artifact=built.artifact,
+        artifact=artifact,
         created_at=now,
     )
     repository.add(

@@ -22,7 +22,6 @@ from typing import Any
 
 import numpy as np
 import numpy.typing as npt
-from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 import engine
@@ -30,9 +29,12 @@ from engine.base import clone
 from engine.explain._background import background_sample
 from engine.linear import LogisticRegression, Ridge
 from service.datasets.service import load_columns
-from service.db.tables import ModelArtifactRecord, ModelRecord, SearchRecord
+from service.db.tables import ModelRecord, SearchRecord
+from service.models import repository as model_repository
+from service.models.artifacts import read_artifact
 from service.searches import predictions
 from service.searches.leaderboard import Entry
+from service.store import DataStore
 from service.training import TrainingSpec
 from service.training.data import TrainingData, prepare
 from service.training.metrics import classification_metrics, regression_metrics, summarise_folds
@@ -64,7 +66,9 @@ def members_of(ranked: list[Entry]) -> list[Entry]:
     return list(best.values())
 
 
-def build(session: Session, search: SearchRecord, ranked: list[Entry]) -> BuiltStack:
+def build(
+    session: Session, store: DataStore, search: SearchRecord, ranked: list[Entry]
+) -> BuiltStack:
     """Fit the meta-learner and assemble the ensemble; reads only (the caller stores it)."""
     chosen = members_of(ranked)
     kept = predictions.load(session, [entry.model.id for entry in chosen])
@@ -92,7 +96,9 @@ def build(session: Session, search: SearchRecord, ranked: list[Entry]) -> BuiltS
         meta = _meta(classification).fit(level_one[train], target[train])
         per_fold.append(_score(meta, level_one[held], data.y[held], classes, classification))
     meta = _meta(classification).fit(level_one, target)
-    models = [_member(session, entry.model, len(classes), classification) for entry in chosen]
+    models = [
+        _member(session, store, entry.model, len(classes), classification) for entry in chosen
+    ]
     ensemble = _assemble(models, chosen, meta, data, search, classification)
     scored = scored_training_rows(data.y, np.arange(data.y.shape[0]), classification, search.seed)
     train = _evaluate(ensemble, data, scored, classification)
@@ -142,13 +148,13 @@ def _score(
     return classification_metrics(y, proba, classes)
 
 
-def _member(session: Session, model: ModelRecord, n_classes: int, classification: bool) -> Any:
-    data = session.scalar(
-        select(ModelArtifactRecord.data).where(ModelArtifactRecord.model_id == model.id)
-    )
-    if data is None:
+def _member(
+    session: Session, store: DataStore, model: ModelRecord, n_classes: int, classification: bool
+) -> Any:
+    stored = model_repository.artifact(session, model.id)
+    if stored is None:
         raise StackingSkipped(f"no ensemble: model {model.id} has no artifact")
-    member = engine.load_model(data)
+    member = engine.load_model(read_artifact(store, stored))
     if classification:
         # The stacking model addresses members' probability columns by class code, as it
         # does for members it fits itself; every final model saw every class, in this order.

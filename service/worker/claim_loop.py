@@ -20,10 +20,12 @@ import socket
 import threading
 import time
 import uuid
+from collections.abc import Mapping
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import timedelta
 from types import FrameType
+from typing import Any
 
 from sqlalchemy import Engine
 
@@ -35,6 +37,7 @@ from service.searches.driver import advance_searches
 from service.worker import queue, recovery
 from service.worker.fit_process import (
     JobSnapshot,
+    StoreConfig,
     TrainFunction,
     default_train,
     warm_up_process,
@@ -57,6 +60,9 @@ class WorkerConfig:
     max_runtime_seconds: float | None = None
     dask_scheduler: str | None = None
     dask_connect_timeout_seconds: float = 10.0
+    # The data store the fits write artifacts to (COPPICE_STORE_URL, resolved); required.
+    store_url: str | None = None
+    store_options: Mapping[str, Any] = field(default_factory=dict, repr=False)
 
     @classmethod
     def from_settings(cls, settings: Settings) -> WorkerConfig:
@@ -73,7 +79,15 @@ class WorkerConfig:
             max_runtime_seconds=settings.max_runtime_seconds,
             dask_scheduler=settings.dask_scheduler,
             dask_connect_timeout_seconds=settings.dask_connect_timeout_seconds,
+            store_url=settings.resolved_store_url,
+            store_options=settings.store_options,
         )
+
+    @property
+    def store(self) -> StoreConfig:
+        if self.store_url is None:
+            raise ValueError("a worker needs a data store: set WorkerConfig.store_url")
+        return StoreConfig(self.store_url, dict(self.store_options))
 
 
 def default_worker_id() -> str:
@@ -104,11 +118,14 @@ class Supervisor:
         self.config = config
         self.worker_id = worker_id or default_worker_id()
         self._engine: Engine = create_db_engine(database_url)
+        self.store = config.store.open()
         self._stopping = threading.Event()
         self._wake = threading.Event()
         self._context = RunContext(
             engine=self._engine,
             database_url=database_url,
+            store=self.store,
+            store_config=config.store,
             worker_id=self.worker_id,
             policy=config.policy,
             train=train,
@@ -187,7 +204,7 @@ class Supervisor:
                 self._reap()
                 # Searches have no process of their own: each worker moves them on (halving's
                 # next rung, the deadline, the stacked ensemble) before it claims.
-                advance_searches(self._engine, self._search_steps.submit)
+                advance_searches(self._engine, self.store, self._search_steps.submit)
                 self._fill_slots()
             except Exception:
                 # Most likely the database is away; leases protect the jobs meanwhile.

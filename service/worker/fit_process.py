@@ -7,6 +7,11 @@ calls the training function, and sends the worker small messages over a one-way 
 times, then exactly one result: ``Succeeded``, ``Failed`` (deterministic: do not retry),
 ``Stopped`` (it obeyed a stop request) or ``Errored`` (unexpected: retry).
 
+A trained model's artifact is written to the data store here, by the process that holds it
+(``models/<model id>/model.cpm``, the id chosen here), and only the object's name, size and
+SHA-256 cross the pipe: bytes first, row after, however large the model. The worker checks the
+object and commits the row; a crash in between leaves an object ``coppice store gc`` sweeps.
+
 A process that exits without a result crashed; the worker decides what that means. The
 process never writes to the jobs table: every transition of the job is the worker's.
 """
@@ -29,8 +34,10 @@ from engine.process_setup import limit_blas_threads
 from service.datasets.columns import ColumnData
 from service.datasets.service import DatasetDataCorrupt, load_columns
 from service.db.session import create_db_engine, reading
-from service.db.tables import JobRecord
+from service.db.tables import JobRecord, new_id
 from service.errors import InvalidInput, NotFound, ServiceError
+from service.models.artifacts import write_artifact
+from service.store import DataStore, StoreUnavailable
 from service.training.spec import TrainingError
 from service.worker.messages import (
     Errored,
@@ -39,6 +46,7 @@ from service.worker.messages import (
     FitResult,
     Progress,
     Stopped,
+    StoredOutcome,
     Succeeded,
     TrainingOutcomeLike,
 )
@@ -46,6 +54,18 @@ from service.worker.progress import ProgressThrottle
 
 # The fit process tells the worker about progress at most this often; the worker writes even less.
 CHILD_PROGRESS_INTERVAL = 0.25
+
+
+@dataclass(frozen=True, slots=True)
+class StoreConfig:
+    """How a fit process opens the data store (``COPPICE_STORE_URL``/``_OPTIONS``): a store
+    object itself holds a filesystem, which is opened anew in each process, never pickled."""
+
+    url: str
+    options: Mapping[str, Any]
+
+    def open(self) -> DataStore:
+        return DataStore(self.url, self.options)
 
 
 @dataclass(frozen=True, slots=True)
@@ -164,6 +184,7 @@ def fit_process_main(
     conn: Connection,
     stop: Event,
     database_url: str,
+    store: StoreConfig,
     job: JobSnapshot,
     train: TrainFunction,
 ) -> None:
@@ -187,7 +208,7 @@ def fit_process_main(
         if throttle.offer(fraction, stage, now):
             _send(conn, Progress(*throttle.take(now)))
 
-    result = _train(database_url, job, train, on_progress, should_stop)
+    result = _train(database_url, store, job, train, on_progress, should_stop)
     try:
         conn.send(result)
     except (BrokenPipeError, ConnectionResetError):
@@ -200,15 +221,21 @@ def fit_process_main(
 
 def _train(
     database_url: str,
+    store: StoreConfig,
     job: JobSnapshot,
     train: TrainFunction,
     on_progress: ProgressReporter,
     should_stop: StopCheck,
 ) -> FitResult:
-    """Load the job's columns and train; every way that can end, as the result to send."""
+    """Load the job's columns, train and store the artifact; every way that can end, as the
+    result to send."""
     try:
         columns = _load(database_url, job)
         outcome = train(job, columns, on_progress, should_stop)
+        on_progress(0.995, "storing the model")
+        stored = store_outcome(store.open(), outcome)
+    except StoreUnavailable as error:  # not the fit's fault: worth another attempt
+        return Errored(error.detail)
     except TrainingError as error:  # the fit's own failure, as the fit named it
         return Failed(error.code, error.message)
     except ServiceError as error:
@@ -218,7 +245,14 @@ def _train(
     except Exception as error:
         summary = "".join(traceback.format_exception_only(error)).strip()
         return Errored(f"training raised {summary}")
-    return Succeeded(outcome)
+    return Succeeded(stored)
+
+
+def store_outcome(store: DataStore, outcome: TrainingOutcomeLike) -> StoredOutcome:
+    """Write the outcome's artifact to the store under a new model id; what the worker gets."""
+    model_id = new_id()
+    artifact = write_artifact(store, model_id, outcome.artifact)
+    return StoredOutcome.of(outcome, model_id, artifact)
 
 
 def warm_up_process() -> None:

@@ -33,8 +33,10 @@ from service.db.session import transaction
 from service.db.tables import JobStatus
 from service.db.types import utc_now
 from service.logs import bound, job_id_var
+from service.models.artifacts import delete_objects
+from service.store import DataStore, StoreUnavailable
 from service.worker import queue, recovery
-from service.worker.fit_process import JobSnapshot, TrainFunction, fit_process_main
+from service.worker.fit_process import JobSnapshot, StoreConfig, TrainFunction, fit_process_main
 from service.worker.lease import LeasePolicy
 from service.worker.messages import (
     Crashed,
@@ -46,8 +48,8 @@ from service.worker.messages import (
     RunEnd,
     ShutDown,
     Stopped,
+    StoredOutcome,
     Succeeded,
-    TrainingOutcomeLike,
 )
 from service.worker.progress import ProgressThrottle
 
@@ -69,6 +71,9 @@ class RunContext:
 
     engine: Engine
     database_url: str
+    # The data store: fit processes write artifacts to it, the worker checks and names them.
+    store: DataStore
+    store_config: StoreConfig
     worker_id: str
     policy: LeasePolicy
     train: TrainFunction
@@ -148,7 +153,7 @@ class JobRun(threading.Thread):
         stop = ctx.mp_context.Event()
         self.process = ctx.mp_context.Process(  # type: ignore[attr-defined]  # typeshed: BaseContext
             target=fit_process_main,
-            args=(sender, stop, ctx.database_url, self.job, ctx.train),
+            args=(sender, stop, ctx.database_url, ctx.store_config, self.job, ctx.train),
             name=f"coppice-fit-{self.job.id[:8]}",
             # Not daemonic: the engine's own worker processes are children of this one.
             daemon=False,
@@ -370,27 +375,40 @@ class JobRun(threading.Thread):
                 reason = f"the training process {describe_exit(exitcode)}"
                 self._retry_or_fail(now, "training_crashed", reason)
 
-    def _record_success(self, outcome: TrainingOutcomeLike, now: datetime) -> None:
+    def _record_success(self, outcome: StoredOutcome, now: datetime) -> None:
         job_id, worker_id = self.job.id, self.context.worker_id
         try:
             with transaction(self.context.engine) as session:
-                model_id = queue.finish_succeeded(session, self.job, worker_id, outcome, now=now)
+                model_id = queue.finish_succeeded(
+                    session, self.context.store, self.job, worker_id, outcome, now=now
+                )
         except queue.ArtifactMismatch as error:
+            self._forget(outcome)
             self._retry_or_fail(now, "artifact_corrupt", str(error))
+            return
+        except StoreUnavailable as error:
+            # The object may be fine; the next attempt writes a new one (gc sweeps this one).
+            self._retry_or_fail(now, "store_unavailable", error.detail)
             return
         except OperationalError:
             raise  # the database is away, the model is fine: the caller tries again
         except SQLAlchemyError as error:
             # Nothing was written (one transaction); retried, the job may well store next time.
             logger.exception("job %s: the model could not be stored", job_id)
+            self._forget(outcome)
             self._retry_or_fail(now, "result_not_stored", f"the model could not be stored: {error}")
             return
         if model_id is not None:
             logger.info("job %s: succeeded with model %s", job_id, model_id)
             return
         # Not held, or a cancel arrived while the fit was finishing: the cancel wins.
+        self._forget(outcome)
         with transaction(self.context.engine) as session:
             queue.finish(session, job_id, worker_id, JobStatus.CANCELLED, now=now)
+
+    def _forget(self, outcome: StoredOutcome) -> None:
+        """Delete an artifact no row will name (best effort: `coppice store gc` sweeps it)."""
+        delete_objects(self.context.store, [outcome.artifact.path])
 
     def _retry_or_fail(self, now: datetime, code: str, reason: str) -> None:
         with transaction(self.context.engine) as session:

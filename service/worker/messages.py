@@ -15,6 +15,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+from service.store import StoredObject
+
 
 class TrainingOutcomeLike(Protocol):
     """What a successful training returns (``service.training.TrainingOutcome`` is one)."""
@@ -43,6 +45,47 @@ class TrainingOutcomeLike(Protocol):
     def n_estimators(self) -> int | None: ...
 
 
+@dataclass(frozen=True, slots=True)
+class StoredOutcome:
+    """A successful training whose artifact the fit process has written to the data store.
+
+    What crosses the pipe: the model's id (chosen by the fit, which names the object after
+    it), the object that holds the artifact, and the small rest of the outcome; never the
+    artifact's bytes, however large the model.
+    """
+
+    model_id: str
+    artifact: StoredObject
+    features: Any
+    classes: Any
+    encoding: Any
+    resolved_params: Any
+    metrics: Any
+    curves: Any
+    importances: Mapping[str, Any]
+    n_estimators: int | None
+    # A search candidate's out-of-fold predictions (float64 array), or None.
+    out_of_fold: Any = None
+
+    @classmethod
+    def of(
+        cls, outcome: TrainingOutcomeLike, model_id: str, artifact: StoredObject
+    ) -> StoredOutcome:
+        return cls(
+            model_id=model_id,
+            artifact=artifact,
+            features=outcome.features,
+            classes=outcome.classes,
+            encoding=outcome.encoding,
+            resolved_params=outcome.resolved_params,
+            metrics=outcome.metrics,
+            curves=outcome.curves,
+            importances=outcome.importances,
+            n_estimators=outcome.n_estimators,
+            out_of_fold=getattr(outcome, "out_of_fold", None),
+        )
+
+
 # --- sent by the fit process ------------------------------------------------------------------
 
 
@@ -56,9 +99,9 @@ class Progress:
 
 @dataclass(frozen=True, slots=True)
 class Succeeded:
-    """Training finished; the outcome holds the model's bytes and everything stored with it."""
+    """Training finished and its artifact is in the data store; the row is the worker's to add."""
 
-    outcome: TrainingOutcomeLike
+    outcome: StoredOutcome
 
 
 @dataclass(frozen=True, slots=True)

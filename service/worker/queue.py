@@ -16,7 +16,6 @@ a shutdown or an expired lease is in :mod:`service.worker.recovery`.
 
 from __future__ import annotations
 
-import hashlib
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -25,12 +24,14 @@ from sqlalchemy import ColumnElement, and_, select, update
 from sqlalchemy.engine import CursorResult
 from sqlalchemy.orm import Session, aliased
 
-from service.db.tables import JobRecord, JobStatus, new_id
+from service.db.tables import JobRecord, JobStatus
 from service.models import repository as models
+from service.models.artifacts import verify_artifact
 from service.searches import predictions
+from service.store import DataStore, ObjectCorrupt
 from service.worker.fit_process import JobSnapshot
 from service.worker.lease import LeasePolicy
-from service.worker.messages import TrainingOutcomeLike
+from service.worker.messages import StoredOutcome
 
 
 def rowcount(result: Any) -> int:
@@ -141,30 +142,34 @@ def touch(
 
 
 class ArtifactMismatch(Exception):
-    """The artifact's bytes do not match the checksum or size training reported."""
+    """The artifact's object is missing, or its bytes do not match the checksum or size
+    training reported."""
 
 
 def finish_succeeded(
     session: Session,
+    store: DataStore,
     job: JobSnapshot,
     worker_id: str,
-    outcome: TrainingOutcomeLike,
+    outcome: StoredOutcome,
     *,
     now: datetime,
 ) -> str | None:
-    """Store the model and mark the job succeeded, as one unit; returns the new model's id.
+    """Check the artifact's object, then add the model and mark the job succeeded, as one unit;
+    returns the new model's id.
 
-    ``None`` when the job is no longer this worker's or a cancel was requested meanwhile: then
-    nothing is written. The caller's transaction makes all of it atomic: a failure while adding
-    the model, its artifact or its importances leaves no trace and the job still running.
+    The object is read through before any SQL runs (the session connects at its first
+    statement, so no lock is held meanwhile). ``None`` when the job is no longer this worker's
+    or a cancel was requested meanwhile: then nothing is written, and the object is the
+    caller's to delete. The caller's transaction makes all of it atomic: a failure while
+    adding the model, its artifact row or its importances leaves no trace and the job still
+    running. Raises ``ArtifactMismatch``, or ``StoreUnavailable`` when the store is away.
     """
-    digest = hashlib.sha256(outcome.artifact).hexdigest()
-    if digest != outcome.sha256 or len(outcome.artifact) != outcome.size:
-        raise ArtifactMismatch(
-            f"the model artifact does not match its checksum or size "
-            f"(sha256 {digest}, {len(outcome.artifact)} bytes)"
-        )
-    model_id = new_id()
+    try:
+        verify_artifact(store, outcome.artifact)
+    except ObjectCorrupt as error:
+        raise ArtifactMismatch(error.detail) from None
+    model_id = outcome.model_id
     # Updated first, so on PostgreSQL the row stays locked until the model rows are in.
     result = session.execute(
         update(JobRecord)
@@ -204,7 +209,7 @@ def finish_succeeded(
         created_at=now,
     )
     # A search's candidate keeps its held-out predictions for the stacked ensemble.
-    out_of_fold = getattr(outcome, "out_of_fold", None)
+    out_of_fold = outcome.out_of_fold
     if out_of_fold is not None:
         predictions.add(
             session,

@@ -74,7 +74,11 @@ async def _seed(settings: Settings) -> Seed:
             )
             assert job.status_code == 202, job.text
             job_ids.append(job.json()["id"])
-            model_ids.append(train_queued_job(app.state.resources.db_engine, job_ids[-1]))
+            model_ids.append(
+                train_queued_job(
+                    app.state.resources.db_engine, app.state.resources.store, job_ids[-1]
+                )
+            )
         registry = "/v1/registered-models"
         for path, body in (
             (registry, {"name": Seed.registered_name}),
@@ -124,6 +128,8 @@ def fuzz_settings(seed: Seed, tmp_path: Path) -> Settings:
     data_dir = tmp_path / "data"
     data_dir.mkdir()
     shutil.copyfile(seed.database, data_dir / "coppice.db")
+    # The models' artifacts live in the data store beside the database: copied together.
+    shutil.copytree(seed.database.parent / "store", data_dir / "store")
     return _settings(data_dir)
 
 

@@ -23,9 +23,10 @@ from service.datasets.columns import ColumnData
 from service.datasets.service import load_columns
 from service.db.session import transaction
 from service.deps import Resources
+from service.store import DataStore
 from service.training import TrainingSpec, run_training
 from service.worker import queue
-from service.worker.fit_process import JobSnapshot
+from service.worker.fit_process import JobSnapshot, store_outcome
 from service.worker.lease import LeasePolicy
 
 # The service_settings fixture's COPPICE_MAX_PREDICT_ROWS.
@@ -78,6 +79,11 @@ class Service:
         resources: Resources = self.app.state.resources
         return resources.db_engine
 
+    @property
+    def store(self) -> DataStore:
+        resources: Resources = self.app.state.resources
+        return resources.store
+
     async def dataset(self) -> str:
         if not self.dataset_id:
             response = await self.client.post(
@@ -112,7 +118,7 @@ class Service:
             body["name"] = name
         job = await self.client.post("/v1/jobs", json=body)
         assert job.status_code == 202, job.text
-        return train_queued_job(self.db_engine, job.json()["id"])
+        return train_queued_job(self.db_engine, self.store, job.json()["id"])
 
 
 def claim_queued_job(
@@ -130,11 +136,15 @@ def claim_queued_job(
         return JobSnapshot.of(record, n_jobs=1), spec, columns
 
 
-def train_queued_job(db_engine: Engine, job_id: str) -> str:
-    """Claim the queued job ``job_id``, train it in this process and store it; its model id."""
+def train_queued_job(db_engine: Engine, store: DataStore, job_id: str) -> str:
+    """Claim the queued job ``job_id``, train it in this process and store it (the artifact in
+    ``store`` first, as the fit process does, then the rows); its model id."""
     snapshot, spec, columns = claim_queued_job(db_engine, job_id)
     outcome = run_training(spec, columns, lambda fraction, stage: None, lambda: False)
+    stored = store_outcome(store, outcome)
     with transaction(db_engine) as session:
-        model_id = queue.finish_succeeded(session, snapshot, WORKER, outcome, now=datetime.now(UTC))
+        model_id = queue.finish_succeeded(
+            session, store, snapshot, WORKER, stored, now=datetime.now(UTC)
+        )
     assert model_id is not None
     return model_id

@@ -10,9 +10,10 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 import engine
-from service.db.tables import ImportanceRecord, ModelArtifactRecord
+from service.db.tables import ImportanceRecord
 from service.training.split import holdout_split
 from tests.service.models.helpers import Service, dataset_rows
+from tests.service.stored_models import load_stored_model
 
 pytestmark = pytest.mark.anyio
 
@@ -196,9 +197,7 @@ async def test_after_the_dataset_is_deleted(svc: Service) -> None:
 
 async def _estimator(svc: Service, model_id: str) -> Any:
     with Session(svc.db_engine) as session:
-        artifact = session.get(ModelArtifactRecord, model_id)
-        assert artifact is not None
-        return engine.load_model(artifact.data)
+        return load_stored_model(session, svc.store, model_id)
 
 
 async def test_a_base_learner_defaults_to_permutation(svc: Service) -> None:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import hashlib
 import json
 from typing import Any
 
@@ -16,6 +15,11 @@ import engine
 from service.db.tables import ModelArtifactRecord
 from service.models import router as models_router
 from tests.service.models.helpers import MAX_PREDICT_ROWS, Service, dataset_rows
+from tests.service.stored_models import (
+    damage_stored_model,
+    load_stored_model,
+    replace_stored_model,
+)
 
 pytestmark = pytest.mark.anyio
 
@@ -45,9 +49,7 @@ def encoded(records: list[dict[str, Any]]) -> np.ndarray:
 
 async def estimator(svc: Service, model_id: str) -> Any:
     with Session(svc.db_engine) as session:
-        artifact = session.get(ModelArtifactRecord, model_id)
-        assert artifact is not None
-        return engine.load_model(artifact.data)
+        return load_stored_model(session, svc.store, model_id)
 
 
 async def predict(svc: Service, model_id: str, **body: Any) -> Any:
@@ -265,13 +267,9 @@ async def test_a_model_without_background_rows_cannot_be_sampled_so_explain_is_4
     model_id = await svc.train("region_boost")
     # As a model trained before models kept background rows: nothing to sample against.
     with Session(svc.db_engine) as session, session.begin():
-        artifact = session.get(ModelArtifactRecord, model_id)
-        assert artifact is not None
-        model = engine.load_model(artifact.data)
+        model = load_stored_model(session, svc.store, model_id)
         del model.background_
-        data = engine.save_model(model)
-        artifact.data, artifact.size_bytes = data, len(data)
-        artifact.sha256 = hashlib.sha256(data).hexdigest()
+        replace_stored_model(session, svc.store, model_id, model)
 
     response = await svc.client.post(
         f"/v1/models/{model_id}/predict", json={"records": RECORDS, "explain": True}
@@ -346,19 +344,15 @@ async def test_artifact_with_a_wrong_checksum_is_refused(svc: Service) -> None:
     assert response.status_code == 409
     problem = response.json()
     assert problem["type"] == "urn:coppice:problem:artifact-corrupt"
-    assert "does not match its SHA-256 checksum" in problem["detail"]
+    assert f"'models/{model_id}/model.cpm' does not match" in problem["detail"]
     assert importance.status_code == 409
     assert (await svc.client.get(f"/v1/models/{model_id}")).status_code == 200
 
 
 async def test_damaged_artifact_bytes_are_refused(svc: Service) -> None:
     model_id = await svc.train("random_forest")
-    with Session(svc.db_engine) as session, session.begin():
-        artifact = session.get(ModelArtifactRecord, model_id)
-        assert artifact is not None
-        data = bytearray(artifact.data)
-        data[len(data) // 2] ^= 0xFF
-        artifact.data = bytes(data)
+    with Session(svc.db_engine) as session:
+        damage_stored_model(session, svc.store, model_id)
 
     response = await svc.client.post(f"/v1/models/{model_id}/predict", json={"records": RECORDS})
 

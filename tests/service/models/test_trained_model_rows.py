@@ -12,6 +12,7 @@ from sqlalchemy.orm import Session
 from service.db.session import reading, transaction
 from service.db.tables import ImportanceRecord, JobRecord, ModelArtifactRecord, ModelRecord
 from service.models import repository
+from service.models.artifacts import write_artifact
 from tests.service.models.helpers import Service
 
 pytestmark = pytest.mark.anyio
@@ -66,7 +67,7 @@ async def test_a_model_built_elsewhere_is_stored_with_its_artifact(svc: Service)
             metrics={"holdout": {"accuracy": 1.0}},
             curves=None,
             n_estimators=2,
-            artifact=b"stacked-bytes",
+            artifact=write_artifact(svc.store, "m" * 32, b"stacked-bytes"),
             created_at=datetime.now(UTC),
         )
     assert model.id == "m" * 32
@@ -74,6 +75,6 @@ async def test_a_model_built_elsewhere_is_stored_with_its_artifact(svc: Service)
         stored = session.get_one(ModelRecord, model.id)
         artifact = session.get_one(ModelArtifactRecord, model.id)
         assert (stored.dataset_id, stored.classes, stored.size_bytes) == ("", ["no", "yes"], 13)
-        assert (artifact.data, artifact.size_bytes) == (b"stacked-bytes", 13)
+        assert (artifact.path, artifact.size_bytes) == (f"models/{'m' * 32}/model.cpm", 13)
         assert artifact.sha256 == hashlib.sha256(b"stacked-bytes").hexdigest()
         assert _rows(session, model.id) == (1, 0)

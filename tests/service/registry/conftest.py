@@ -92,6 +92,8 @@ async def registry(
     if backend == "sqlite":
         settings: Settings = request.getfixturevalue("settings")
         shutil.copyfile(sqlite_seed[0], settings.data_dir / "coppice.db")
+        # The models' artifacts live in the data store beside the database: copied together.
+        shutil.copytree(sqlite_seed[0].parent / "store", settings.data_dir / "store")
     else:
         settings = request.getfixturevalue("postgres_settings")
     settings = settings.model_copy(update={"model_cache_bytes": 64 * 2**20})

@@ -23,6 +23,7 @@ async def test_predict_keys_read_and_predict_admin_keys_change(
     settings: Settings, sqlite_seed: tuple[Path, str, str]
 ) -> None:
     shutil.copyfile(sqlite_seed[0], settings.data_dir / "coppice.db")
+    shutil.copytree(sqlite_seed[0].parent / "store", settings.data_dir / "store")
     keyed = Settings.model_validate(settings.model_dump() | {"api_keys": keys_setting()})
     app = create_app(keyed)
     model_id = sqlite_seed[1]

@@ -19,8 +19,9 @@ from service.worker.lease import LeasePolicy
 PROBLEM = "application/problem+json"
 
 
-def fast_worker_config(concurrency: int = 2) -> WorkerConfig:
+def fast_worker_config(store_url: str, concurrency: int = 2) -> WorkerConfig:
     return WorkerConfig(
+        store_url=store_url,
         concurrency=concurrency,
         processes_per_job=1,
         # Generous: on a loaded two-core machine starting a fit process can take seconds.
@@ -37,7 +38,9 @@ def fast_worker_config(concurrency: int = 2) -> WorkerConfig:
 @contextmanager
 def running_worker(settings: Settings, concurrency: int = 2) -> Iterator[Supervisor]:
     """A real worker (claim loop, fit processes) on the test's database."""
-    worker = Supervisor(settings.resolved_database_url, fast_worker_config(concurrency))
+    worker = Supervisor(
+        settings.resolved_database_url, fast_worker_config(settings.resolved_store_url, concurrency)
+    )
     worker.start()
     try:
         yield worker

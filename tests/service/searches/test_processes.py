@@ -16,13 +16,14 @@ import pytest
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-import engine
 from service.db.migrate import upgrade_to_head
 from service.db.session import create_db_engine
-from service.db.tables import JobRecord, ModelArtifactRecord
+from service.db.tables import JobRecord
+from service.store import DataStore
 from tests.e2e.processes import Processes, start_server
 from tests.postgres import throwaway_database
 from tests.service.searches.helpers import rows
+from tests.service.stored_models import load_stored_model
 
 pytestmark = pytest.mark.postgres
 
@@ -114,6 +115,7 @@ def test_two_apis_and_two_workers_share_a_search(database_url: str, tmp_path: Pa
     assert candidate.json()["model_id"] == board[0]["model_id"]
 
     db = create_db_engine(database_url)
+    store = DataStore(str(tmp_path / "store"))  # the processes' shared data dir's
     try:
         with Session(db) as session:
             owners = session.scalars(
@@ -126,18 +128,14 @@ def test_two_apis_and_two_workers_share_a_search(database_url: str, tmp_path: Pa
             members = stack["params"]["members"]
             assert {m["method"] for m in members} == {"logistic_regression", "random_forest"}
             # The ensemble's members are the candidates' own fitted models, never refitted.
-            ensemble = _model(session, stack["model_id"])
+            ensemble = _model(session, store, stack["model_id"])
             X = np.asarray([r[:3] for r in rows(20, seed=5)])
             for member, fitted in zip(members, ensemble.estimators_, strict=True):
-                alone = _model(session, member["model_id"])
+                alone = _model(session, store, member["model_id"])
                 assert np.array_equal(fitted.predict_proba(X), alone.predict_proba(X))
     finally:
         db.dispose()
 
 
-def _model(session: Session, model_id: str) -> Any:
-    data = session.scalar(
-        select(ModelArtifactRecord.data).where(ModelArtifactRecord.model_id == model_id)
-    )
-    assert data is not None
-    return engine.load_model(data)
+def _model(session: Session, store: DataStore, model_id: str) -> Any:
+    return load_stored_model(session, store, model_id)

@@ -18,17 +18,18 @@ import pytest
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-import engine
 from service.config import Settings
 from service.db.session import create_db_engine
-from service.db.tables import JobRecord, ModelArtifactRecord, OutOfFoldRecord
+from service.db.tables import JobRecord, OutOfFoldRecord
 from service.searches import predictions, stacking
+from service.store import store_from_settings
 from tests.service.jobs.conftest import app_client
 from tests.service.searches.helpers import (
     add_dataset,
     running_worker,
     wait_for_search,
 )
+from tests.service.stored_models import load_stored_model
 
 pytestmark = pytest.mark.anyio
 
@@ -37,11 +38,7 @@ def _artifact(settings: Settings, model_id: str) -> Any:
     db = create_db_engine(settings.resolved_database_url)
     try:
         with Session(db) as session:
-            data = session.scalar(
-                select(ModelArtifactRecord.data).where(ModelArtifactRecord.model_id == model_id)
-            )
-            assert data is not None
-            return engine.load_model(data)
+            return load_stored_model(session, store_from_settings(settings), model_id)
     finally:
         db.dispose()
 

@@ -11,6 +11,7 @@ from sqlalchemy import Engine
 
 from service.config import Settings
 from service.db.session import create_db_engine
+from service.store import DataStore
 
 # Test modules import worker_helpers, and fit processes worker_standins, by module name.
 sys.path.insert(0, str(Path(__file__).parent))
@@ -27,6 +28,18 @@ def database_url(request: pytest.FixtureRequest) -> str:
 @pytest.fixture
 def sqlite_url(settings: Settings) -> str:
     return settings.resolved_database_url
+
+
+@pytest.fixture
+def store_url(settings: Settings) -> str:
+    """The data store beside the ``settings`` database (its data dir's ``store``)."""
+    return settings.resolved_store_url
+
+
+@pytest.fixture
+def data_store(tmp_path: Path) -> DataStore:
+    """A data store of the test's own, on local disk."""
+    return DataStore(str(tmp_path / "store"))
 
 
 @pytest.fixture

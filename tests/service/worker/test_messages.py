@@ -8,6 +8,7 @@ import pickle
 import pytest
 from worker_standins import Outcome
 
+from service.store import StoredObject
 from service.worker.messages import (
     Crashed,
     Errored,
@@ -16,6 +17,7 @@ from service.worker.messages import (
     Progress,
     ShutDown,
     Stopped,
+    StoredOutcome,
     Succeeded,
 )
 
@@ -32,7 +34,8 @@ OUTCOME = Outcome(
 )
 MESSAGES = [
     Progress(0.25, "tree 1/4"),
-    Succeeded(OUTCOME),
+    # The artifact's bytes stay in the data store: only its name crosses the pipe.
+    Succeeded(StoredOutcome.of(OUTCOME, "m", StoredObject("models/m/model.cpm", 5, "0" * 64))),
     Failed("invalid_params", "max_depth must be positive"),
     Stopped(),
     Errored("training raised ValueError"),

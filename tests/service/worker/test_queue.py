@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import hashlib
 import threading
 from dataclasses import replace
 from datetime import timedelta
@@ -22,8 +21,9 @@ from service.db.tables import (
     ModelRecord,
 )
 from service.db.types import utc_now
+from service.store import DataStore
 from service.worker import queue, recovery
-from service.worker.fit_process import JobSnapshot
+from service.worker.fit_process import JobSnapshot, store_outcome
 
 
 def _claim(engine: Engine, worker_id: str, *, now_offset: float = 0.0) -> JobRecord | None:
@@ -147,59 +147,79 @@ def _counts(engine: Engine) -> tuple[int, int, int]:
         )
 
 
-def test_success_writes_model_artifact_and_job_atomically(engine: Engine) -> None:
+def test_success_writes_model_artifact_and_job_atomically(
+    engine: Engine, data_store: DataStore
+) -> None:
     job_id = add_job(engine, add_dataset(engine))
     claimed = _claim(engine, "w")
     assert claimed is not None
     snapshot = JobSnapshot.of(claimed, n_jobs=1)
-    good = make_outcome(snapshot)
+    trained = make_outcome(snapshot)
+    good = store_outcome(data_store, trained)  # as the fit process does: bytes first
     # A set is not JSON: the importances fail to insert after the job row and model are written.
     broken = replace(good, importances={"impurity": [{"name": "x", "importance": {1, 2}}]})
 
     with pytest.raises(Exception), transaction(engine) as session:  # noqa: B017
-        queue.finish_succeeded(session, snapshot, "w", broken, now=utc_now())
+        queue.finish_succeeded(session, data_store, snapshot, "w", broken, now=utc_now())
     assert _counts(engine) == (0, 0, 0)
     job = get_job(engine, job_id)
     assert (job.status, job.model_id) == ("running", None)
 
     with transaction(engine) as session:
-        model_id = queue.finish_succeeded(session, snapshot, "w", good, now=utc_now())
-    assert model_id is not None
+        model_id = queue.finish_succeeded(session, data_store, snapshot, "w", good, now=utc_now())
+    assert model_id == good.model_id
     job = get_job(engine, job_id)
     assert (job.status, job.progress, job.model_id) == ("succeeded", 1.0, model_id)
     assert job.finished_at is not None
     with Session(engine) as session:
         artifact = session.get_one(ModelArtifactRecord, model_id)
-        assert artifact.sha256 == hashlib.sha256(artifact.data).hexdigest() == good.sha256
-        assert artifact.size_bytes == len(good.artifact)
+        assert (artifact.path, artifact.size_bytes, artifact.sha256) == (
+            f"models/{model_id}/model.cpm",
+            len(trained.artifact),
+            trained.sha256,
+        )
         model = session.get_one(ModelRecord, model_id)
-        assert (model.job_id, model.method, model.size_bytes) == (job_id, "standin", good.size)
+        assert (model.job_id, model.method, model.size_bytes) == (job_id, "standin", trained.size)
+    assert data_store.get(good.artifact) == trained.artifact
     assert _counts(engine) == (1, 1, 1)
 
 
-def test_success_after_a_cancel_request_writes_nothing(engine: Engine) -> None:
+def test_success_after_a_cancel_request_writes_nothing(
+    engine: Engine, data_store: DataStore
+) -> None:
     job_id = add_job(engine, add_dataset(engine))
     claimed = _claim(engine, "w")
     assert claimed is not None
     with Session(engine) as session, session.begin():
         session.get_one(JobRecord, job_id).cancel_requested = True
     snapshot = JobSnapshot.of(claimed, n_jobs=1)
+    outcome = store_outcome(data_store, make_outcome(snapshot))
     with transaction(engine) as session:
-        assert (
-            queue.finish_succeeded(session, snapshot, "w", make_outcome(snapshot), now=utc_now())
-            is None
+        finished = queue.finish_succeeded(
+            session, data_store, snapshot, "w", outcome, now=utc_now()
         )
+    assert finished is None
     assert _counts(engine) == (0, 0, 0)
 
 
-def test_corrupt_artifact_is_refused(engine: Engine) -> None:
+@pytest.mark.parametrize("damage", ["changed", "missing"])
+def test_corrupt_or_missing_artifact_is_refused_naming_the_object(
+    engine: Engine, data_store: DataStore, damage: str
+) -> None:
     add_job(engine, add_dataset(engine))
     claimed = _claim(engine, "w")
     assert claimed is not None
     snapshot = JobSnapshot.of(claimed, n_jobs=1)
-    outcome = replace(make_outcome(snapshot), sha256="0" * 64)
-    with pytest.raises(queue.ArtifactMismatch), transaction(engine) as session:
-        queue.finish_succeeded(session, snapshot, "w", outcome, now=utc_now())
+    outcome = store_outcome(data_store, make_outcome(snapshot))
+    if damage == "changed":
+        data_store.put(outcome.artifact.path, b"not the bytes the fit wrote")
+    else:
+        data_store.delete(outcome.artifact.path)
+    with (
+        pytest.raises(queue.ArtifactMismatch, match=outcome.artifact.path),
+        transaction(engine) as session,
+    ):
+        queue.finish_succeeded(session, data_store, snapshot, "w", outcome, now=utc_now())
     assert _counts(engine) == (0, 0, 0)
 
 

@@ -21,6 +21,9 @@ from engine import load_model
 from service.db.session import create_db_engine
 from service.db.tables import JobRecord, ModelArtifactRecord
 from service.db.types import utc_now
+from service.models import repository as models
+from service.models.artifacts import read_artifact
+from service.store import DataStore, StoredObject
 from service.worker import queue
 from service.worker.claim_loop import Supervisor
 
@@ -37,8 +40,8 @@ STOP_GRACE = 2.0
 
 
 @pytest.fixture
-def worker(sqlite_url: str) -> Iterator[Supervisor]:
-    config = fast_config(shutdown_grace_seconds=STOP_GRACE)
+def worker(sqlite_url: str, store_url: str) -> Iterator[Supervisor]:
+    config = fast_config(store_url, shutdown_grace_seconds=STOP_GRACE)
     supervisor = Supervisor(sqlite_url, config, train=standin, worker_id="test-worker")
     supervisor.start()
     yield supervisor
@@ -68,7 +71,9 @@ def _read_pid(path: Path, timeout: float = 20.0) -> int:
     return int(path.read_text())
 
 
-def test_success_stores_the_model(sqlite_engine: Engine, worker: Supervisor) -> None:
+def test_success_stores_the_model(
+    sqlite_engine: Engine, worker: Supervisor, store_url: str
+) -> None:
     job_id = add_job(sqlite_engine, add_dataset(sqlite_engine))
 
     job = wait_for(sqlite_engine, job_id, ended)
@@ -76,7 +81,10 @@ def test_success_stores_the_model(sqlite_engine: Engine, worker: Supervisor) -> 
     assert (job.status, job.progress, job.attempts, job.stage) == ("succeeded", 1.0, 1, "done")
     assert job.model_id is not None and job.finished_at is not None
     with Session(sqlite_engine) as session:
-        assert session.get_one(ModelArtifactRecord, job.model_id).data == b"fitted-model-bytes"
+        artifact = session.get_one(ModelArtifactRecord, job.model_id)
+    stored = StoredObject(artifact.path, artifact.size_bytes, artifact.sha256)
+    assert artifact.path == f"models/{job.model_id}/model.cpm"
+    assert DataStore(store_url).get(stored) == b"fitted-model-bytes"
 
 
 def test_training_error_fails_at_once(sqlite_engine: Engine, worker: Supervisor) -> None:
@@ -192,9 +200,9 @@ def test_cancel_stops_the_fit_within_seconds(
 
 
 def test_shutdown_requeues_an_unfinished_job(
-    sqlite_engine: Engine, sqlite_url: str, tmp_path: Path
+    sqlite_engine: Engine, sqlite_url: str, store_url: str, tmp_path: Path
 ) -> None:
-    supervisor = Supervisor(sqlite_url, fast_config(), train=standin, worker_id="leaving")
+    supervisor = Supervisor(sqlite_url, fast_config(store_url), train=standin, worker_id="leaving")
     supervisor.start()
     pidfile = tmp_path / "pid"
     job_id = add_job(
@@ -218,8 +226,10 @@ def test_shutdown_requeues_an_unfinished_job(
     assert _pid_gone(pid)
 
 
-def test_shutdown_lets_a_short_fit_finish(sqlite_engine: Engine, sqlite_url: str) -> None:
-    supervisor = Supervisor(sqlite_url, fast_config(), train=standin)
+def test_shutdown_lets_a_short_fit_finish(
+    sqlite_engine: Engine, sqlite_url: str, store_url: str
+) -> None:
+    supervisor = Supervisor(sqlite_url, fast_config(store_url), train=standin)
     supervisor.start()
     job_id = add_job(sqlite_engine, add_dataset(sqlite_engine), behaviour="sleep", seconds=1.5)
     wait_for(sqlite_engine, job_id, lambda job: job.status == "running")
@@ -254,9 +264,9 @@ def test_a_job_taken_back_from_its_worker_is_not_overwritten(
 
 
 def test_a_real_engine_fit_with_its_own_worker_processes(
-    sqlite_engine: Engine, sqlite_url: str
+    sqlite_engine: Engine, sqlite_url: str, store_url: str
 ) -> None:
-    config = fast_config(processes_per_job=2)
+    config = fast_config(store_url, processes_per_job=2)
     supervisor = Supervisor(sqlite_url, config, train=standin)
     supervisor.start()
     try:
@@ -267,15 +277,18 @@ def test_a_real_engine_fit_with_its_own_worker_processes(
 
     assert job.status == "succeeded", job.error_message
     with Session(sqlite_engine) as session:
-        artifact = session.get_one(ModelArtifactRecord, job.model_id)
-    model = load_model(artifact.data)
+        stored = models.artifact(session, job.model_id)
+    assert stored is not None
+    model = load_model(read_artifact(DataStore(store_url), stored))
     assert model.predict(np.arange(3, dtype=np.float64).reshape(-1, 1)).shape == (3,)
 
 
 def test_the_production_training_function_end_to_end(
-    sqlite_engine: Engine, sqlite_url: str
+    sqlite_engine: Engine, sqlite_url: str, store_url: str
 ) -> None:
-    supervisor = Supervisor(sqlite_url, fast_config(processes_per_job=2))  # default_train
+    supervisor = Supervisor(
+        sqlite_url, fast_config(store_url, processes_per_job=2)
+    )  # default_train
     supervisor.start()
     try:
         dataset_id = add_dataset(sqlite_engine)
@@ -290,16 +303,17 @@ def test_the_production_training_function_end_to_end(
 
     assert job.status == "succeeded", f"{job.error_code}: {job.error_message}"
     with Session(sqlite_engine) as session:
-        artifact = session.get_one(ModelArtifactRecord, job.model_id)
-        model = load_model(artifact.data)
+        stored = models.artifact(session, job.model_id)
+    assert stored is not None
+    model = load_model(read_artifact(DataStore(store_url), stored))
     assert model.predict(np.arange(3, dtype=np.float64).reshape(-1, 1)).shape == (3,)
 
 
 @pytest.mark.parametrize("behaviour", ["sleep", "ignore_stop"])
 def test_a_fit_past_the_runtime_limit_fails_with_the_reason(
-    sqlite_engine: Engine, sqlite_url: str, tmp_path: Path, behaviour: str
+    sqlite_engine: Engine, sqlite_url: str, store_url: str, tmp_path: Path, behaviour: str
 ) -> None:
-    config = fast_config(max_runtime_seconds=1.0, shutdown_grace_seconds=STOP_GRACE)
+    config = fast_config(store_url, max_runtime_seconds=1.0, shutdown_grace_seconds=STOP_GRACE)
     supervisor = Supervisor(sqlite_url, config, train=standin, worker_id="limited")
     supervisor.start()
     try:
@@ -324,14 +338,17 @@ def test_a_fit_past_the_runtime_limit_fails_with_the_reason(
 
 
 def test_a_job_s_own_runtime_limit_is_enforced_under_the_server_s(
-    sqlite_engine: Engine, sqlite_url: str
+    sqlite_engine: Engine, sqlite_url: str, store_url: str
 ) -> None:
     # The limit is set before the worker starts: the claim takes the job's snapshot.
     job_id = add_job(sqlite_engine, add_dataset(sqlite_engine), behaviour="sleep", seconds=60)
     with Session(sqlite_engine) as session, session.begin():
         session.get_one(JobRecord, job_id).max_runtime_seconds = 1.0
     supervisor = Supervisor(
-        sqlite_url, fast_config(max_runtime_seconds=600.0), train=standin, worker_id="limited"
+        sqlite_url,
+        fast_config(store_url, max_runtime_seconds=600.0),
+        train=standin,
+        worker_id="limited",
     )
     supervisor.start()
     started = time.monotonic()

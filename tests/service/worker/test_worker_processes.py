@@ -49,6 +49,8 @@ class Workers:
         env = {name: value for name, value in os.environ.items() if not name.startswith("COPPICE_")}
         env |= {
             "COPPICE_DATABASE_URL": self.database_url,
+            # The workers' shared data store (data_dir/store), inside the test's directory.
+            "COPPICE_DATA_DIR": str(self.log_dir),
             "COPPICE_WORKER_CONCURRENCY": "2",
             "COPPICE_JOB_LEASE_SECONDS": "10",
             "COPPICE_HEARTBEAT_SECONDS": "0.5",

@@ -25,8 +25,10 @@ FAST_POLICY = LeasePolicy(
 )
 
 
-def fast_config(**overrides: Any) -> WorkerConfig:
+def fast_config(store_url: str, **overrides: Any) -> WorkerConfig:
+    """Quick timings, and fits that write their artifacts to the store at ``store_url``."""
     values: dict[str, Any] = {
+        "store_url": store_url,
         "concurrency": 2,
         "processes_per_job": 1,
         "policy": FAST_POLICY,

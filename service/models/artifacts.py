@@ -1,0 +1,66 @@
+"""Model artifacts in the data store: where each model's bytes live and how they are read.
+
+A model's artifact (``engine.save_model`` bytes) is the object ``models/<model id>/model.cpm``;
+its row in ``model_artifacts`` names it with its size and SHA-256. The fit process writes the
+object before the worker commits that row (``service.store``: bytes first, row after), so
+there is no size ceiling but the store's own (PostgreSQL's ``bytea`` and SQLite's BLOB stop at
+1 GB a value). Reads are verified to the last byte; a damaged or missing object is
+``ArtifactCorrupt`` naming it, never a wrong model.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from service.store import DataStore, StoredObject
+
+# Read in pieces this large: few round trips to S3, little memory beyond the artifact itself.
+READ_PIECE_BYTES = 16 * 1024 * 1024
+
+
+def model_prefix(model_id: str) -> str:
+    """Every object of one model lives under this prefix."""
+    return f"models/{model_id}/"
+
+
+def artifact_path(model_id: str) -> str:
+    return f"{model_prefix(model_id)}model.cpm"
+
+
+def write_artifact(store: DataStore, model_id: str, data: bytes) -> StoredObject:
+    """Write a model's artifact to the store; the object the row will name."""
+    return store.put(artifact_path(model_id), data)
+
+
+def read_artifact(store: DataStore, stored: StoredObject) -> bytearray:
+    """The artifact's bytes, verified against its size and SHA-256 as they are read.
+
+    One buffer of the recorded size is filled in place (``engine.load_model`` takes a
+    ``bytearray``), so a multi-GiB artifact costs its size in memory once, not twice.
+    Raises ``ObjectCorrupt``/``ObjectMissing`` naming the object, ``StoreUnavailable``.
+    """
+    buffer = bytearray(stored.size)
+    view = memoryview(buffer)
+    at = 0
+    # The verifying reader raises before it hands out a byte past the recorded size.
+    for piece in store.chunks(stored, READ_PIECE_BYTES):
+        view[at : at + len(piece)] = piece
+        at += len(piece)
+    return buffer
+
+
+def verify_artifact(store: DataStore, stored: StoredObject) -> None:
+    """Read the object through, checking it is the one recorded; memory stays one piece."""
+    for _ in store.chunks(stored, READ_PIECE_BYTES):
+        pass
+
+
+def delete_objects(store: DataStore, paths: Iterable[str]) -> list[str]:
+    """Delete objects no row names any more; the paths that could not be (gc sweeps them)."""
+    left: list[str] = []
+    for path in paths:
+        try:
+            store.delete(path)
+        except Exception:  # best effort: the store may be away; gc covers it
+            left.append(path)
+    return left

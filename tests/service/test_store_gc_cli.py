@@ -1,0 +1,59 @@
+"""``coppice store gc``: what it sweeps, how it says so, and its arguments."""
+
+from __future__ import annotations
+
+import os
+import time
+from datetime import timedelta
+from pathlib import Path
+
+import pytest
+
+from service import cli
+from service.cli import main
+from service.store.gc import DEFAULT_GRACE
+
+
+def test_the_default_grace_is_the_sweep_s() -> None:
+    # service.cli keeps its own copy so `coppice --help` does not import the database stack.
+    assert cli.DEFAULT_GRACE == DEFAULT_GRACE
+
+
+@pytest.mark.parametrize(
+    ("text", "seconds"), [("0", 0), ("90s", 90), ("15m", 900), ("12h", 43200), ("7d", 604800)]
+)
+def test_durations(text: str, seconds: float) -> None:
+    assert cli._duration(text) == timedelta(seconds=seconds)
+
+
+@pytest.mark.parametrize("text", ["soon", "-1", "5w", ""])
+def test_a_bad_duration_is_a_usage_error(
+    coppice_env: Path, text: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with pytest.raises(SystemExit) as exited:
+        main(["store", "gc", "--older-than", text])
+    assert exited.value.code == 2
+    assert "--older-than" in capsys.readouterr().err
+
+
+def test_gc_sweeps_only_old_objects_no_row_names(
+    coppice_env: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["migrate"]) == 0
+    store = coppice_env / "store"
+    old, new = store / "models" / "gone" / "model.cpm", store / "datasets" / "d" / "part.parquet"
+    for path in (old, new):
+        path.parent.mkdir(parents=True)
+        path.write_bytes(b"orphan")
+    two_hours_ago = time.time() - 7200
+    os.utime(old, (two_hours_ago, two_hours_ago))
+    capsys.readouterr()
+
+    assert main(["store", "gc", "--older-than", "1h", "--dry-run"]) == 0
+    dry = capsys.readouterr().out
+    assert "would delete models/gone/model.cpm" in dry and old.exists()
+    assert "would delete 1 object(s), 6 bytes; kept 0 named and 1 unnamed" in dry
+
+    assert main(["store", "gc", "--older-than", "1h"]) == 0
+    assert "deleted models/gone/model.cpm" in capsys.readouterr().out
+    assert not old.exists() and new.exists()
