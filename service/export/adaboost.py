@@ -21,7 +21,7 @@ from typing import Any
 import numpy as np
 from onnx import TensorProto, helper
 
-from service.export.graph import Graph
+from service.export.graph import Answer, Graph
 from service.export.trees import TreeEnsemble, model_categories
 
 
@@ -39,7 +39,7 @@ def _tree_of(member: Any) -> Any:
     return tree
 
 
-def export_adaboost_samme(graph: Graph, estimator: Any) -> None:
+def export_adaboost_samme(graph: Graph, estimator: Any) -> Answer:
     n_classes = int(estimator.n_classes_)
     ensemble = TreeEnsemble(n_targets=n_classes, categorical=model_categories(graph))
     reversed_ = np.asarray(estimator.estimator_reversed_, dtype=bool)
@@ -57,10 +57,10 @@ def export_adaboost_samme(graph: Graph, estimator: Any) -> None:
     label = graph.add("ArgMax", [votes], "argmax", axis=1, keepdims=0)
     to_full = 2.0 if getattr(estimator, "alpha", "half") == "half" else 1.0
     scaled = graph.add("Mul", [votes, graph.constant("to_full", to_full)])
-    graph.classifier_outputs(graph.softmax(scaled), estimator.classes_, label_index=label)
+    return Answer(proba=graph.softmax(scaled), label_index=label)
 
 
-def export_adaboost_r2(graph: Graph, estimator: Any) -> None:
+def export_adaboost_r2(graph: Graph, estimator: Any) -> Answer:
     members = list(estimator.estimators_)
     ensemble = TreeEnsemble(n_targets=len(members), categorical=model_categories(graph))
     for m, member in enumerate(members):
@@ -90,4 +90,4 @@ def export_adaboost_r2(graph: Graph, estimator: Any) -> None:
     as_number = graph.add("Cast", [reached], to=TensorProto.INT32)
     first = graph.add("ArgMax", [as_number], "first_reached", axis=1, keepdims=1)
     median = graph.add("GatherElements", [ordered, first], "median", axis=1)
-    graph.regressor_output(median)
+    return Answer(prediction=median)

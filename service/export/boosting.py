@@ -15,7 +15,7 @@ from typing import Any
 
 import numpy as np
 
-from service.export.graph import Graph
+from service.export.graph import Answer, Graph
 from service.export.trees import TreeEnsemble, model_categories
 
 
@@ -32,7 +32,7 @@ def _stage_sums(graph: Graph, estimator: Any) -> tuple[str, int]:
     return ensemble.output(graph, graph.X), n_outputs
 
 
-def export_gradient_boosting(graph: Graph, estimator: Any) -> None:
+def export_gradient_boosting(graph: Graph, estimator: Any) -> Answer:
     sums, n_outputs = _stage_sums(graph, estimator)
     shrunk = graph.add(
         "Mul", [sums, graph.constant("learning_rate", float(estimator.learning_rate))]
@@ -45,19 +45,17 @@ def export_gradient_boosting(graph: Graph, estimator: Any) -> None:
         else:
             scale = 2.0 if getattr(estimator, "loss", "") == "exponential" else 1.0
             proba = graph.two_columns(graph.logistic(raw, scale))
-        graph.classifier_outputs(proba, estimator.classes_)
-    else:
-        out = graph.add("Exp", [raw]) if getattr(estimator, "loss", "") == "poisson" else raw
-        graph.regressor_output(out)
+        return Answer(proba=proba)
+    out = graph.add("Exp", [raw]) if getattr(estimator, "loss", "") == "poisson" else raw
+    return Answer(prediction=out)
 
 
-def export_xgboost(graph: Graph, estimator: Any) -> None:
+def export_xgboost(graph: Graph, estimator: Any) -> Answer:
     sums, n_outputs = _stage_sums(graph, estimator)
     base = np.asarray(estimator.base_score_, dtype=np.float64).reshape(1, -1)
     raw = graph.add("Add", [graph.constant("base_score", base), sums], "raw")
     if graph.model.task == "classification":
         proba = graph.softmax(raw) if n_outputs > 1 else graph.two_columns(graph.logistic(raw))
-        graph.classifier_outputs(proba, estimator.classes_)
-    else:
-        out = graph.add("Exp", [raw]) if estimator.objective_ == "count:poisson" else raw
-        graph.regressor_output(out)
+        return Answer(proba=proba)
+    out = graph.add("Exp", [raw]) if estimator.objective_ == "count:poisson" else raw
+    return Answer(prediction=out)

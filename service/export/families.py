@@ -16,18 +16,31 @@ from service.errors import InvalidInput
 from service.export.adaboost import NotTreeMembers, export_adaboost_r2, export_adaboost_samme
 from service.export.boosting import export_gradient_boosting, export_xgboost
 from service.export.forests import NotTrees, export_decision_tree, export_forest
-from service.export.graph import Graph
+from service.export.graph import Answer, Graph
 from service.export.linear import NotLinear, export_linear
+from service.export.voting import export_voting
 from service.models.cache import LoadedModel
 
-Exporter = Callable[[Graph, Any], None]
+Exporter = Callable[[Graph, Any], Answer]
 
 
-def _adaboost(graph: Graph, estimator: Any) -> None:
+def _adaboost(graph: Graph, estimator: Any) -> Answer:
     if graph.model.task == "classification":
-        export_adaboost_samme(graph, estimator)
-    else:
-        export_adaboost_r2(graph, estimator)
+        return export_adaboost_samme(graph, estimator)
+    return export_adaboost_r2(graph, estimator)
+
+
+def _member(graph: Graph, estimator: Any) -> Answer:
+    """A combiner's member, exported by its estimator class (the service's members are the
+    catalog's estimators, linear ones inside their dense encoding)."""
+    exporter = MEMBER_EXPORTERS.get(type(estimator).__name__)
+    if exporter is None:
+        raise NotExportableMember(f"its member {type(estimator).__name__} does not export")
+    return exporter(graph, estimator)
+
+
+def _voting(graph: Graph, estimator: Any) -> Answer:
+    return export_voting(graph, estimator, _member)
 
 
 EXPORTERS: Mapping[str, Exporter] = MappingProxyType(
@@ -43,9 +56,32 @@ EXPORTERS: Mapping[str, Exporter] = MappingProxyType(
         "linear_regression": export_linear,
         "ridge": export_linear,
         "perceptron": export_linear,
+        "voting": _voting,
+    }
+)
+_BY_CLASS: dict[str, Exporter] = {
+    "DecisionTree": export_decision_tree,
+    "RandomForest": export_forest,
+    "ExtraTrees": export_forest,
+    "Bagging": export_forest,
+    "AdaBoost": _adaboost,
+    "GradientBoosting": export_gradient_boosting,
+    "XGBoost": export_xgboost,
+    "Encoded": export_linear,
+    "Voting": _voting,
+}
+MEMBER_EXPORTERS: Mapping[str, Exporter] = MappingProxyType(
+    {
+        f"{family}{kind}": exporter
+        for family, exporter in _BY_CLASS.items()
+        for kind in ("Classifier", "Regressor")
     }
 )
 EXPORTABLE_METHODS = tuple(EXPORTERS)
+
+
+class NotExportableMember(ValueError):
+    """A combiner whose member has no exact ONNX form."""
 
 
 class NotExportable(InvalidInput):
@@ -74,10 +110,16 @@ def to_onnx(model: LoadedModel) -> onnx.ModelProto:
     if exporter is None:
         return _fail(model, "its method has no exact ONNX form")
     graph = Graph(model)
+    estimator = model.estimator
     try:
-        exporter(graph, model.estimator)
-    except (NotTrees, NotTreeMembers, NotLinear) as error:
+        answer = exporter(graph, estimator)
+    except (NotTrees, NotTreeMembers, NotLinear, NotExportableMember) as error:
         return _fail(model, str(error))
+    if model.task == "classification":
+        graph.classifier_outputs(answer.proba, estimator.classes_, answer.label_index)
+    else:
+        assert answer.prediction is not None
+        graph.regressor_output(answer.prediction)
     exported = graph.to_model(
         f"Coppice model {model.id}: {model.method} {model.task} of '{model.target}'."
     )

@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 
-from service.export.graph import Graph
+from service.export.graph import Answer, Graph
 from service.export.trees import TreeEnsemble, model_categories
 
 
@@ -21,11 +21,11 @@ class NotTrees(ValueError):
     """The ensemble's members are not trees (bagging of another learner)."""
 
 
-def export_decision_tree(graph: Graph, estimator: Any) -> None:
-    _averaged(graph, estimator, [estimator.tree_], estimator.bin_mapper_, hard=False)
+def export_decision_tree(graph: Graph, estimator: Any) -> Answer:
+    return _averaged(graph, estimator, [estimator.tree_], estimator.bin_mapper_, hard=False)
 
 
-def export_forest(graph: Graph, estimator: Any) -> None:
+def export_forest(graph: Graph, estimator: Any) -> Answer:
     """Random forests, extra trees and bagging whose members are trees."""
     members = list(estimator.members_)
     if not all(_is_tree(member) for member in members):
@@ -34,14 +34,14 @@ def export_forest(graph: Graph, estimator: Any) -> None:
             f"{type(getattr(members[0], 'estimator', members[0])).__name__} models"
         )
     hard = getattr(estimator, "voting", "soft") == "hard" and graph.model.task == "classification"
-    _averaged(graph, estimator, members, estimator.bin_mapper_, hard=hard)
+    return _averaged(graph, estimator, members, estimator.bin_mapper_, hard=hard)
 
 
 def _is_tree(member: Any) -> bool:
     return all(hasattr(member, name) for name in ("nodes", "values", "category_bitsets"))
 
 
-def _averaged(graph: Graph, estimator: Any, trees: list[Any], mapper: Any, *, hard: bool) -> None:
+def _averaged(graph: Graph, estimator: Any, trees: list[Any], mapper: Any, *, hard: bool) -> Answer:
     classification = graph.model.task == "classification"
     n_targets = int(trees[0].values.shape[1])
     ensemble = TreeEnsemble(n_targets=n_targets, categorical=model_categories(graph))
@@ -59,7 +59,4 @@ def _averaged(graph: Graph, estimator: Any, trees: list[Any], mapper: Any, *, ha
     mean = total
     if len(trees) > 1:
         mean = graph.add("Div", [total, graph.constant("n_trees", float(len(trees)))], "mean")
-    if classification:
-        graph.classifier_outputs(mean, estimator.classes_)
-    else:
-        graph.regressor_output(mean)
+    return Answer(proba=mean) if classification else Answer(prediction=mean)

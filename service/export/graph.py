@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -33,6 +34,18 @@ OPSET = 21
 ML_OPSET = 5
 IR_VERSION = 10
 ML_DOMAIN = "ai.onnx.ml"
+
+
+@dataclass(frozen=True)
+class Answer:
+    """What an estimator's part of the graph gives, before it becomes the graph's outputs (or
+    a member's input to a combiner): ``proba`` ``[N, K]`` over the estimator's ``classes_``
+    and optionally ``label_index`` ``[N]`` (when the label is not the first argmax of
+    ``proba``), or ``prediction`` ``[N, 1]``."""
+
+    proba: str | None = None
+    label_index: str | None = None
+    prediction: str | None = None
 
 
 class Graph:

@@ -25,7 +25,7 @@ from typing import Any
 import numpy as np
 from onnx import TensorProto
 
-from service.export.graph import Graph
+from service.export.graph import Answer, Graph
 
 
 class NotLinear(ValueError):
@@ -35,7 +35,7 @@ class NotLinear(ValueError):
 LINEAR_LEARNERS = ("LogisticRegression", "Perceptron", "LinearRegression", "Ridge")
 
 
-def export_linear(graph: Graph, estimator: Any) -> None:
+def export_linear(graph: Graph, estimator: Any) -> Answer:
     learner = estimator.estimator_
     if type(learner).__name__ not in LINEAR_LEARNERS:
         raise NotLinear(f"{type(learner).__name__} is not a linear model")
@@ -44,12 +44,12 @@ def export_linear(graph: Graph, estimator: Any) -> None:
     if graph.model.task == "regression":
         product = graph.add("MatMul", [Z, graph.constant("coef", coef.reshape(-1, 1))])
         intercept = np.asarray(learner.intercept_, dtype=np.float64).reshape(1, 1)
-        graph.regressor_output(graph.add("Add", [product, graph.constant("intercept", intercept)]))
-        return
+        return Answer(
+            prediction=graph.add("Add", [product, graph.constant("intercept", intercept)])
+        )
     product = graph.add("MatMul", [Z, graph.constant("coef", coef.T)])
     intercept = np.asarray(learner.intercept_, dtype=np.float64).reshape(1, -1)
     scores = graph.add("Add", [product, graph.constant("intercept", intercept)], "scores")
-    classes = estimator.classes_
     if coef.shape[0] == 1:  # two classes: one score, of the second
         positive = graph.add("Greater", [scores, graph.constant("zero", 0.0)])
         as_index = graph.add("Cast", [positive], to=TensorProto.INT64)
@@ -67,7 +67,7 @@ def export_linear(graph: Graph, estimator: Any) -> None:
             proba = graph.two_columns(positive_p)
         else:
             proba = graph.softmax(scores)
-    graph.classifier_outputs(proba, classes, label_index=label)
+    return Answer(proba=proba, label_index=label)
 
 
 def _dense(graph: Graph, encoding: Any) -> str:

@@ -85,6 +85,17 @@ async def test_triton_repository_holds_config_and_the_same_model(svc: Service) -
             {"n_estimators": 3, "estimator": {"method": "logistic_regression", "params": {}}},
             "members are decision trees",
         ),
+        (
+            "voting",
+            {
+                "voting": "soft",
+                "estimators": [
+                    {"name": "tree", "method": "decision_tree", "params": {}},
+                    {"name": "knn", "method": "k_neighbors", "params": {}},
+                ],
+            },
+            "KNeighborsClassifier",
+        ),
     ],
 )
 async def test_a_method_that_does_not_export_is_a_422_listing_those_that_do(

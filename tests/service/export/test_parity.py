@@ -23,7 +23,18 @@ RTOL = 1e-9
 # NumPy's BLAS: a score may differ in its last bit, and 1 − p of a probability p near 1 then
 # differs by one unit in the last place of 1.0 (~1.1e-16), more than 1e-9 of a tiny 1 − p.
 LINEAR_PROBABILITY_ATOL = 1e-15
-LINEAR = {"logistic_regression", "perceptron", "linear_regression", "ridge"}
+LINEAR = {"logistic_regression", "perceptron", "linear_regression", "ridge", "voting"}
+
+MEMBERS = [
+    {"name": "tree", "method": "decision_tree", "params": {"max_depth": 4}},
+    {"name": "boosting", "method": "gradient_boosting", "params": {"n_estimators": 10}},
+    {"name": "logistic", "method": "logistic_regression", "params": {}},
+]
+REGRESSION_MEMBERS = [
+    {"name": "forest", "method": "random_forest", "params": {"n_estimators": 5}},
+    {"name": "xgb", "method": "xgboost", "params": {"n_estimators": 10}},
+    {"name": "ridge", "method": "ridge", "params": {}},
+]
 
 # (method, params) per task kind; every exportable family, with the options that change the
 # graph (hard voting, the exponential loss, AdaBoost's full alpha, subspaces).
@@ -46,6 +57,8 @@ CLASSIFIERS: list[tuple[str, dict[str, Any]]] = [
     ("xgboost", {"n_estimators": 20}),
     ("logistic_regression", {}),
     ("perceptron", {}),
+    ("voting", {"voting": "soft", "estimators": MEMBERS}),
+    ("voting", {"voting": "hard", "weights": [1.0, 2.0, 0.5], "estimators": MEMBERS}),
 ]
 REGRESSORS: list[tuple[str, dict[str, Any]]] = [
     ("decision_tree", {"max_depth": 6}),
@@ -58,6 +71,7 @@ REGRESSORS: list[tuple[str, dict[str, Any]]] = [
     ("xgboost", {"n_estimators": 20}),
     ("linear_regression", {}),
     ("ridge", {"alpha": 2.0}),
+    ("voting", {"weights": [2.0, 1.0, 1.0], "estimators": REGRESSION_MEMBERS}),
 ]
 CASES = [
     pytest.param(method, kind, params, id=f"{method}-{kind}-{i}")
