@@ -27,9 +27,17 @@ def artifact_path(model_id: str) -> str:
     return f"{model_prefix(model_id)}model.cpm"
 
 
-def write_artifact(store: DataStore, model_id: str, data: bytes) -> StoredObject:
-    """Write a model's artifact to the store; the object the row will name."""
-    return store.put(artifact_path(model_id), data)
+def write_artifact(
+    store: DataStore, model_id: str, data: bytes | bytearray | Iterable[bytes]
+) -> StoredObject:
+    """Write a model's artifact to the store, whole or streamed in pieces; the object the row
+    will name (its size and SHA-256 computed in the pass that writes it)."""
+    if isinstance(data, bytes | bytearray):
+        return store.put(artifact_path(model_id), data)
+    with store.writer(artifact_path(model_id)) as writer:
+        for piece in data:
+            writer.write(piece)
+    return writer.stored()
 
 
 def read_artifact(store: DataStore, stored: StoredObject) -> bytearray:
