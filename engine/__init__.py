@@ -40,6 +40,7 @@ from engine.ensemble import (
     RandomForestRegressor,
 )
 from engine.explain import Explanation, explain
+from engine.explain._tree_sums import tree_contributions
 from engine.fusion import (
     BKSCombiner,
     DependenceTreeCombiner,
@@ -56,7 +57,6 @@ from engine.neighbors import KNeighborsClassifier, KNeighborsRegressor
 from engine.parallel import parallel_backend
 from engine.persistence import ModelFormatError, load_model, model_manifest, save_model
 from engine.preprocessing import EncodedClassifier, EncodedRegressor
-from engine.shap import tree_contributions
 from engine.tree import DecisionTreeClassifier, DecisionTreeRegressor
 
 __all__ = [

@@ -1,6 +1,5 @@
 """Boosting: AdaBoost and its relatives, Friedman's gradient boosting, XGBoost-style boosting."""
 
-from engine.boosting import _explain  # noqa: F401  (registers boosting with TreeSHAP)
 from engine.boosting._adaboost import AdaBoostClassifier
 from engine.boosting._adaboost_r2 import AdaBoostRegressor
 from engine.boosting._arcing import ArcX4Classifier, RegionBoostClassifier

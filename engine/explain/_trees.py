@@ -1,4 +1,4 @@
-"""Tree models, through exact path-dependent TreeSHAP (:mod:`engine.shap`).
+"""Tree models, through exact path-dependent TreeSHAP (:mod:`engine.explain.treeshap`).
 
 Single trees, forests, extra trees and bagging of trees explain ``predict_proba`` (their trees
 average class probabilities); gradient boosting, XGBoost and AdaBoost (SAMME over decision
@@ -18,11 +18,8 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from engine._validation import check_X
-from engine.base import check_is_fitted
 from engine.boosting._adaboost import AdaBoostClassifier
 from engine.boosting._arcing import ArcX4Classifier
-from engine.boosting._explain import _shared_encoding
 from engine.boosting._gradient_base import BaseGradientBoosting
 from engine.boosting._xgboost_base import BaseXGBoost
 from engine.ensemble._tree_ensemble import BaseTreeEnsemble
@@ -34,9 +31,9 @@ from engine.explain._explainer import (
     describe,
     native_output,
 )
-from engine.shap import ExplainedTrees, explained_trees, tree_contributions
-from engine.tree._classes import BaseDecisionTree, DecisionTreeClassifier
-from engine.tree._tree import Tree
+from engine.explain._tree_sums import tree_contributions
+from engine.explain.treeshap.models import explained_trees
+from engine.tree._classes import BaseDecisionTree
 
 
 def tree_explainer(model: Any, space: str, output: Any) -> Explainer:
@@ -68,34 +65,3 @@ def _boosted_trees(model: Any) -> Explainer:
     if class_count(model):
         return tree_explainer(model, DECISION, decision_output(model))
     return tree_explainer(model, *native_output(model))
-
-
-def _one_hot_vote_tree(member: DecisionTreeClassifier, n_classes: int) -> Tree:
-    """The member's tree with every node's value replaced by its one-hot vote there."""
-    tree = member.tree_
-    predicted = np.asarray(member.classes_, dtype=np.intp)[tree.values.argmax(axis=1)]
-    values = np.zeros((tree.node_count, n_classes))
-    values[np.arange(tree.node_count), predicted] = 1.0
-    return Tree(tree.nodes, values, tree.category_bitsets, tree.n_features)
-
-
-@explained_trees.register
-def _arc_x4_trees(model: ArcX4Classifier) -> ExplainedTrees:
-    check_is_fitted(model, "estimators_")
-    members = list(model.estimators_)
-    if not all(isinstance(member, DecisionTreeClassifier) for member in members):
-        raise ValueError("TreeSHAP explains Arc-x4 over decision trees only.")
-    _shared_encoding(members)
-    n_classes = int(model.n_classes_)
-
-    def prepare(X: Any) -> Any:
-        X = check_X(X, n_features=model.n_features_in_, estimator=type(model).__name__)
-        return members[0].bin_mapper_.encode_for_prediction(X)
-
-    return ExplainedTrees(
-        trees=[_one_hot_vote_tree(member, n_classes) for member in members],
-        weights=np.full(len(members), 1.0 / len(members)),
-        base=np.zeros(n_classes),
-        prepare=prepare,
-        output=1 if n_classes == 2 else None,
-    )

@@ -22,7 +22,7 @@ from engine import (
     RandomForestClassifier,
     RandomForestRegressor,
 )
-from engine._shap import compiled, vectorised
+from engine.explain.treeshap import compiled, vectorised
 from engine.shap import (
     ExplainedTrees,
     explained_trees,

@@ -20,7 +20,7 @@ import pytest
 
 from engine import RandomForestClassifier, RandomForestRegressor
 from engine._kernels import KERNELS_ENV, compiled_kernels
-from engine._shap import compiled, explain_tree, kernels, vectorised
+from engine.explain.treeshap import compiled, explain_tree, kernels, vectorised
 from engine.tree._tree import NODE_DTYPE, Tree
 
 
@@ -183,10 +183,11 @@ def test_category_codes_outside_the_bitsets_go_the_missing_way() -> None:
 def test_the_environment_selects_the_implementation() -> None:
     chosen = compiled if compiled_kernels() else vectorised
     assert explain_tree is chosen.explain_tree
-    code = "import engine._shap as s; print(s.explain_tree.__module__)"
+    # ``from``: ``engine.explain`` as an attribute of ``engine`` is the explain() function.
+    code = "from engine.explain import treeshap as s; print(s.explain_tree.__module__)"
     for choice, module in (
-        ("numpy", "engine._shap.vectorised"),
-        ("numba", "engine._shap.compiled"),
+        ("numpy", "engine.explain.treeshap.vectorised"),
+        ("numba", "engine.explain.treeshap.compiled"),
     ):
         env = {**os.environ, KERNELS_ENV: choice}
         result = subprocess.run(

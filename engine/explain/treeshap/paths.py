@@ -1,6 +1,6 @@
 """Root-to-leaf paths of a tree, padded into arrays, and rows routed along them (NumPy).
 
-The layout of the vectorised twin (:mod:`engine._shap.vectorised`): a tree's leaves in groups
+The layout of the vectorised twin (:mod:`engine.explain.treeshap.vectorised`): a tree's leaves in groups
 of similar path length, each group's paths padded to common lengths, and per row the one
 fractions ``o`` of every (leaf, slot) — whether the row follows every split of the path on that
 slot's feature (Lundberg et al. 2020, Algorithm 2's ``o``; ``z``, the zero fraction, is the

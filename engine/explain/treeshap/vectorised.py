@@ -35,7 +35,7 @@ from collections.abc import Callable
 import numpy as np
 from numpy.typing import NDArray
 
-from engine._shap.paths import LeafPaths, leaf_groups, route_rows, row_codes, row_ones
+from engine.explain.treeshap.paths import LeafPaths, leaf_groups, route_rows, row_codes, row_ones
 from engine.tree._tree import Tree
 
 __all__ = ["expected_value", "explain_tree"]

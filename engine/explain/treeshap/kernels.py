@@ -7,7 +7,7 @@ unique features. These kernels compute the same numbers leaf by leaf. On the pat
 of value ``v``, slot ``j`` (the ``j``-th distinct feature) has zero fraction ``z_j``, the
 product of the cover ratios of its splits, and for a row the one fraction ``o_j`` ∈ {0, 1},
 whether the row follows every split on that feature. The leaf's Shapley value for slot ``i``
-is (see :mod:`engine._shap.vectorised` for the derivation)::
+is (see :mod:`engine.explain.treeshap.vectorised` for the derivation)::
 
     v · (o_i − z_i) · ∫_0^1 Π_{j≠i} g_j(u) du,      g_j(u) = z_j (1 − u) + o_j u.
 
@@ -29,7 +29,7 @@ in advance; this evaluates only those that occur.
 
 :func:`add_tree_shap` routes a chunk of rows through the tree once (:func:`route_rows`), then
 adds each leaf's terms into ``phi``; the tree's paths come flattened from
-:mod:`engine._shap.layout`. (Kernels that call one another live in this one module: Numba's
+:mod:`engine.explain.treeshap.layout`. (Kernels that call one another live in this one module: Numba's
 on-disk cache of a kernel does not notice an edit to a callee in another file.)
 """
 

@@ -8,8 +8,8 @@ from typing import NamedTuple
 import numpy as np
 from numpy.typing import NDArray
 
-from engine._shap.kernels import add_tree_shap
-from engine._shap.layout import feature_columns, leaf_paths
+from engine.explain.treeshap.kernels import add_tree_shap
+from engine.explain.treeshap.layout import feature_columns, leaf_paths
 from engine.tree._tree import Tree
 
 __all__ = ["expected_value", "explain_tree"]

@@ -1,7 +1,10 @@
-"""TreeSHAP descriptions of the boosted models: their raw score as a weighted sum of trees.
+"""Every tree model as a weighted sum of trees: the one place TreeSHAP's descriptions register.
 
-Contributions plus bias then equal ``decision_function`` (the additive score), for one
-output (regression, binary) or per class (multiclass, one tree per class and round).
+Single trees, forests, extra trees and bagging of trees average their trees' outputs
+(class probabilities). The boosted models sum theirs into a raw score: contributions plus bias
+then equal ``decision_function`` (the additive score), for one output (regression, binary) or
+per class (multiclass, one tree per class and round). Arc-x4 votes unweighted, so its vote
+shares are the mean of one tree per member whose leaves hold that member's one-hot vote.
 
 AdaBoost over decision trees is additive too once each member is seen as a tree whose leaves
 hold the member's *vote*: its class prediction at that leaf (after any reversal) coded as
@@ -22,12 +25,77 @@ from engine._validation import check_X
 from engine.base import check_is_fitted
 from engine.boosting._adaboost import AdaBoostClassifier
 from engine.boosting._adaboost_r2 import AdaBoostRegressor
-from engine.boosting._arcing import RegionBoostClassifier
+from engine.boosting._arcing import ArcX4Classifier, RegionBoostClassifier
 from engine.boosting._gradient_base import BaseGradientBoosting
 from engine.boosting._xgboost import BaseXGBoost
-from engine.shap import ExplainedTrees, explained_trees
-from engine.tree._classes import DecisionTreeClassifier
+from engine.ensemble._tree_ensemble import BaseTreeEnsemble
+from engine.explain.treeshap.models import ExplainedTrees, contributions_of, explained_trees
+from engine.tree._classes import BaseDecisionTree, DecisionTreeClassifier
 from engine.tree._tree import Tree
+
+__all__ = ["shared_encoding", "tree_contributions"]
+
+
+def tree_contributions(model: Any, X: Any) -> tuple[NDArray[np.float64], Any]:
+    """Exact path-dependent TreeSHAP contributions of a fitted tree model.
+
+    Parameters
+    ----------
+    model : fitted DecisionTree*, RandomForest*, ExtraTrees*, Bagging* of trees (soft
+        voting), gradient boosting, XGBoost, AdaBoost over decision trees (explaining
+        ``decision_function``), Arc-x4 over decision trees, or any model registered with
+        :func:`~engine.explain.treeshap.models.explained_trees`.
+    X : array-like of shape (n_samples, n_features)
+        Raw features, as given to ``predict``.
+
+    Returns
+    -------
+    contributions : ndarray of float64
+        ``(n_samples, n_features)`` for regression (explaining ``predict``) and binary
+        classification (explaining ``predict_proba(X)[:, 1]``: the engine's classifiers
+        average class probabilities, so the positive-class probability is the raw score);
+        ``(n_samples, n_features, n_classes)`` for multiclass (explaining ``predict_proba``).
+    bias : float or ndarray of float64 of shape (n_classes,)
+        The expected output (cover-weighted over each tree): ``contributions.sum(axis=1) +
+        bias`` equals the explained output.
+    """
+    return contributions_of(explained_trees(model), X)
+
+
+def _explained_output(model: Any) -> int | None:
+    """Binary classifiers explain the positive class; regressors their only output."""
+    if not hasattr(model, "classes_"):
+        return 0
+    return 1 if len(model.classes_) == 2 else None
+
+
+@explained_trees.register
+def _explain_single_tree(model: BaseDecisionTree) -> ExplainedTrees:
+    check_is_fitted(model, "tree_")
+    tree = model.tree_
+    return ExplainedTrees(
+        trees=[tree],
+        weights=np.ones(1),
+        base=np.zeros(tree.values.shape[1]),
+        prepare=model._prepare,
+        output=_explained_output(model),
+    )
+
+
+@explained_trees.register
+def _explain_tree_ensemble(model: BaseTreeEnsemble) -> ExplainedTrees:
+    # Hard voting averages one-hot votes, a non-additive function of the leaf values.
+    if getattr(model, "_classification", False) and model._hard_voting:
+        raise ValueError("TreeSHAP cannot explain hard voting; use voting='soft'.")
+    trees = model.trees_  # raises AttributeError for bagging of non-tree estimators
+    n_outputs = trees[0].values.shape[1]
+    return ExplainedTrees(
+        trees=trees,
+        weights=np.full(len(trees), 1.0 / len(trees)),
+        base=np.zeros(n_outputs),
+        prepare=model._prepare,
+        output=_explained_output(model),
+    )
 
 
 @explained_trees.register
@@ -84,7 +152,7 @@ def _vote_tree(member: DecisionTreeClassifier, reversed_: bool, n_classes: int) 
     return Tree(tree.nodes, values, tree.category_bitsets, tree.n_features)
 
 
-def _shared_encoding(members: list[DecisionTreeClassifier]) -> None:
+def shared_encoding(members: list[DecisionTreeClassifier]) -> None:
     """Refuse members that encode categorical columns differently (one X feeds every tree)."""
     first = members[0].bin_mapper_
     for member in members[1:]:
@@ -113,7 +181,7 @@ def _explain_adaboost(model: AdaBoostClassifier) -> ExplainedTrees:
             "TreeSHAP explains AdaBoost over decision trees; this model's members are "
             f"{', '.join(others)}."
         )
-    _shared_encoding(members)
+    shared_encoding(members)
     n_classes = int(model.n_classes_)
     trees = [
         _vote_tree(member, bool(flipped), n_classes)
@@ -146,4 +214,35 @@ def _refuse_region_boost(model: RegionBoostClassifier) -> ExplainedTrees:
         "TreeSHAP cannot explain RegionBoostClassifier: its members' vote weights depend on "
         "the input (their accuracy on its nearest neighbours), so the score is not a sum of "
         "per-tree outputs."
+    )
+
+
+def _one_hot_vote_tree(member: DecisionTreeClassifier, n_classes: int) -> Tree:
+    """The member's tree with every node's value replaced by its one-hot vote there."""
+    tree = member.tree_
+    predicted = np.asarray(member.classes_, dtype=np.intp)[tree.values.argmax(axis=1)]
+    values = np.zeros((tree.node_count, n_classes))
+    values[np.arange(tree.node_count), predicted] = 1.0
+    return Tree(tree.nodes, values, tree.category_bitsets, tree.n_features)
+
+
+@explained_trees.register
+def _arc_x4_trees(model: ArcX4Classifier) -> ExplainedTrees:
+    check_is_fitted(model, "estimators_")
+    members = list(model.estimators_)
+    if not all(isinstance(member, DecisionTreeClassifier) for member in members):
+        raise ValueError("TreeSHAP explains Arc-x4 over decision trees only.")
+    shared_encoding(members)
+    n_classes = int(model.n_classes_)
+
+    def prepare(X: Any) -> Any:
+        X = check_X(X, n_features=model.n_features_in_, estimator=type(model).__name__)
+        return members[0].bin_mapper_.encode_for_prediction(X)
+
+    return ExplainedTrees(
+        trees=[_one_hot_vote_tree(member, n_classes) for member in members],
+        weights=np.full(len(members), 1.0 / len(members)),
+        base=np.zeros(n_classes),
+        prepare=prepare,
+        output=1 if n_classes == 2 else None,
     )

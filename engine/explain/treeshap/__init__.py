@@ -1,7 +1,8 @@
 """Path-dependent TreeSHAP for one tree, twice: Numba kernels and their NumPy twins.
 
-:mod:`engine.shap` is the public face (models, contributions); this package explains a single
-tree. ``compiled`` wraps the kernels of ``kernels`` (a per-leaf Gauss–Legendre evaluation over
+:mod:`engine.explain.treeshap.models` explains a model as a sum of trees (every family's
+description registers in :mod:`engine.explain._tree_sums`; :mod:`engine.shap` keeps the public
+names); the rest of this package explains a single tree. ``compiled`` wraps the kernels of ``kernels`` (a per-leaf Gauss–Legendre evaluation over
 the flat node arrays); ``vectorised`` is the NumPy twin, which works on the padded leaf paths
 of ``paths``. ``explain_tree`` is whichever of the two ``COPPICE_ENGINE_KERNELS`` selects.
 """
@@ -14,7 +15,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from engine._kernels import select
-from engine._shap import compiled, vectorised
+from engine.explain.treeshap import compiled, vectorised
 from engine.tree._tree import Tree
 
 __all__ = ["expected_value", "explain_tree"]
