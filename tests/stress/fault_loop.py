@@ -274,7 +274,9 @@ class FaultLoop:
         """
         if fault == "fit":
             # The fault needs a fit to kill: wait for one, then for the moment within it.
-            pids = self._wait_for(lambda: fit_processes(cluster.training_session()), 30.0)
+            # A fit process starts within a second or two on a quiet machine; at load 15 the
+            # jobs took longer than 30 s to reach one.
+            pids = self._wait_for(lambda: fit_processes(cluster.training_session()), 120.0)
             if not pids:
                 self.report.problems.append(f"no fit process appeared for jobs {jobs}")
                 return set()
