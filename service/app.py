@@ -22,6 +22,8 @@ from service.jobs.router import router as jobs_router
 from service.methods.router import router as methods_router
 from service.models.cache import ModelCache
 from service.models.router import router as models_router
+from service.monitoring.log import PredictionLog
+from service.monitoring.router import router as monitoring_router
 from service.observability import install_observability
 from service.openapi import install_body_schemas
 from service.registry.cache import ReferenceCache
@@ -60,6 +62,13 @@ def create_app(settings: Settings) -> FastAPI:
             listener = RegistryListener(settings.resolved_database_url, references)
             listener.start()
         worker = _start_embedded_worker(settings) if settings.embedded_worker else None
+        prediction_log = PredictionLog(
+            db_engine,
+            rate=settings.prediction_log_rate,
+            max_rows=settings.prediction_log_max_rows,
+            queue_size=settings.prediction_log_queue,
+        )
+        prediction_log.start()
         app.state.resources = Resources(
             settings=settings,
             db_engine=db_engine,
@@ -67,6 +76,7 @@ def create_app(settings: Settings) -> FastAPI:
             model_cache=model_cache,
             references=references,
             worker=worker,
+            prediction_log=prediction_log,
         )
         try:
             yield
@@ -76,6 +86,7 @@ def create_app(settings: Settings) -> FastAPI:
             if worker is not None:
                 # Stopping waits up to the shutdown grace for running fits; not on the loop.
                 await asyncio.to_thread(worker.stop)
+            await asyncio.to_thread(prediction_log.stop)
             model_cache.clear()
             db_engine.dispose()
 
@@ -94,6 +105,7 @@ def create_app(settings: Settings) -> FastAPI:
     app.include_router(jobs_router)
     app.include_router(models_router)
     app.include_router(export_router)
+    app.include_router(monitoring_router)
     app.include_router(registry_router)
     app.include_router(inference_router)
     app.include_router(searches_router)

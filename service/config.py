@@ -88,6 +88,28 @@ class Settings(BaseSettings):
         ge=1,
         description="Most rows one predict request may hold; more is a 413.",
     )
+    prediction_log_rate: float = Field(
+        default=1.0,
+        ge=0.0,
+        le=1.0,
+        description=(
+            "Share of predicted rows written to the prediction log (0 turns logging off); "
+            "docs/monitoring.md."
+        ),
+    )
+    prediction_log_max_rows: int = Field(
+        default=1_000_000,
+        ge=1,
+        description="Most logged rows kept per model; the oldest are dropped first.",
+    )
+    prediction_log_queue: int = Field(
+        default=10_000,
+        ge=1,
+        description=(
+            "Requests waiting for the prediction log's writer; past it a request's rows are "
+            "counted as dropped, never waited for."
+        ),
+    )
     model_cache_bytes: int = Field(
         default=512 * 1024 * 1024,
         ge=0,

@@ -21,6 +21,7 @@ from service.registry.cache import ReferenceCache
 from service.store import DataStore, store_from_settings
 
 if TYPE_CHECKING:
+    from service.monitoring.log import PredictionLog
     from service.worker.claim_loop import Supervisor
 
 
@@ -39,6 +40,8 @@ class Resources:
     worker: Supervisor | None = None
     # Where dataset parts and model artifacts live (COPPICE_STORE_URL); None: the settings'.
     data_store: DataStore | None = None
+    # The prediction log's writer (service.monitoring); None: predictions are not logged.
+    prediction_log: PredictionLog | None = None
 
     @property
     def store(self) -> DataStore:
@@ -71,6 +74,10 @@ async def get_reference_cache(request: Request) -> ReferenceCache:
     return get_resources(request).references
 
 
+async def get_prediction_log(request: Request) -> PredictionLog | None:
+    return get_resources(request).prediction_log
+
+
 async def get_store(request: Request) -> DataStore:
     return get_resources(request).store
 
@@ -95,6 +102,7 @@ DbEngineDep = Annotated[Engine, Depends(get_db_engine)]
 ModelCacheDep = Annotated[ModelCache, Depends(get_model_cache)]
 ReferenceCacheDep = Annotated[ReferenceCache, Depends(get_reference_cache)]
 StoreDep = Annotated[DataStore, Depends(get_store)]
+PredictionLogDep = Annotated["PredictionLog | None", Depends(get_prediction_log)]
 # scope="function": the commit happens before the response is sent, so a failed commit is the
 # client's error response instead of a success that did not happen.
 SessionDep = Annotated[Session, Depends(get_session, scope="function")]

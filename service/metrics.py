@@ -42,6 +42,7 @@ from sqlalchemy.sql.elements import ColumnElement
 from service.db.tables import JobRecord, JobStatus
 from service.db.types import utc_now
 from service.deps import Resources
+from service.monitoring.gauges import MonitoringCollector
 from service.training.cluster import DASK_STAGE_PREFIX
 
 logger = logging.getLogger(__name__)
@@ -95,6 +96,7 @@ def create_registry(app: FastAPI, version: str) -> tuple[CollectorRegistry, Http
 
     registry.register(ModelCacheCollector(resources))
     registry.register(JobsCollector(resources))
+    registry.register(MonitoringCollector(lambda: getattr(resources(), "prediction_log", None)))
     return registry, http
 
 

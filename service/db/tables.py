@@ -222,6 +222,39 @@ class ModelRecord(Base):
     created_at: Mapped[datetime] = mapped_column(UTCDateTime(), default=utc_now)
 
 
+class PredictionLogRecord(Base):
+    """One logged prediction row (service.monitoring): compact, metadata-sized.
+
+    ``features`` holds the row as the model saw it (float32 per feature: categories as codes,
+    NaN missing), ``bins`` the baseline bin of each feature and of the prediction (uint16
+    each), which is all a drift report reads; ``unseen`` the categorical values training never
+    saw, by feature, only on rows that have one. ``prediction`` is the value (regression) or
+    the class index, ``proba`` the class probabilities (float32) when the request asked for
+    them; ``actual`` (same coding) arrives later as feedback.
+    """
+
+    __tablename__ = "prediction_log"
+    __table_args__ = (
+        Index("ix_prediction_log_model_id_logged_at", "model_id", "logged_at"),
+        Index("ix_prediction_log_model_id_row_id", "model_id", "row_id"),
+        Index("ix_prediction_log_model_id_id", "model_id", "id"),
+        # Few rows have an actual: the report finds them without scanning the window.
+        Index("ix_prediction_log_model_id_actual", "model_id", "actual"),
+    )
+
+    id: Mapped[int] = mapped_column(BigInteger().with_variant(Integer, "sqlite"), primary_key=True)
+    model_id: Mapped[str] = mapped_column(ForeignKey("models.id", ondelete="CASCADE"))
+    row_id: Mapped[str] = mapped_column(String(128))
+    logged_at: Mapped[datetime] = mapped_column(UTCDateTime())
+    features: Mapped[bytes] = mapped_column(LargeBinary)
+    bins: Mapped[bytes | None] = mapped_column(LargeBinary)
+    # SQL NULL, not JSON null, for a row without unseen values: the report selects the others.
+    unseen: Mapped[dict[str, Any] | None] = mapped_column(JSON(none_as_null=True))
+    prediction: Mapped[float | None] = mapped_column(Float)
+    proba: Mapped[bytes | None] = mapped_column(LargeBinary)
+    actual: Mapped[float | None] = mapped_column(Float)
+
+
 class ModelArtifactRecord(Base):
     """Where the serialised estimator (``engine.save_model`` bytes) is: an object in the data
     store (``service.models.artifacts``), with the size and SHA-256 it is checked against."""

@@ -6,6 +6,7 @@ paths that way); docs/inference.md describes the surface for users.
 
 from __future__ import annotations
 
+from functools import partial
 from typing import Any
 
 from anyio import to_thread
@@ -14,7 +15,14 @@ from fastapi.responses import JSONResponse
 
 from service.bodies import read_limited
 from service.db.health import database_ready
-from service.deps import DbEngineDep, ModelCacheDep, ReferenceCacheDep, SettingsDep, StoreDep
+from service.deps import (
+    DbEngineDep,
+    ModelCacheDep,
+    ReferenceCacheDep,
+    SettingsDep,
+    StoreDep,
+    get_resources,
+)
 from service.inference import metadata, service, serving, wire
 from service.inference.schemas import (
     ErrorResponse,
@@ -26,6 +34,7 @@ from service.inference.schemas import (
     ReadyResponse,
     ServerMetadataResponse,
 )
+from service.monitoring.capture import log_v2
 from service.openapi import body_schema
 
 # Every /v2 error is the protocol's {"error": ...}; declaring 4XX also keeps FastAPI from
@@ -244,6 +253,7 @@ async def _infer(
     version: str | None,
 ) -> Response:
     limit = settings.max_request_bytes
+    log = get_resources(request).prediction_log
     raw = await read_limited(request, limit, setting=REQUEST_LIMIT_SETTING)
     encoding = request.headers.get("content-encoding", "")
     header_length = request.headers.get(wire.HEADER_LENGTH)
@@ -263,6 +273,7 @@ async def _infer(
             served_as=None
             if served.registered_name is None
             else (served.name, served.version, served.parameters),
+            observe=None if log is None or not log.enabled else partial(log_v2, log, served.model),
         )
 
     result = await to_thread.run_sync(work)

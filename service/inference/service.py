@@ -9,11 +9,22 @@ the model's features and encoding them as ``/v1`` predict does (``features``, th
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
+
+import numpy as np
+import numpy.typing as npt
 
 from service.inference import features, outputs, requests, wire
 from service.inference.serving import MODEL_VERSION
+from service.inference.tensors import OutputTensor
 from service.models.cache import LoadedModel
+
+# The prediction log's hand-off: request id, encoded rows, the outputs asked and made.
+Observer = Callable[
+    [str | None, npt.NDArray[np.float64], list[outputs.RequestedOutput], list[OutputTensor]],
+    None,
+]
 
 
 def infer(
@@ -24,6 +35,7 @@ def infer(
     max_rows: int,
     setting: str,
     served_as: tuple[str, str, dict[str, Any]] | None = None,
+    observe: Observer | None = None,
 ) -> wire.InferenceResult:
     """Run one inference request (its JSON header and binary data) on ``model``; the answer
     names it ``served_as`` (name, version, parameters) when it was reached by another name."""
@@ -32,8 +44,11 @@ def infer(
     layout = features.plan(model, request.inputs, max_rows, setting=setting)
     X = features.matrix(model, requests.decode_inputs(request.inputs, binary), layout)
     name, version, parameters = served_as or (model.id, MODEL_VERSION, {})
+    tensors = outputs.predict(model, X, requested)
+    if observe is not None and X.shape[0]:
+        observe(request.id, X, requested, tensors)
     return wire.response(
-        outputs.predict(model, X, requested),
+        tensors,
         model_name=name,
         model_version=version,
         parameters=parameters,

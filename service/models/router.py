@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from functools import partial
 from typing import Annotated, Any
 
 import numpy as np
@@ -18,6 +19,7 @@ from service.db.tables import ModelRecord
 from service.deps import (
     DbEngineDep,
     ModelCacheDep,
+    PredictionLogDep,
     ReferenceCacheDep,
     SessionDep,
     SettingsDep,
@@ -40,6 +42,8 @@ from service.models.schemas import (
     PredictResponse,
     RegisteredAs,
 )
+from service.monitoring.capture import log_v1, row_ids
+from service.monitoring.log import PredictionLog
 from service.openapi import body_schema
 from service.paging import Limit, Offset
 from service.registry.resolve import peek, resolve
@@ -151,8 +155,10 @@ async def predict(
     cache: ModelCacheDep,
     store: StoreDep,
     refs: ReferenceCacheDep,
+    log: PredictionLogDep,
 ) -> Response:
-    """Predict rows; optionally with class probabilities and per-feature explanations."""
+    """Predict rows; optionally with class probabilities and per-feature explanations. The
+    rows go to the model's prediction log (docs/monitoring.md), each with an id."""
     raw = await read_limited(
         request, settings.max_request_bytes, setting="COPPICE_MAX_REQUEST_BYTES"
     )
@@ -165,7 +171,7 @@ async def predict(
             with reading(db_engine) as session:
                 resolved = resolve(session, refs, model_id).model_id
                 model = service.loaded_model(session, cache, store, resolved)
-        return service.predict(model, body)
+        return _logged_predict(model, body, log)
 
     known = peek(refs, model_id)
     if (
@@ -181,6 +187,22 @@ async def predict(
         if cached is not None:  # unless another request evicted it just now
             return _json(work(cached))
     return _json(await to_thread.run_sync(work))
+
+
+def _logged_predict(
+    model: LoadedModel, body: PredictRequest, log: PredictionLog | None
+) -> dict[str, Any]:
+    """``service.predict``, its rows handed to the prediction log (when it logs) by id."""
+    logging = log is not None and log.enabled
+    if not logging and body.ids is None:
+        return service.predict(model, body)
+    ids = row_ids(body.n_rows, body.ids)
+    observe = None
+    if log is not None and logging:
+        observe = partial(log_v1, log, model, body, ids)
+    out = service.predict(model, body, observe)
+    out["ids"] = ids
+    return out
 
 
 def _json(body: dict[str, Any]) -> Response:

@@ -10,6 +10,7 @@ from pydantic import (
     ConfigDict,
     Field,
     PrivateAttr,
+    StringConstraints,
     WithJsonSchema,
     model_validator,
 )
@@ -137,6 +138,14 @@ class PredictRequest(BaseModel):
     return_proba: bool = Field(
         default=False, description="Also return class probabilities (classification)."
     )
+    ids: list[Annotated[str, StringConstraints(min_length=1, max_length=128)]] | None = Field(
+        default=None,
+        description=(
+            "An id per row for the prediction log, to send feedback by later "
+            "(`POST /v1/models/{id}/feedback`); without it the server makes them up and "
+            "returns them as `ids`."
+        ),
+    )
     explain: bool = Field(
         default=False,
         description=(
@@ -166,6 +175,8 @@ class PredictRequest(BaseModel):
             raise ValueError("send either 'records' or 'columns' with 'rows', not both")
         if self.records is None and (self.columns is None or self.rows is None):
             raise ValueError("send 'records', or 'columns' with 'rows'")
+        if self.ids is not None and len(self.ids) != self.n_rows:
+            raise ValueError(f"'ids' has {len(self.ids)} items for {self.n_rows} rows")
         return self
 
     @property
@@ -183,6 +194,13 @@ class PredictRequest(BaseModel):
 
 class PredictResponse(BaseModel):
     model_id: str
+    ids: list[str] | None = Field(
+        default=None,
+        description=(
+            "Each row's id in the prediction log (the request's, or made up): what feedback "
+            "joins actuals to. Absent when the server does not log predictions."
+        ),
+    )
     predictions: list[Any] = Field(description="Class labels, or numbers (regression).")
     probabilities: list[list[float]] | None = Field(
         default=None, description="Per row, per class in `classes` order (return_proba)."

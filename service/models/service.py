@@ -5,6 +5,7 @@ Routers call these and turn their results into bodies; domain errors are ``Servi
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from http import HTTPStatus
 from typing import Any
 
@@ -144,8 +145,13 @@ def _load(session: Session, store: DataStore, model_id: str) -> LoadedModel:
 # --- predicting -----------------------------------------------------------------------------
 
 
-def predict(model: LoadedModel, body: PredictRequest) -> dict[str, Any]:
-    """The prediction body for ``body``'s rows (see ``PredictResponse``)."""
+def predict(
+    model: LoadedModel,
+    body: PredictRequest,
+    observe: Callable[[npt.NDArray[np.float64], dict[str, Any]], None] | None = None,
+) -> dict[str, Any]:
+    """The prediction body for ``body``'s rows (see ``PredictResponse``); ``observe`` is
+    given the encoded rows and the body (the prediction log's hand-off)."""
     if body.explain:
         refused = explanations.refusal(model.method, model.estimator)
         if refused is not None:
@@ -198,6 +204,8 @@ def predict(model: LoadedModel, body: PredictRequest) -> dict[str, Any]:
         out["contributions"] = explained.contributions
         out["bias"] = np.repeat(explained.bias[np.newaxis], X.shape[0], axis=0)
         out["explanation"] = explained.method
+    if observe is not None:
+        observe(X, out)
     return out
 
 

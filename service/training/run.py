@@ -17,6 +17,7 @@ from service.datasets.columns import ColumnData
 from service.methods.catalog import CATALOG, Method, Task
 from service.methods.params import ParamsInvalid, build_estimator, resolve_params
 from service.models.importance import available_kinds
+from service.monitoring.baseline import training_baseline
 from service.training.curves import learning_curves
 from service.training.data import TrainingData, prepare
 from service.training.diagnostics import validation_diagnostics
@@ -69,6 +70,7 @@ def run_training(
         "cv": None,
         "diagnostics": None,
         "importance_kinds": None,
+        "monitoring": None,
     }
     # A search's candidates keep what each fold model predicted for its held-out rows: the
     # level-one data a stacked ensemble learns from without refitting them (Wolpert 1992).
@@ -112,6 +114,20 @@ def run_training(
             seed=spec.seed,
         )
     metrics["oob"] = _oob_metrics(model, data, train_rows, classification)
+    # What live predictions are compared with (service.monitoring): the training rows'
+    # histograms, and the model's predictions on the rows it is validated on (else scored on).
+    baseline_outputs = (
+        outputs
+        if validation_rows is not None
+        else _outputs(model, data, scored_rows, classification)
+    )
+    metrics["monitoring"] = training_baseline(
+        data.X[train_rows],
+        data.features,
+        data.categories,
+        _predicted(baseline_outputs, data.classes),
+        data.classes if classification else None,
+    )
     curves = learning_curves(
         method.name,
         model,
@@ -275,6 +291,15 @@ def _outputs(model: Any, data: TrainingData, rows: Rows, classification: bool) -
         labels = np.asarray([str(label) for label in np.asarray(model.predict(X)).tolist()])
         return _Outputs(None, labels)
     return _Outputs(_proba(model, X, data.classes), None)
+
+
+def _predicted(outputs: _Outputs, classes: list[str] | None) -> npt.NDArray[Any]:
+    """The labels or values behind ``outputs``: a classifier's argmax of its probabilities."""
+    if outputs.proba is not None and classes is not None:
+        labels: npt.NDArray[Any] = np.asarray(classes)[np.argmax(outputs.proba, axis=1)]
+        return labels
+    assert outputs.predicted is not None
+    return outputs.predicted
 
 
 def _evaluate(

@@ -1,0 +1,1 @@
+"""Live predictions: the prediction log, feedback, and drift and performance reports."""

@@ -1,0 +1,287 @@
+"""The prediction log's writer: a bounded queue and one thread that writes it in batches.
+
+A predict hands its rows over with :meth:`PredictionLog.submit`, which never blocks and never
+raises: when the queue is full the rows are counted as dropped. Everything else — sampling,
+binning against the model's baseline, finding unseen categories, the insert and the per-model
+cap — happens on the writer thread, and a batch the database refuses is counted as failed and
+logged, then forgotten. So logging adds a queue ``put`` to a predict, and a broken log costs
+its rows, never an answer.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import math
+import queue
+import threading
+import time
+from collections import Counter
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+from sqlalchemy import Engine
+
+from service.db.session import transaction
+from service.monitoring import repository
+from service.monitoring.baseline import categorical_bins, numeric_bins
+
+logger = logging.getLogger(__name__)
+
+# Requests written per transaction at most; a batch is whatever waited, up to this.
+BATCH_REQUESTS = 500
+Cell = Callable[[int, str], Any]
+
+
+@dataclass(frozen=True, slots=True)
+class LoggedRequest:
+    """One predict's rows, as handed to the log (no work done on them yet)."""
+
+    model_id: str
+    logged_at: datetime
+    X: npt.NDArray[np.float64]  # (n, p) as the model saw it
+    predictions: Sequence[Any] | npt.NDArray[Any]  # labels (classification) or values
+    proba: npt.NDArray[np.float64] | None
+    ids: Sequence[str]
+    features: Sequence[str]
+    categories: dict[str, list[str]]
+    classes: list[str] | None
+    # The cell the client sent for (row, feature), to tell an unseen category from a missing
+    # one (the encoder makes both NaN); None when the request sent codes, not text.
+    cell: Cell | None
+
+
+@dataclass
+class LogCounts:
+    """What the log did, by model (logged) or in all (dropped, failed), since start."""
+
+    logged: Counter[str]
+    dropped: int = 0
+    failed: int = 0
+    trimmed: int = 0
+
+
+class PredictionLog:
+    """Owned by the app's lifespan: :meth:`start`, :meth:`submit` from predicts, :meth:`stop`."""
+
+    def __init__(
+        self,
+        engine: Engine,
+        *,
+        rate: float,
+        max_rows: int,
+        queue_size: int,
+        seed: int | None = None,
+    ) -> None:
+        self.engine = engine
+        self.rate = rate
+        self.max_rows = max_rows
+        self.counts = LogCounts(Counter())
+        # The latest report's PSI by model (and feature), for the gauges.
+        self.feature_psi: dict[str, dict[str, float]] = {}
+        self.prediction_psi: dict[str, float] = {}
+        self._queue: queue.Queue[LoggedRequest | None] = queue.Queue(maxsize=queue_size)
+        self._random = np.random.default_rng(seed)
+        self._baselines: dict[str, dict[str, Any] | None] = {}
+        self._thread: threading.Thread | None = None
+        self._idle = threading.Condition()
+        self._busy = 0
+
+    @property
+    def enabled(self) -> bool:
+        return self.rate > 0
+
+    # --- the request side -----------------------------------------------------------------
+
+    def submit(self, request: LoggedRequest) -> None:
+        """Queue ``request``'s rows; never blocks, never raises (a full queue drops them)."""
+        try:
+            with self._idle:
+                self._busy += 1
+            self._queue.put_nowait(request)
+        except queue.Full:
+            self._done(1)
+            self.counts.dropped += len(request.ids)
+
+    # --- lifecycle ------------------------------------------------------------------------
+
+    def start(self) -> None:
+        self._thread = threading.Thread(target=self._run, name="prediction-log", daemon=True)
+        self._thread.start()
+
+    def stop(self, timeout: float = 10.0) -> None:
+        """Write what is queued (up to ``timeout``), then end the thread."""
+        if self._thread is None:
+            return
+        self.drain(timeout)
+        with contextlib.suppress(queue.Full):
+            self._queue.put(None, timeout=1.0)
+        self._thread.join(timeout)
+        self._thread = None
+
+    def drain(self, timeout: float) -> bool:
+        """Wait until every submitted request is written (or counted failed); False on time-out."""
+        deadline = time.monotonic() + timeout
+        with self._idle:
+            while self._busy:
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    return False
+                self._idle.wait(left)
+        return True
+
+    def forget(self, model_id: str) -> None:
+        """Drop what is remembered of a model (its baseline; a deleted model's gauges)."""
+        self._baselines.pop(model_id, None)
+        self.feature_psi.pop(model_id, None)
+        self.prediction_psi.pop(model_id, None)
+
+    # --- the writer thread ----------------------------------------------------------------
+
+    def _done(self, n: int) -> None:
+        with self._idle:
+            self._busy -= n
+            if not self._busy:
+                self._idle.notify_all()
+
+    def _run(self) -> None:
+        while True:
+            first = self._queue.get()
+            if first is None:
+                return
+            batch = [first]
+            while len(batch) < BATCH_REQUESTS:
+                try:
+                    more = self._queue.get_nowait()
+                except queue.Empty:
+                    break
+                if more is None:
+                    self._write(batch)
+                    return
+                batch.append(more)
+            self._write(batch)
+
+    def _write(self, batch: list[LoggedRequest]) -> None:
+        n_rows = 0
+        try:
+            rows: list[dict[str, Any]] = []
+            for request in batch:
+                rows.extend(self._rows(request))
+            n_rows = len(rows)
+            with transaction(self.engine) as session:
+                repository.insert_rows(session, rows)
+                for model_id in {request.model_id for request in batch}:
+                    self.counts.trimmed += repository.trim(session, model_id, self.max_rows)
+            for row in rows:
+                self.counts.logged[row["model_id"]] += 1
+        except Exception:  # a failing log is counted, never raised: predicts go on
+            self.counts.failed += n_rows or sum(len(request.ids) for request in batch)
+            logger.warning(
+                "prediction log: a batch of %d requests was not written", len(batch), exc_info=True
+            )
+        finally:
+            self._done(len(batch))
+
+    def _baseline(self, model_id: str) -> dict[str, Any] | None:
+        if model_id not in self._baselines:
+            with transaction(self.engine) as session:
+                _, self._baselines[model_id] = repository.model_baseline(session, model_id)
+        return self._baselines[model_id]
+
+    def _rows(self, request: LoggedRequest) -> list[dict[str, Any]]:
+        n = len(request.ids)
+        if self.rate >= 1:
+            chosen = np.arange(n)
+        else:
+            chosen = np.flatnonzero(self._random.random(n) < self.rate)
+        if chosen.size == 0:
+            return []
+        X = request.X[chosen]
+        unseen = self._unseen(request, X, chosen)
+        baseline = self._baseline(request.model_id)
+        predictions = _coded(request.predictions, request.classes)[chosen]
+        bins = _bins(X, unseen, predictions, baseline, request)
+        features = X.astype(np.float32)
+        proba = None if request.proba is None else request.proba[chosen].astype(np.float32)
+        rows = []
+        for k, i in enumerate(chosen.tolist()):
+            value = float(predictions[k])
+            rows.append(
+                {
+                    "model_id": request.model_id,
+                    "row_id": request.ids[i],
+                    "logged_at": request.logged_at,
+                    "features": features[k].tobytes(),
+                    "bins": None if bins is None else bins[k].tobytes(),
+                    "unseen": unseen.get(k),
+                    "prediction": value if math.isfinite(value) else None,
+                    "proba": None if proba is None else proba[k].tobytes(),
+                    "actual": None,
+                }
+            )
+        return rows
+
+    @staticmethod
+    def _unseen(
+        request: LoggedRequest, X: npt.NDArray[np.float64], chosen: npt.NDArray[np.intp]
+    ) -> dict[int, dict[str, str]]:
+        """By chosen row: ``{feature: text}`` of categorical cells the encoder made missing
+        although the client sent a value."""
+        found: dict[int, dict[str, str]] = {}
+        if request.cell is None or not request.categories:
+            return found
+        for j, name in enumerate(request.features):
+            if name not in request.categories:
+                continue
+            for k in np.flatnonzero(np.isnan(X[:, j])).tolist():
+                sent = request.cell(int(chosen[k]), name)
+                if sent is not None:
+                    found.setdefault(k, {})[name] = str(sent)[:200]
+        return found
+
+
+def _coded(
+    predictions: Sequence[Any] | npt.NDArray[Any], classes: list[str] | None
+) -> npt.NDArray[np.float64]:
+    """Predictions as floats: values, or the index of the label in ``classes``."""
+    if classes is None:
+        return np.asarray(predictions, dtype=np.float64)
+    index = {label: float(i) for i, label in enumerate(classes)}
+    return np.array([index.get(str(label), math.nan) for label in predictions], dtype=np.float64)
+
+
+def _bins(
+    X: npt.NDArray[np.float64],
+    unseen: dict[int, dict[str, str]],
+    predictions: npt.NDArray[np.float64],
+    baseline: dict[str, Any] | None,
+    request: LoggedRequest,
+) -> npt.NDArray[np.uint16] | None:
+    """Per row, the baseline bin of each feature and then of the prediction (uint16)."""
+    if baseline is None:
+        return None
+    entries = baseline["features"]
+    if [entry["name"] for entry in entries] != list(request.features):
+        return None
+    out = np.empty((X.shape[0], len(entries) + 1), dtype=np.uint16)
+    for j, entry in enumerate(entries):
+        if entry["kind"] == "categorical":
+            n_categories = len(entry["proportions"]) - 2
+            flags = np.zeros(X.shape[0], dtype=np.bool_)
+            for k, values in unseen.items():
+                if entry["name"] in values:
+                    flags[k] = True
+            out[:, j] = categorical_bins(X[:, j], n_categories, flags)
+        else:
+            out[:, j] = numeric_bins(X[:, j], entry["edges"])
+    prediction = baseline["prediction"]
+    if prediction["kind"] == "categorical":
+        n_classes = len(prediction["proportions"]) - 2
+        out[:, -1] = categorical_bins(predictions, n_classes, np.zeros(X.shape[0], dtype=np.bool_))
+    else:
+        out[:, -1] = numeric_bins(predictions, prediction["edges"])
+    return out

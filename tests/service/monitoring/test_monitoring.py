@@ -1,0 +1,219 @@
+"""The prediction log, feedback and the monitoring report, through the app (SQLite, PostgreSQL)."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import pytest
+from sqlalchemy import select, text, update
+from sqlalchemy.orm import Session
+
+from service.db.tables import ModelRecord
+from tests.service.models.helpers import Service
+from tests.service.monitoring.conftest import OpenService
+from tests.service.monitoring.helpers import RECORDS, logged_ids, prediction_log, written
+
+pytestmark = pytest.mark.anyio
+
+
+async def predict(svc: Service, model_id: str, **body: Any) -> dict[str, Any]:
+    response = await svc.client.post(f"/v1/models/{model_id}/predict", json=body)
+    assert response.status_code == 200, response.text
+    result: dict[str, Any] = response.json()
+    return result
+
+
+async def report(svc: Service, model_id: str, **params: Any) -> dict[str, Any]:
+    response = await svc.client.get(f"/v1/models/{model_id}/monitoring", params=params)
+    assert response.status_code == 200, response.text
+    result: dict[str, Any] = response.json()
+    return result
+
+
+async def test_rows_are_logged_with_ids_and_reported(svc: Service) -> None:
+    model_id = await svc.train("random_forest", validation={"holdout": 0.25})
+    given = await predict(svc, model_id, records=RECORDS, ids=["a", "b", "c", "d"])
+    made = await predict(
+        svc, model_id, columns=["x", "z"], rows=[[0.1, 0.2], [0.3, None]], return_proba=True
+    )
+    assert given["ids"] == ["a", "b", "c", "d"]
+    assert len(made["ids"]) == 2 and len(set(made["ids"])) == 2
+    written(svc)
+    assert logged_ids(svc, model_id) == ["a", "b", "c", "d", *made["ids"]]
+
+    body = await report(svc, model_id)
+
+    assert body["model_id"] == model_id and body["baseline"] is True
+    assert body["n_predictions"] == 6
+    features = {f["name"]: f for f in body["features"]}
+    assert list(features) == ["x", "z", "colour"]
+    for feature in features.values():
+        assert feature["psi"] is not None and feature["psi"] >= 0
+        assert feature["drift"] in ("none", "moderate", "major")
+        assert len(feature["training"]) == len(feature["live"]) == len(feature["bins"])
+        assert abs(sum(feature["training"]) - 1) < 1e-9
+    colour = features["colour"]
+    assert colour["kind"] == "categorical"
+    assert colour["bins"][-2:] == ["missing", "unseen"]
+    assert colour["unseen"] == {"count": 1, "top": [{"value": "purple", "count": 1}]}
+    # Missing: row c's colour, and both tabular rows lack it; purple is unseen, not missing.
+    assert colour["missing_rate"]["live"] == pytest.approx(3 / 6)
+    assert features["x"]["missing_rate"]["live"] == pytest.approx(1 / 6)
+    assert features["x"]["unseen"] is None
+    # Six live rows against a training histogram: a large shift, and the report says so.
+    assert body["prediction"]["bins"] == ["no", "yes", "missing", "unseen"]
+    assert body["performance"] == {"n_labelled": 0}
+
+
+async def test_feedback_joins_by_id_and_reports_performance(svc: Service) -> None:
+    model_id = await svc.train("random_forest")
+    answer = await predict(svc, model_id, records=RECORDS, return_proba=True)
+    ids = answer["ids"]
+    response = await svc.client.post(
+        f"/v1/models/{model_id}/feedback",
+        json={"ids": [*ids, "never-logged"], "actuals": ["yes", "no", "no", "yes", "no"]},
+    )
+    assert response.status_code == 202, response.text
+    assert response.json() == {
+        "model_id": model_id,
+        "received": 5,
+        "matched": 4,
+        "unknown": 1,
+        "unknown_ids": ["never-logged"],
+    }
+
+    performance = (await report(svc, model_id))["performance"]
+
+    assert performance["n_labelled"] == 4
+    correct = sum(
+        p == a for p, a in zip(answer["predictions"], ["yes", "no", "no", "yes"], strict=True)
+    )
+    assert performance["accuracy"] == pytest.approx(correct / 4)
+    assert "log_loss" in performance and "confusion_matrix" in performance
+
+
+async def test_regression_feedback_scores_rmse(svc: Service) -> None:
+    model_id = await svc.train("random_forest", target="amount")
+    answer = await predict(svc, model_id, records=RECORDS[:2], ids=["r1", "r2"])
+    response = await svc.client.post(
+        f"/v1/models/{model_id}/feedback", json={"ids": ["r1", "r2"], "actuals": [1.0, 2]}
+    )
+    assert response.status_code == 202, response.text
+    performance = (await report(svc, model_id))["performance"]
+    errors = [answer["predictions"][0] - 1.0, answer["predictions"][1] - 2.0]
+    assert performance["rmse"] == pytest.approx((sum(e * e for e in errors) / 2) ** 0.5)
+
+
+@pytest.mark.parametrize(
+    ("target", "actual", "fragment"),
+    [("label", "maybe", "not a class"), ("label", None, "not a class"),
+     ("amount", "1.5", "not a number"), ("amount", True, "not a number")],
+)  # fmt: skip
+async def test_wrong_actuals_are_422(svc: Service, target: str, actual: Any, fragment: str) -> None:
+    model_id = await svc.train("random_forest", target=target)
+    response = await svc.client.post(
+        f"/v1/models/{model_id}/feedback", json={"ids": ["a"], "actuals": [actual]}
+    )
+    assert response.status_code == 422, response.text
+    assert fragment in response.json()["detail"]
+    assert response.json()["errors"][0]["loc"] == ["body", "actuals", 0]
+
+
+async def test_a_window_that_ends_before_it_starts_is_422(svc: Service) -> None:
+    model_id = await svc.train("random_forest")
+    now = datetime.now(UTC)
+    response = await svc.client.get(
+        f"/v1/models/{model_id}/monitoring",
+        params={"since": now.isoformat(), "until": (now - timedelta(hours=1)).isoformat()},
+    )
+    assert response.status_code == 422, response.text
+    assert response.json()["errors"][0]["loc"] == ["query", "since"]
+
+
+async def test_ids_of_the_wrong_length_are_422(svc: Service) -> None:
+    model_id = await svc.train("random_forest")
+    response = await svc.client.post(
+        f"/v1/models/{model_id}/predict", json={"records": RECORDS, "ids": ["a"]}
+    )
+    assert response.status_code == 422, response.text
+
+
+async def test_a_model_without_a_baseline_is_reported_without_drift(svc: Service) -> None:
+    model_id = await svc.train("random_forest")
+    with Session(svc.db_engine) as session:
+        metrics = dict(session.scalars(select(ModelRecord.metrics).where(
+            ModelRecord.id == model_id)).one())  # fmt: skip
+        metrics.pop("monitoring")
+        session.execute(update(ModelRecord).where(ModelRecord.id == model_id).values(
+            metrics=metrics))  # fmt: skip
+        session.commit()
+    await predict(svc, model_id, records=RECORDS)
+    written(svc)
+
+    body = await report(svc, model_id)
+
+    assert body["baseline"] is False and "trained before" in body["note"]
+    assert body["n_predictions"] == 4
+    assert body["features"] == [] and body["prediction"] is None
+
+
+async def test_the_log_is_sampled_and_capped(open_service: OpenService) -> None:
+    async with open_service(prediction_log_max_rows=3) as svc:
+        model_id = await svc.train("random_forest")
+        await predict(svc, model_id, records=RECORDS, ids=["a", "b", "c", "d"])
+        await predict(svc, model_id, records=RECORDS[:2], ids=["e", "f"])
+        written(svc)
+        assert logged_ids(svc, model_id) == ["d", "e", "f"]  # the oldest dropped first
+    async with open_service(prediction_log_rate=0.0) as svc:
+        model_id = await svc.train("random_forest")
+        answer = await predict(svc, model_id, records=RECORDS)
+        assert "ids" not in answer or answer["ids"] is None
+        written(svc)
+        assert logged_ids(svc, model_id) == []
+
+
+async def test_a_failing_log_never_fails_a_predict(svc: Service) -> None:
+    model_id = await svc.train("random_forest")
+    with svc.db_engine.begin() as connection:
+        connection.execute(text("DROP TABLE prediction_log"))
+    for _ in range(3):
+        await predict(svc, model_id, records=RECORDS)
+    log = written(svc)
+    assert log.counts.failed == 12
+    metrics = (await svc.client.get("/metrics")).text
+    assert 'coppice_prediction_log_dropped_total{reason="write_failed"} 12.0' in metrics
+
+
+async def test_v2_inference_is_logged(svc: Service) -> None:
+    model_id = await svc.train("random_forest", features=["x", "z"])
+    response = await svc.client.post(
+        f"/v2/models/{model_id}/infer",
+        json={
+            "id": "req-1",
+            "inputs": [
+                {
+                    "name": "input",
+                    "shape": [2, 2],
+                    "datatype": "FP64",
+                    "data": [0.1, 0.2, 0.3, 0.4],
+                }
+            ],
+        },
+    )
+    assert response.status_code == 200, response.text
+    written(svc)
+    assert logged_ids(svc, model_id) == ["req-1-0", "req-1-1"]
+
+
+async def test_gauges_carry_the_latest_report(svc: Service) -> None:
+    model_id = await svc.train("random_forest")
+    await predict(svc, model_id, records=RECORDS)
+    written(svc)
+    body = await report(svc, model_id)
+    metrics = (await svc.client.get("/metrics")).text
+    x = next(f for f in body["features"] if f["name"] == "x")
+    assert f'coppice_feature_psi{{feature="x",model="{model_id}"}} {x["psi"]}' in metrics
+    assert f'coppice_prediction_psi{{model="{model_id}"}}' in metrics
+    assert f'coppice_predictions_logged_total{{model="{model_id}"}} 4.0' in metrics
+    assert prediction_log(svc).counts.logged[model_id] == 4
