@@ -24,7 +24,7 @@ from service.training.metrics import classification_metrics, regression_metrics
 DEFAULT_WINDOW = timedelta(hours=24)
 TOP_UNSEEN = 5
 # How long feedback waits for the predictions still queued for the log to be written.
-FEEDBACK_WAIT_SECONDS = 5.0
+FEEDBACK_WAIT_SECONDS = 15.0
 
 
 # --- feedback ---------------------------------------------------------------------------------
