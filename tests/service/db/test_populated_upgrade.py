@@ -258,3 +258,60 @@ async def test_models_predict_as_before_after_the_upgrade_on_postgres(
     postgres_url: str, tmp_path: Path
 ) -> None:
     await _check_models_upgrade(postgres_url, tmp_path)
+
+
+# --- 0007 stopped half-way (the store failing on the second object) and run again --------------
+
+
+def _check_move_resumes(database_url: str, tmp_path: Path) -> None:
+    command.upgrade(alembic_config(database_url), BEFORE_STORE)
+    blobs = {f"m{j}": f"artifact {j}".encode() for j in range(3)}
+    db = create_db_engine(database_url)
+    try:
+        with db.begin() as connection:
+            tables = MetaData()
+            tables.reflect(connection)
+
+            def add(table_name: str, **values: object) -> None:
+                table = tables.tables[table_name]
+                connection.execute(insert(table).values(_row(table, **values)))
+
+            for model_id, data in blobs.items():
+                add("jobs", id=f"j-{model_id}", status="succeeded", progress=1.0)
+                add("models", id=model_id, job_id=f"j-{model_id}")
+                digest = hashlib.sha256(data).hexdigest()
+                add("model_artifacts", model_id=model_id, data=data, sha256=digest)
+        store = DataStore(str(tmp_path / "store"))
+        # A file where m1's folder must go: writing its object fails, as a store gone would.
+        (tmp_path / "store" / "models").mkdir(parents=True)
+        blocker = tmp_path / "store" / "models" / "m1"
+        blocker.write_bytes(b"")
+
+        with pytest.raises(Exception, match="m1"):
+            upgrade_to_head(database_url, store)
+
+        first = tmp_path / "store" / "models" / "m0" / "model.cpm"
+        written = first.stat().st_mtime_ns, first.stat().st_ino
+        blocker.unlink()
+        upgrade_to_head(database_url, store)  # run again: it finishes
+
+        # m0's object, written by the first run, was found whole and not written again.
+        assert (first.stat().st_mtime_ns, first.stat().st_ino) == written
+        with db.connect() as connection:
+            rows = connection.execute(text("SELECT model_id, path FROM model_artifacts")).all()
+        named = {str(model_id): str(path) for model_id, path in rows}
+        assert named == {model_id: f"models/{model_id}/model.cpm" for model_id in blobs}
+        for model_id, data in blobs.items():
+            assert store.fs.cat_file(store.full_path(named[model_id])) == data
+        assert _differences(db) == []
+    finally:
+        db.dispose()
+
+
+def test_an_interrupted_move_resumes_on_sqlite(tmp_path: Path) -> None:
+    _check_move_resumes(f"sqlite:///{tmp_path / 'resume.db'}", tmp_path)
+
+
+@pytest.mark.postgres
+def test_an_interrupted_move_resumes_on_postgres(postgres_url: str, tmp_path: Path) -> None:
+    _check_move_resumes(postgres_url, tmp_path)
