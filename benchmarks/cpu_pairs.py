@@ -21,6 +21,18 @@ import numpy as np
 
 Factory = Callable[[int], Any]
 
+# LightGBM set to grow the trees XGBoost-style boosting grows (depth 6, λ = 1, 255 bins).
+LIGHTGBM_PARAMS: dict[str, Any] = {
+    "max_depth": 6,
+    "num_leaves": 64,
+    "learning_rate": 0.1,
+    "reg_lambda": 1,
+    "min_child_weight": 1,
+    "min_child_samples": 1,
+    "max_bin": 255,
+    "verbose": -1,
+}
+
 
 def _lightgbm() -> Any:
     # Imported when its pair runs, so the other pairs run where LightGBM is not installed.
@@ -43,17 +55,7 @@ def _pairs(regression: bool) -> dict[str, list[tuple[str, Factory]]]:
     def theirs(name: str) -> Any:
         return getattr(sk, f"{name}{kind}")
 
-    lightgbm_params = {
-        "max_depth": 6,
-        "num_leaves": 64,
-        "learning_rate": 0.1,
-        "reg_lambda": 1,
-        "min_child_weight": 1,
-        "min_child_samples": 1,
-        "max_bin": 255,
-        "n_jobs": 1,
-        "verbose": -1,
-    }
+    lightgbm_params = {**LIGHTGBM_PARAMS, "n_jobs": 1}
     return {
         "rf": [
             ("coppice", lambda t: ours("RandomForest")(t, max_features="sqrt", n_jobs=1)),

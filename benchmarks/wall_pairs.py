@@ -15,20 +15,10 @@ import statistics
 import time
 from typing import Any
 
-from benchmarks.cpu_pairs import _split
+from benchmarks.cpu_pairs import LIGHTGBM_PARAMS, _split
 
 # The workloads: 100 trees for two classes, 50 rounds for five.
 TREES = {"binary": 100, "multiclass5": 50}
-LIGHTGBM_PARAMS = {
-    "max_depth": 6,
-    "num_leaves": 64,
-    "learning_rate": 0.1,
-    "reg_lambda": 1,
-    "min_child_weight": 1,
-    "min_child_samples": 1,
-    "max_bin": 255,
-    "verbose": -1,
-}
 
 
 def _models(trees: int, n_jobs: int) -> dict[str, Any]:
