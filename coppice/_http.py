@@ -11,6 +11,8 @@ from __future__ import annotations
 import os
 import threading
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 import httpx
@@ -112,6 +114,21 @@ class Transport:
                 continue
             raise failure
         raise AssertionError("unreachable: the last attempt returns or raises")
+
+    @contextmanager
+    def stream(self, method: str, path: str, **kwargs: Any) -> Iterator[httpx.Response]:
+        """One request whose answer's body is read as it comes (a download); not retried,
+        since part of the body may already have been consumed."""
+        try:
+            with self.http.stream(method, path, **kwargs) as response:
+                if not response.is_success:
+                    response.read()
+                    raise error_from_response(response)
+                yield response
+        except httpx.TransportError as error:
+            raise ConnectionFailedError(
+                f"request to the Coppice server at {self.url} failed: {error!r}"
+            ) from error
 
     def json(self, method: str, path: str, **kwargs: Any) -> Any:
         """:meth:`request`, then the answer's JSON body."""

@@ -26,7 +26,7 @@ def api_path(*segments: str | int) -> str:
 class Resource:
     """A resource on one server, as last seen: the server's JSON in :attr:`info`, and the
     client's request methods bound as ``_get``, ``_post``, ``_put`` and ``_delete`` (and
-    ``_get_bytes``, for an answer that is a file)."""
+    ``_get_bytes``, for an answer that is a file; ``_stream``, a GET read as it arrives)."""
 
     #: Its collection under /v1 ("datasets", "jobs", ...).
     collection: ClassVar[str]
@@ -39,6 +39,7 @@ class Resource:
         self._put = client._put
         self._delete = client._delete
         self._get_bytes = client._get_bytes
+        self._stream = client._stream
 
     @classmethod
     def path_for(cls, *segments: str | int) -> str:

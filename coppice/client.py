@@ -6,7 +6,10 @@ from __future__ import annotations
 import contextlib
 import copy
 from collections.abc import Mapping, Sequence
+from contextlib import AbstractContextManager
 from typing import Any
+
+import httpx
 
 from coppice._http import DEFAULT_TIMEOUT, Transport
 from coppice._resource import api_path
@@ -82,6 +85,10 @@ class Client:
         """A GET whose answer is a file (a model export), not JSON."""
         return self._transport.request("GET", path, **kwargs).content
 
+    def _stream(self, path: str, **kwargs: Any) -> AbstractContextManager[httpx.Response]:
+        """A GET whose body is read as it arrives (downloads)."""
+        return self._transport.stream("GET", path, **kwargs)
+
     def _list(self, path: str, **params: Any) -> dict[str, Any]:
         """A listing's answer, ``{"items", "total"}``; ``None`` parameters are left out."""
         query = {key: value for key, value in params.items() if value is not None}
@@ -98,14 +105,28 @@ class Client:
         categorical: Sequence[str] | None = None,
         columns: Sequence[str] | None = None,
     ) -> Dataset:
-        """Upload a table: a CSV file's path, a pandas DataFrame, a 2-D NumPy array (with
-        ``columns``) or a list of records. Files and tables are streamed in chunks.
+        """Upload a table: a CSV, Parquet or Arrow file's path (``.csv``, ``.parquet``,
+        ``.arrow``, ``.feather``), a pandas DataFrame (sent as Parquet when pyarrow is
+        installed, else as CSV), a 2-D NumPy array (with ``columns``) or a list of records.
+        Files and tables are streamed in chunks.
 
         ``categorical`` names columns to keep as categories even when they hold numbers;
         non-numeric columns of a DataFrame or array are always sent as categorical.
         """
         request = upload_request(data, name=name, categorical=categorical, columns=columns)
         return Dataset(self, self._post(Dataset.path_for(), **request.kwargs))
+
+    def register_table(
+        self, url: str, *, name: str | None = None, categorical: Sequence[str] | None = None
+    ) -> Dataset:
+        """Register a Parquet file or directory where it lies (``s3://...`` or a server path
+        under ``COPPICE_IMPORT_ROOTS``) without copying it; needs an admin key."""
+        body: dict[str, Any] = {"source": {"url": url}}
+        if name is not None:
+            body["name"] = name
+        if categorical:
+            body["categorical"] = list(categorical)
+        return Dataset(self, self._post(Dataset.path_for(), json=body))
 
     def dataset(self, dataset_id: str) -> Dataset:
         return Dataset(self, self._get(Dataset.path_for(dataset_id)))

@@ -61,9 +61,19 @@ class Settings(BaseSettings):
     host: str = Field(default="127.0.0.1", description="Interface `coppice serve` binds to.")
     port: int = Field(default=8000, ge=1, le=65535, description="Port `coppice serve` binds to.")
     max_upload_bytes: int = Field(
+        # Not raised yet: Parquet and Arrow uploads stream (a disk's bound), but a CSV is still
+        # parsed into columns in memory, about 1.6x the file at the peak.
         default=100 * 1024 * 1024,
         ge=1,
-        description="Largest CSV file `POST /v1/datasets` accepts, in bytes; larger is a 413.",
+        description="Largest file `POST /v1/datasets` accepts, in bytes; larger is a 413.",
+    )
+    import_roots: Annotated[list[str], NoDecode] = Field(
+        default_factory=list,
+        description=(
+            "Where tables may be registered in place (POST /v1/datasets with a source URL): "
+            "comma-separated (or a JSON list of) directory paths or URLs, e.g. "
+            "s3://lake/tables,/data/shared. Empty (the default) turns registration off."
+        ),
     )
     max_request_bytes: int = Field(
         default=100 * 1024 * 1024,
@@ -252,15 +262,18 @@ class Settings(BaseSettings):
         # COPPICE_DASK_SCHEDULER= (as compose files leave it) means no cluster.
         return (value.strip() or None) if isinstance(value, str) else value
 
+    @field_validator("import_roots", mode="before")
+    @classmethod
+    def _parse_roots(cls, value: Any) -> Any:
+        return _text_list(value)
+
     @field_validator("cors_origins", mode="before")
     @classmethod
     def _parse_origins(cls, value: Any) -> Any:
-        if isinstance(value, str):
-            text = value.strip()
-            value = json.loads(text) if text.startswith("[") else text.split(",")
-        if isinstance(value, list | tuple):
+        value = _text_list(value)
+        if isinstance(value, list):
             # A browser sends its Origin without a trailing slash; a pasted URL may have one.
-            return [str(origin).strip().rstrip("/") for origin in value if str(origin).strip()]
+            return [origin.rstrip("/") for origin in value]
         return value
 
     @field_validator("log_level", mode="before")
@@ -296,3 +309,13 @@ class Settings(BaseSettings):
         if self.store_url:
             return self.store_url
         return str((self.data_dir / "store").resolve())
+
+
+def _text_list(value: Any) -> Any:
+    """A list setting given as comma-separated text or a JSON list: its non-blank items."""
+    if isinstance(value, str):
+        text = value.strip()
+        value = json.loads(text) if text.startswith("[") else text.split(",")
+    if isinstance(value, list | tuple):
+        return [str(item).strip() for item in value if str(item).strip()]
+    return value

@@ -94,6 +94,7 @@ class AuthMiddleware:
             await self._refuse(scope, receive, send, error, challenge)
             return
         scope.setdefault("state", {})["key_name"] = key.label
+        scope["state"]["key_role"] = key.role
         needed = required_role(scope["method"], template)
         if needed is Role.ADMIN and key.role is not Role.ADMIN:
             refusal = Forbidden(

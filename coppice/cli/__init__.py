@@ -31,16 +31,19 @@ SERVER_COMMANDS = {
 
 
 def _add_datasets(top: Subparsers, common: argparse.ArgumentParser) -> None:
-    actions = noun(top, "datasets", "upload, list and show datasets")
+    actions = noun(top, "datasets", "upload, register, list, show and download datasets")
     upload = verb(
         actions,
         "upload",
         commands.datasets_upload,
-        "upload a CSV file (streamed)",
-        "  coppice datasets upload churn.csv --name churn --categorical plan,region",
+        "upload a CSV, Parquet or Arrow file (streamed)",
+        "  coppice datasets upload churn.csv --name churn --categorical plan,region\n"
+        "  coppice datasets upload events.parquet",
         common,
     )
-    upload.add_argument("file", type=Path, help="CSV file with a header row")
+    upload.add_argument(
+        "file", type=Path, help="CSV with a header row, Parquet (.parquet) or Arrow (.arrow)"
+    )
     upload.add_argument("--name", help="dataset name (default: the file name)")
     upload.add_argument("--categorical", help="comma-separated columns to keep as categories")
     list_verb(
@@ -59,6 +62,33 @@ def _add_datasets(top: Subparsers, common: argparse.ArgumentParser) -> None:
         common,
     )
     show.add_argument("id")
+    register = verb(
+        actions,
+        "register",
+        commands.datasets_register,
+        "register a Parquet file or directory where it lies (admin key; not copied)",
+        "  coppice datasets register s3://lake/events/ --name events",
+        common,
+    )
+    register.add_argument("url", help="Parquet file or directory under COPPICE_IMPORT_ROOTS")
+    register.add_argument("--name", help="dataset name")
+    register.add_argument("--categorical", help="comma-separated columns to keep as categories")
+    download = verb(
+        actions,
+        "download",
+        commands.datasets_download,
+        "download a dataset as Parquet or CSV (streamed)",
+        "  coppice datasets download 3f2c... -o churn.parquet\n"
+        "  coppice datasets download 3f2c... -o churn.csv",
+        common,
+    )
+    download.add_argument("id")
+    download.add_argument(
+        "-o", "--output", type=Path, required=True, help="file to write (.parquet or .csv)"
+    )
+    download.add_argument(
+        "--format", choices=["parquet", "csv"], help="default: from the file's suffix"
+    )
 
 
 def _add_train(top: Subparsers, common: argparse.ArgumentParser) -> None:

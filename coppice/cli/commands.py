@@ -68,6 +68,21 @@ def datasets_show(client: Client, args: argparse.Namespace) -> int:
     return _show_dataset(client.dataset(args.id).info, args)
 
 
+def datasets_register(client: Client, args: argparse.Namespace) -> int:
+    categorical = [c.strip() for c in args.categorical.split(",")] if args.categorical else None
+    dataset = client.register_table(args.url, name=args.name, categorical=categorical)
+    return _show_dataset(dataset.info, args)
+
+
+def datasets_download(client: Client, args: argparse.Namespace) -> int:
+    path = client.dataset(args.id).download(args.output, format=args.format)
+    if args.json:
+        print_json({"id": args.id, "path": str(path), "bytes": path.stat().st_size})
+    else:
+        print(f"wrote {path} ({path.stat().st_size} bytes)")
+    return 0
+
+
 def _show_dataset(info: dict[str, Any], args: argparse.Namespace) -> int:
     if args.json:
         print_json(info)
@@ -79,6 +94,7 @@ def _show_dataset(info: dict[str, Any], args: argparse.Namespace) -> int:
             "rows": info["n_rows"],
             "columns": info["n_columns"],
             "created": when(info["created_at"]),
+            "storage": _storage_text(info.get("storage")),
         }
     )
     print()
@@ -92,6 +108,15 @@ def _show_dataset(info: dict[str, Any], args: argparse.Namespace) -> int:
         ],
     )
     return 0
+
+
+def _storage_text(storage: dict[str, Any] | None) -> str:
+    if not storage:
+        return "-"
+    where = "registered" + (f" at {storage['url']}" if storage.get("url") else "")
+    if not storage.get("registered"):
+        where = "in the data store"
+    return f"{storage['n_parts']} Parquet part(s), {storage['bytes']} bytes, {where}"
 
 
 def methods_list(client: Client, args: argparse.Namespace) -> int:

@@ -249,8 +249,9 @@ class ColumnSummary:
     n_missing: int
     n_unique: int
     stats: dict[str, Any]
-    # service.datasets.distributions: a histogram (numeric) or the top categories.
-    distribution: dict[str, Any]
+    # service.datasets.distributions: a histogram (numeric) or the top categories; None when
+    # not computed (a registered table: only its footers were read).
+    distribution: dict[str, Any] | None
 
 
 def summarize(column: ColumnData) -> ColumnSummary:

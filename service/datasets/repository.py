@@ -11,16 +11,34 @@ from service.db.pages import newest_first, page_of
 from service.db.tables import (
     ACTIVE_JOB_STATUSES,
     DatasetColumnRecord,
+    DatasetPartRecord,
     DatasetRecord,
     JobRecord,
 )
 
 
-def add(session: Session, dataset: DatasetRecord, columns: Sequence[DatasetColumnRecord]) -> None:
+def add(
+    session: Session,
+    dataset: DatasetRecord,
+    columns: Sequence[DatasetColumnRecord],
+    parts: Sequence[DatasetPartRecord] = (),
+) -> None:
     session.add(dataset)
-    session.flush()  # the dataset row first: its columns refer to it
+    session.flush()  # the dataset row first: its columns and parts refer to it
     session.add_all(columns)
+    session.add_all(parts)
     session.flush()
+
+
+def parts(session: Session, dataset_id: str) -> list[DatasetPartRecord]:
+    """The dataset's parts, first rows first."""
+    return list(
+        session.scalars(
+            select(DatasetPartRecord)
+            .where(DatasetPartRecord.dataset_id == dataset_id)
+            .order_by(DatasetPartRecord.part)
+        ).all()
+    )
 
 
 def get(session: Session, dataset_id: str, *, for_update: bool = False) -> DatasetRecord | None:

@@ -2,17 +2,19 @@
 
 from __future__ import annotations
 
-import hashlib
-from collections.abc import AsyncIterator
-from functools import partial
-from typing import Any
+import itertools
+import logging
+from typing import Annotated, Any
+from urllib.parse import quote
 
-from anyio import from_thread, to_thread
-from fastapi import APIRouter, Request, Response
+from anyio import to_thread
+from fastapi import APIRouter, Query, Request, Response
+from fastapi.responses import StreamingResponse
 
-from service.bodies import check_declared_length, parse_json, read_limited
-from service.datasets import service
-from service.datasets.ingest import ParsedTable, parse_csv, parse_json_upload
+from service.api_keys import Role
+from service.datasets import download, receive, repository, service
+from service.datasets.arrow_columns import schema_for_kinds
+from service.datasets.download import DownloadFormat
 from service.datasets.schemas import (
     CategoricalDistribution,
     ColumnOut,
@@ -20,12 +22,15 @@ from service.datasets.schemas import (
     DatasetPage,
     DatasetSummaryOut,
     NumericDistribution,
+    StorageOut,
 )
-from service.datasets.upload import MAX_FIELD_BYTES, FormStream, multipart_boundary
-from service.db.tables import ColumnKind, DatasetColumnRecord, DatasetRecord
-from service.deps import SessionDep, SettingsDep
-from service.errors import UnsupportedMediaType, problem_responses
+from service.db.tables import ColumnKind, DatasetColumnRecord, DatasetPartRecord, DatasetRecord
+from service.deps import SessionDep, SettingsDep, StoreDep
+from service.errors import Conflict, problem_responses
 from service.paging import Limit, Offset
+from service.store import StoreUnavailable
+
+logger = logging.getLogger(__name__)
 
 router = APIRouter(prefix="/v1/datasets", tags=["datasets"], responses=problem_responses())
 
@@ -42,7 +47,9 @@ _UPLOAD_BODY: dict[str, Any] = {
                         "file": {
                             "type": "string",
                             "format": "binary",
-                            "description": "CSV with a header row.",
+                            "description": "CSV with a header row, Parquet, or Arrow IPC "
+                            "(stream or file); told apart by the part's content type, the "
+                            "file name or the first bytes.",
                         },
                         "name": {"type": "string"},
                         "categorical": {
@@ -51,6 +58,16 @@ _UPLOAD_BODY: dict[str, Any] = {
                         },
                     },
                 }
+            },
+            **{
+                media_type: {"schema": {"type": "string", "format": "binary"}}
+                for media_type in (
+                    "text/csv",
+                    "application/vnd.apache.parquet",
+                    "application/vnd.apache.arrow.stream",
+                    "application/vnd.apache.arrow.file",
+                    "application/octet-stream",
+                )
             },
             "application/json": {
                 "schema": {
@@ -90,26 +107,33 @@ _UPLOAD_BODY: dict[str, Any] = {
 
 @router.post("", status_code=201, openapi_extra=_UPLOAD_BODY)
 async def create_dataset(
-    request: Request, session: SessionDep, settings: SettingsDep
+    request: Request,
+    session: SessionDep,
+    settings: SettingsDep,
+    store: StoreDep,
+    name: Annotated[
+        str | None, Query(description="The dataset's name, for a raw (non-form) body.")
+    ] = None,
+    categorical: Annotated[
+        str | None,
+        Query(description="Comma-separated columns to keep categorical, for a raw body."),
+    ] = None,
 ) -> DatasetOut:
-    """Upload a dataset: a CSV file in a form, or JSON rows or records."""
+    """Upload a dataset: a file in a form (CSV, Parquet, Arrow IPC), JSON rows or records,
+    or the file itself as the body (``?name=``)."""
     content_type = request.headers.get("content-type", "")
     media_type = content_type.split(";", 1)[0].strip().lower()
     if media_type == "multipart/form-data":
-        table, name = await _receive_csv_form(
-            request, content_type, settings.max_upload_bytes, settings.max_columns
+        dataset, columns = await receive.receive_form(
+            request, session, settings, store, content_type
         )
     elif media_type == "application/json" or media_type.endswith("+json"):
-        table, name = await _receive_json(request, settings.max_request_bytes, settings.max_columns)
+        dataset, columns = await receive.receive_json(request, session, settings, store)
     else:
-        raise UnsupportedMediaType(
-            f"POST /v1/datasets takes multipart/form-data (a CSV file) or application/json, "
-            f"not '{media_type or 'no Content-Type'}'."
+        dataset, columns = await receive.receive_body(
+            request, session, settings, store, content_type, name, receive.names_list(categorical)
         )
-    dataset, columns = await to_thread.run_sync(
-        partial(service.create_dataset, session, table, name=name)
-    )
-    return _dataset_out(dataset, columns)
+    return _dataset_out(dataset, columns, repository.parts(session, dataset.id), request)
 
 
 @router.get("")
@@ -124,69 +148,78 @@ def list_datasets(
 
 
 @router.get("/{dataset_id}")
-def get_dataset(dataset_id: str, session: SessionDep) -> DatasetOut:
-    """One dataset with its columns."""
+def get_dataset(dataset_id: str, request: Request, session: SessionDep) -> DatasetOut:
+    """One dataset with its columns, and where its values live."""
     dataset, columns = service.get_dataset(session, dataset_id)
-    return _dataset_out(dataset, columns)
+    return _dataset_out(dataset, columns, repository.parts(session, dataset_id), request)
+
+
+@router.get(
+    "/{dataset_id}/data",
+    response_class=StreamingResponse,
+    responses={
+        200: {
+            "description": "The table as one Parquet or CSV file, streamed.",
+            "content": {
+                "application/vnd.apache.parquet": {
+                    "schema": {"type": "string", "format": "binary"}
+                },
+                "text/csv": {"schema": {"type": "string"}},
+            },
+        }
+    },
+)
+async def download_dataset(
+    dataset_id: str,
+    session: SessionDep,
+    store: StoreDep,
+    format: DownloadFormat = DownloadFormat.PARQUET,
+) -> StreamingResponse:
+    """The dataset's table, streamed: categories as their strings, missing as null (Parquet)
+    or an empty cell (CSV)."""
+    dataset, columns = await to_thread.run_sync(service.get_dataset, session, dataset_id)
+    parts = await to_thread.run_sync(repository.parts, session, dataset_id)
+    if not parts:
+        raise Conflict(
+            f"Dataset '{dataset_id}' has not been moved into the data store yet; run "
+            "'coppice migrate' to move it, then download it."
+        )
+    schema = schema_for_kinds((column.name, column.kind) for column in columns)
+    filename = quote(f"{dataset.name}.{format.value}")
+    # What can be known before the first byte is sent is checked first, so it is a problem
+    # response (409 for a changed source, 503 for a store away), not a cut-off body.
+    await to_thread.run_sync(download.check_sources, store, parts)
+    pieces = download.stream(store, parts, schema, format)
+    first = await to_thread.run_sync(next, pieces, b"")
+    return StreamingResponse(
+        itertools.chain([first], pieces),
+        media_type=download.MEDIA_TYPES[format],
+        headers={"Content-Disposition": f"attachment; filename*=UTF-8''{filename}"},
+    )
 
 
 @router.delete("/{dataset_id}", status_code=204, response_class=Response)
-def delete_dataset(dataset_id: str, session: SessionDep) -> None:
+def delete_dataset(dataset_id: str, session: SessionDep, store: StoreDep) -> None:
     """Delete a dataset; refused (409) while a queued or running job uses it."""
+    dataset, _ = service.get_dataset(session, dataset_id)
     service.delete_dataset(session, dataset_id)
+    # The rows first, committed; then the parts (what a failure here leaves, store gc sweeps).
+    session.commit()
+    try:
+        service.delete_parts(store, dataset)
+    except StoreUnavailable:
+        logger.warning("dataset %s deleted; its parts are left for store gc", dataset_id)
 
 
-async def _receive_csv_form(
-    request: Request, content_type: str, max_upload_bytes: int, max_columns: int
-) -> tuple[ParsedTable, str | None]:
-    boundary = multipart_boundary(content_type)
-    # The form's envelope and small fields come on top of the file itself.
-    check_declared_length(
-        request, max_upload_bytes + MAX_FIELD_BYTES + 64 * 1024, setting="COPPICE_MAX_UPLOAD_BYTES"
-    )
-    stream: AsyncIterator[bytes] = request.stream()
-
-    async def next_chunk() -> bytes | None:
-        async for chunk in stream:
-            if chunk:
-                return chunk
-        return None
-
-    def receive() -> bytes | None:
-        return from_thread.run(next_chunk)
-
-    def parse() -> tuple[ParsedTable, str | None]:
-        form = FormStream(receive, boundary, max_file_bytes=max_upload_bytes)
-        table, counted = parse_csv(form.file_chunks(), max_columns=max_columns)
-        categorical = [
-            name.strip() for name in form.fields.get("categorical", "").split(",") if name.strip()
-        ]
-        parsed = table.finish(categorical, size_bytes=counted.size, sha256=counted.sha256)
-        return parsed, form.fields.get("name") or form.filename
-
-    return await to_thread.run_sync(parse)
-
-
-async def _receive_json(
-    request: Request, max_request_bytes: int, max_columns: int
-) -> tuple[ParsedTable, str | None]:
-    body = await read_limited(request, max_request_bytes, setting="COPPICE_MAX_REQUEST_BYTES")
-
-    def parse() -> tuple[ParsedTable, str | None]:
-        document = parse_json(body)
-        return parse_json_upload(
-            document,
-            max_columns=max_columns,
-            size_bytes=len(body),
-            sha256=hashlib.sha256(body).hexdigest(),
-        )
-
-    return await to_thread.run_sync(parse)
-
-
-def _dataset_out(dataset: DatasetRecord, columns: list[DatasetColumnRecord]) -> DatasetOut:
+def _dataset_out(
+    dataset: DatasetRecord,
+    columns: list[DatasetColumnRecord],
+    parts: list[DatasetPartRecord],
+    request: Request,
+) -> DatasetOut:
     return DatasetOut(
         **_summary_out(dataset).model_dump(),
+        storage=_storage_out(dataset, parts, request),
         columns=[
             ColumnOut(
                 name=c.name,
@@ -198,6 +231,27 @@ def _dataset_out(dataset: DatasetRecord, columns: list[DatasetColumnRecord]) -> 
             for c in columns
         ],
     )
+
+
+def _storage_out(
+    dataset: DatasetRecord, parts: list[DatasetPartRecord], request: Request
+) -> StorageOut | None:
+    if not parts:
+        return None
+    registered = dataset.source_url is not None
+    return StorageOut(
+        format="parquet",
+        n_parts=len(parts),
+        bytes=sum(part.size for part in parts),
+        registered=registered,
+        url=dataset.source_url if registered and is_admin(request) else None,
+    )
+
+
+def is_admin(request: Request) -> bool:
+    """Whether the request's key may see admin-only fields (every request, with auth off)."""
+    role = getattr(request.state, "key_role", None)
+    return role is None or role == Role.ADMIN
 
 
 def _distribution_out(

@@ -56,6 +56,21 @@ class ColumnOut(BaseModel):
     )
 
 
+class StorageOut(BaseModel):
+    """Where a dataset's values live."""
+
+    format: str = Field(description="Always `parquet`: the parts are Parquet files.")
+    n_parts: int
+    bytes: int = Field(description="Total size of the parts.")
+    registered: bool = Field(
+        description="True for a table registered where it lies (read from its source, never "
+        "copied); false for an uploaded one, whose parts are in the data store."
+    )
+    url: str | None = Field(
+        default=None, description="The registered source's URL; shown to admin keys only."
+    )
+
+
 class DatasetOut(BaseModel):
     id: str
     name: str
@@ -65,6 +80,9 @@ class DatasetOut(BaseModel):
     size_bytes: int = Field(description="Size of the upload as received (CSV file or JSON body).")
     sha256: str = Field(description="SHA-256 of the upload as received, hex.")
     created_at: datetime
+    storage: StorageOut | None = Field(
+        default=None, description="Where the values live; null for a dataset not yet moved."
+    )
 
 
 class DatasetSummaryOut(BaseModel):

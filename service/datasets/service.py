@@ -1,73 +1,241 @@
 """Dataset rules: creating from a parsed upload, reading, deleting, and loading column data.
 
 Functions take the request's (or the worker's) session and only add and flush; the caller
-commits. ``load_columns`` is what the training worker calls to get arrays for a job.
+commits. A dataset's values are Parquet parts in the data store (``service.datasets.parts``),
+written before the rows that name them. ``load_columns`` is what the training worker calls to
+get arrays for a job: it reads only the columns the job uses, part by part.
 """
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Sequence
+from functools import cache
+from typing import Any
 
+from pydantic import ValidationError
 from sqlalchemy.orm import Session
 
-from service.datasets import repository
+from service.config import Settings
+from service.datasets import arrow_ingest, repository
+from service.datasets.arrow_columns import column_batches, schema_of
 from service.datasets.columns import (
-    DATA_FORMAT,
     ColumnData,
     ColumnDataError,
+    ColumnSummary,
     decode_column,
-    take_encoded,
+    summarize,
 )
+from service.datasets.formats import Spooled, UploadFormat
 from service.datasets.ingest import ParsedTable, is_storable_text
-from service.db.tables import DatasetColumnRecord, DatasetRecord, new_id
-from service.errors import Conflict, InvalidInput, NotFound, ServiceError
+from service.datasets.part_reader import read_columns
+from service.datasets.parts import PartWriter, WrittenPart, dataset_prefix
+from service.datasets.register import RegisterIn, check_allowed, register
+from service.db.tables import (
+    ColumnKind,
+    DatasetColumnRecord,
+    DatasetPartRecord,
+    DatasetRecord,
+    new_id,
+)
+from service.errors import Conflict, ServiceError, FieldError, InvalidInput, NotFound
+from service.store import DataStore, ObjectCorrupt, store_from_settings
 
 DEFAULT_NAME = "untitled"
+# dataset_columns.data_format of a column whose values are in the dataset's parts.
+PARTS_FORMAT = 2
 
 
 class DatasetDataCorrupt(ServiceError):
     """The dataset's stored column data cannot be read back."""
 
 
-def create_dataset(
-    session: Session, table: ParsedTable, *, name: str | None
-) -> tuple[DatasetRecord, list[DatasetColumnRecord]]:
-    """Store a parsed upload as a dataset and its columns; returns what was stored.
-
-    Consumes ``table.columns`` (``take_encoded``): each column is let go as soon as it is
-    encoded, so the upload's data is not held twice (arrays and stored bytes) at the peak.
-    """
+def check_name(name: str | None) -> str:
+    """The name a dataset gets; 422 for one no database can store."""
     name = name if name and name.strip() else DEFAULT_NAME
     if not is_storable_text(name):
         raise InvalidInput(
             "The dataset name holds a NUL character or a lone surrogate, which cannot be stored.",
             errors=[{"loc": ["body", "name"], "msg": "unstorable characters"}],
         )
+    return name
+
+
+def create_dataset(
+    session: Session, table: ParsedTable, *, name: str | None, store: DataStore
+) -> tuple[DatasetRecord, list[DatasetColumnRecord]]:
+    """Store a parsed upload as a dataset: its parts in the store, then its rows.
+
+    Consumes ``table.columns``: they are summarised and written to parts, then let go.
+    """
+    name = check_name(name)
+    dataset_id = new_id()
+    summaries = [summarize(column) for column in table.columns]
+    writer = PartWriter(store, dataset_id, schema_of(table.columns))
+    try:
+        for batch in column_batches(table.columns, writer.row_group_rows):
+            writer.write(batch)
+        parts = writer.finish()
+    except BaseException:
+        writer.abort()
+        raise
+    kinds = [(column.name, column.kind) for column in table.columns]
+    table.columns.clear()
     dataset = DatasetRecord(
-        id=new_id(),
+        id=dataset_id,
         name=name,
         n_rows=table.n_rows,
-        n_columns=len(table.columns),
+        n_columns=len(kinds),
         size_bytes=table.size_bytes,
         sha256=table.sha256,
     )
-    columns = [
-        DatasetColumnRecord(
-            dataset_id=dataset.id,
-            position=position,
-            name=encoded.name,
-            kind=encoded.kind.value,
-            n_missing=encoded.summary.n_missing,
-            n_unique=encoded.summary.n_unique,
-            stats=encoded.summary.stats,
-            distribution=encoded.summary.distribution,
-            data_format=DATA_FORMAT,
-            data=encoded.data,
-        )
-        for position, encoded in enumerate(take_encoded(table.columns))
-    ]
-    repository.add(session, dataset, columns)
+    columns = column_records(dataset_id, kinds, summaries)
+    repository.add(session, dataset, columns, part_records(dataset_id, parts))
     return dataset, columns
+
+
+def create_from_file(
+    session: Session,
+    spooled: Spooled,
+    fmt: UploadFormat,
+    *,
+    name: str | None,
+    categorical: Sequence[str],
+    store: DataStore,
+    max_columns: int,
+) -> tuple[DatasetRecord, list[DatasetColumnRecord]]:
+    """Store a spooled Parquet or Arrow upload as a dataset, batch by batch."""
+    name = check_name(name)
+    source = arrow_ingest.SOURCE_NAMES[fmt]
+    schema, batches = arrow_ingest.open_source(str(spooled.path), fmt)
+    plans = arrow_ingest.plan(schema, categorical, max_columns=max_columns, source=source)
+    dataset_id = new_id()
+    writer = PartWriter(store, dataset_id, arrow_ingest.parts_schema(plans))
+    try:
+        for batch in batches:
+            writer.write(arrow_ingest.normalize(batch, plans, writer.schema, writer.n_rows))
+        parts = writer.finish()
+        if writer.n_rows == 0:
+            raise InvalidInput(f"The {source} has no rows; upload at least one row.")
+        kinds = [(plan.name, plan.kind) for plan in plans]
+        parts_rows = part_records(dataset_id, parts)
+        summaries = summarize_parts(store, parts_rows, kinds)
+    except BaseException:
+        writer.abort()
+        raise
+    n_rows = writer.n_rows
+    dataset = DatasetRecord(
+        id=dataset_id,
+        name=name,
+        n_rows=n_rows,
+        n_columns=len(kinds),
+        size_bytes=spooled.size,
+        sha256=spooled.sha256,
+    )
+    columns = column_records(dataset_id, kinds, summaries)
+    repository.add(session, dataset, columns, parts_rows)
+    return dataset, columns
+
+
+def register_dataset(
+    session: Session, document: dict[str, Any], *, store: DataStore, settings: Settings
+) -> tuple[DatasetRecord, list[DatasetColumnRecord]]:
+    """Register the Parquet table a JSON body's ``source.url`` names (``service.datasets.
+    register``); 403 outside ``COPPICE_IMPORT_ROOTS``, 422 for what is not Parquet."""
+    try:
+        request = RegisterIn.model_validate(document)
+    except ValidationError as error:
+        errors: list[FieldError] = [
+            {"loc": ["body", *e["loc"]], "msg": e["msg"]} for e in error.errors()
+        ]
+        where = ".".join(str(part) for part in errors[0]["loc"])
+        raise InvalidInput(f"{where}: {errors[0]['msg']}.", errors=errors) from None
+    url = request.source.url.strip()
+    check_allowed(url, settings.import_roots)
+    name = check_name(request.name)
+    found = register(url, request.categorical, store=store, max_columns=settings.max_columns)
+    dataset_id = new_id()
+    identity = hashlib.sha256()
+    for part in found.parts:
+        part.dataset_id = dataset_id
+        identity.update(f"{part.path}\t{part.size}\t{part.source_stamp}\n".encode())
+    dataset = DatasetRecord(
+        id=dataset_id,
+        name=name,
+        n_rows=found.n_rows,
+        n_columns=len(found.kinds),
+        # A registered table's "upload" is its files: their total size, and a digest of
+        # their names, sizes and stamps (which says whether two registrations are the same).
+        size_bytes=sum(part.size for part in found.parts),
+        sha256=identity.hexdigest(),
+        source_url=url,
+    )
+    columns = column_records(dataset_id, found.kinds, found.summaries)
+    repository.add(session, dataset, columns, found.parts)
+    return dataset, columns
+
+
+# Values the summaries read back at once, in bytes (8 a row a column).
+SUMMARY_BYTES = 256 * 1024 * 1024
+
+
+def summarize_parts(
+    store: DataStore, parts: Sequence[DatasetPartRecord], kinds: Sequence[tuple[str, ColumnKind]]
+) -> list[ColumnSummary]:
+    """Each column's summary, read back from the parts a group of columns at a time.
+
+    As many columns as fit ``SUMMARY_BYTES`` are read per pass over the parts, so memory holds
+    those columns and one part, and the statistics are exactly the ones a CSV upload gets.
+    """
+    n_rows = sum(part.n_rows for part in parts)
+    per_pass = max(1, SUMMARY_BYTES // max(1, 8 * n_rows))
+    summaries: list[ColumnSummary] = []
+    for start in range(0, len(kinds), per_pass):
+        group = [(name, kind.value) for name, kind in kinds[start : start + per_pass]]
+        loaded = read_columns(store, parts, group, n_rows)
+        for name, _ in group:
+            summaries.append(summarize(loaded.pop(name)))
+    return summaries
+
+
+def column_records(
+    dataset_id: str,
+    kinds: Sequence[tuple[str, ColumnKind]],
+    summaries: Sequence[ColumnSummary],
+) -> list[DatasetColumnRecord]:
+    return [
+        DatasetColumnRecord(
+            dataset_id=dataset_id,
+            position=position,
+            name=column_name,
+            kind=kind.value,
+            n_missing=summary.n_missing,
+            n_unique=summary.n_unique,
+            stats=summary.stats,
+            distribution=summary.distribution,
+            data_format=PARTS_FORMAT,
+            data=b"",
+        )
+        for position, ((column_name, kind), summary) in enumerate(
+            zip(kinds, summaries, strict=True)
+        )
+    ]
+
+
+def part_records(dataset_id: str, parts: Sequence[WrittenPart]) -> list[DatasetPartRecord]:
+    """The rows naming written parts."""
+    return [
+        DatasetPartRecord(
+            dataset_id=dataset_id,
+            part=part.index,
+            row_offset=part.row_offset,
+            n_rows=part.n_rows,
+            path=part.stored.path,
+            size=part.stored.size,
+            sha256=part.stored.sha256,
+        )
+        for part in parts
+    ]
 
 
 def get_dataset(
@@ -96,13 +264,33 @@ def delete_dataset(session: Session, dataset_id: str) -> None:
     repository.delete_dataset(session, dataset_id)
 
 
-def load_columns(session: Session, dataset_id: str, names: Sequence[str]) -> dict[str, ColumnData]:
+def delete_parts(store: DataStore, dataset: DatasetRecord) -> None:
+    """Remove an uploaded dataset's parts from the store (after its rows are gone; what this
+    misses, store gc sweeps). A registered table's source is never touched."""
+    if dataset.source_url is None:
+        store.delete_prefix(dataset_prefix(dataset.id))
+
+
+@cache
+def default_store() -> DataStore:
+    """The store the environment's settings name, for callers that were not handed one
+    (a worker's fit process shares the API's ``COPPICE_*`` settings)."""
+    return store_from_settings(Settings())
+
+
+def load_columns(
+    session: Session,
+    dataset_id: str,
+    names: Sequence[str],
+    store: DataStore | None = None,
+) -> dict[str, ColumnData]:
     """The named columns' data, keyed by name in the order asked for.
 
-    Reads only those columns' bytes. Raises ``NotFound`` for an unknown dataset and
-    ``InvalidInput`` naming the columns it lacks.
+    Reads only those columns, part by part. Raises ``NotFound`` for an unknown dataset,
+    ``InvalidInput`` naming the columns it lacks, ``DatasetDataCorrupt`` for a damaged part and
+    ``DatasetChanged`` for a registered table whose source has changed.
     """
-    _get_or_404(session, dataset_id)
+    dataset = _get_or_404(session, dataset_id)
     records = {
         record.name: record for record in repository.columns_with_data(session, dataset_id, names)
     }
@@ -116,15 +304,29 @@ def load_columns(session: Session, dataset_id: str, names: Sequence[str]) -> dic
                 {"loc": ["body", "features"], "msg": f"unknown column '{name}'"} for name in missing
             ],
         )
+    in_parts = [(name, records[name].kind) for name in names if _in_parts(records[name])]
+    loaded: dict[str, ColumnData] = {}
+    if in_parts:
+        parts = repository.parts(session, dataset_id)
+        try:
+            loaded = read_columns(store or default_store(), parts, in_parts, dataset.n_rows)
+        except ObjectCorrupt as error:
+            raise DatasetDataCorrupt(f"Dataset '{dataset_id}': {error.detail}") from None
     try:
         return {
-            name: decode_column(
+            name: loaded[name]
+            if name in loaded
+            else decode_column(
                 name, records[name].kind, records[name].data, records[name].data_format
             )
             for name in names
         }
     except ColumnDataError as error:
         raise DatasetDataCorrupt(f"Dataset '{dataset_id}': {error}.") from None
+
+
+def _in_parts(record: DatasetColumnRecord) -> bool:
+    return record.data_format == PARTS_FORMAT
 
 
 def _get_or_404(session: Session, dataset_id: str, *, for_update: bool = False) -> DatasetRecord:

@@ -43,6 +43,7 @@ class FormStream:
         self._max_file_bytes = max_file_bytes
         self.fields: dict[str, str] = {}
         self.filename: str | None = None
+        self.file_content_type: str | None = None
         self._file_bytes = 0
         self._field_bytes = 0
         self._seen_file = False
@@ -116,6 +117,8 @@ class FormStream:
             self._seen_file = True
             filename = options.get(b"filename")
             self.filename = filename.decode("utf-8", errors="replace") if filename else None
+            content_type = self._headers.get(b"content-type")
+            self.file_content_type = content_type.decode("latin-1") if content_type else None
         self._value = bytearray()
 
     def _on_part_data(self, data: bytes, start: int, end: int) -> None:

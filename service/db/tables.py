@@ -86,14 +86,45 @@ class DatasetRecord(Base):
     size_bytes: Mapped[int] = mapped_column(BigInteger)
     sha256: Mapped[str] = mapped_column(String(64))
     created_at: Mapped[datetime] = mapped_column(UTCDateTime(), default=utc_now)
+    # A table registered where it lies (a Parquet file or directory, fsspec URL): its parts
+    # are read from there, never copied. NULL for an uploaded table, whose parts are in the
+    # data store.
+    source_url: Mapped[str | None] = mapped_column(Text, nullable=True)
+
+
+class DatasetPartRecord(Base):
+    """One Parquet part of a dataset: rows ``row_offset`` to ``row_offset + n_rows``.
+
+    Parts of an uploaded table are data-store objects (``datasets/<id>/part-NNNNN.parquet``)
+    named by ``path`` with their ``size`` and ``sha256``, verified when read. Parts of a
+    registered table are the source's own files: ``path`` is their full URL, ``sha256`` is
+    NULL and ``source_stamp`` (modification time or ETag) with ``size`` tells whether the
+    source has changed since it was registered. The global row offset lets a reader (a Dask
+    worker) take rows by position without opening the parts before it.
+    """
+
+    __tablename__ = "dataset_parts"
+
+    dataset_id: Mapped[str] = mapped_column(
+        ForeignKey("datasets.id", ondelete="CASCADE"), primary_key=True
+    )
+    part: Mapped[int] = mapped_column(Integer, primary_key=True)
+    row_offset: Mapped[int] = mapped_column(BigInteger)
+    n_rows: Mapped[int] = mapped_column(BigInteger)
+    path: Mapped[str] = mapped_column(Text, info={"store_path": True})
+    size: Mapped[int] = mapped_column(BigInteger)
+    sha256: Mapped[str | None] = mapped_column(String(64), nullable=True)
+    source_stamp: Mapped[str | None] = mapped_column(Text, nullable=True)
 
 
 class DatasetColumnRecord(Base):
-    """One column of a dataset: its summary and, deferred, its data.
+    """One column of a dataset: its summary, statistics and distribution.
 
-    One row per column lets a job read only the columns it trains on. ``data`` is zlib-compressed
-    and never pickled (``service.datasets.columns`` owns the format): numeric columns are
-    little-endian float64 with NaN for missing; categorical ones are a JSON list of category
+    The column's values are in the dataset's Parquet parts (``DatasetPartRecord``) when
+    ``data_format`` is ``PARTS_FORMAT`` (2), and ``data`` is then empty. ``data_format`` 1 is
+    the layout before revision 0008 (kept readable, and moved into parts by that revision):
+    ``data`` zlib-compressed and never pickled (``service.datasets.columns`` owns it), numeric
+    columns little-endian float64 with NaN for missing, categorical ones a JSON list of category
     strings followed by little-endian int32 codes, -1 for missing.
     """
 
@@ -121,7 +152,7 @@ class DatasetColumnRecord(Base):
     distribution: Mapped[dict[str, Any] | None] = mapped_column(
         JSON(none_as_null=True), nullable=True, deferred=True
     )
-    # Bumped when the byte layout of `data` changes, so old rows stay readable.
+    # Bumped when the byte layout of `data` changes, so old rows stay readable; 2: in the parts.
     data_format: Mapped[int] = mapped_column(Integer, default=1)
     data: Mapped[bytes] = mapped_column(LargeBinary, deferred=True)
 

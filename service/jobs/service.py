@@ -54,7 +54,7 @@ def create_job(session: Session, request: JobCreate, settings: Settings) -> JobR
             errors=[{"loc": ["body", "validation", "folds"], "msg": "more folds than rows"}],
         )
     _check_runtime(request.max_runtime_seconds, settings)
-    n_classes = target.n_unique if task == Task.CLASSIFICATION else 1
+    n_classes = max(2, target.n_unique) if task == Task.CLASSIFICATION else 1
     # Only a method whose n_jobs are processes is charged for COPPICE_PROCESSES_PER_JOB of
     # them; boosting's n_jobs are threads of the one fit process, sharing its memory.
     estimator_class = method.estimator_class(task)
@@ -198,7 +198,9 @@ def _task(target: DatasetColumnRecord, requested: Task | None) -> Task:
 
 
 def _check_target_values(target: DatasetColumnRecord, task: Task) -> None:
-    if target.n_unique >= 2:
+    # A negative count is unknown (a registered table: only its footers were read); the fit
+    # itself refuses a target with one class or one value.
+    if target.n_unique >= 2 or target.n_unique < 0:
         return
     what = "classes" if task == Task.CLASSIFICATION else "distinct values"
     raise InvalidInput(

@@ -12,6 +12,7 @@ from sqlalchemy.orm import Session
 from service.app import create_app
 from service.config import Settings
 from service.db.session import create_db_engine
+from service.store import DataStore, store_from_settings
 
 
 @pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
@@ -20,6 +21,12 @@ def backend_settings(request: pytest.FixtureRequest) -> Settings:
     name = "settings" if request.param == "sqlite" else "postgres_settings"
     settings: Settings = request.getfixturevalue(name)
     return settings
+
+
+@pytest.fixture
+def store(backend_settings: Settings) -> DataStore:
+    """The data store of ``backend_settings`` (a directory in the test's data dir)."""
+    return store_from_settings(backend_settings)
 
 
 @pytest.fixture

@@ -20,6 +20,7 @@ from service.datasets.columns import (
 )
 from service.db.migrate import alembic_config
 from service.db.session import create_db_engine
+from service.store import DataStore
 from tests.service.datasets.conftest import app_client
 from tests.service.db.test_migrations import _differences, _row
 
@@ -79,6 +80,8 @@ async def _check_through_the_api(url: str, data_dir: Path) -> None:
 
 async def _round_trip(url: str, data_dir: Path) -> None:
     config = alembic_config(url)
+    # Revision 0008 moves the dataset's columns into this store.
+    config.attributes["store"] = DataStore(str(data_dir / "store"))
     command.upgrade(config, BEFORE)
     _store_old_dataset(url)
     command.upgrade(config, "head")

@@ -159,7 +159,7 @@ async def test_too_many_columns(settings: Settings) -> None:
         ({"files": {"file": ("a.csv", b"a\n\xc3\x28\n")}}, 400, "not UTF-8"),
         ({"files": {"file": ("a.csv", b"a\n1\n")}, "data": {"categorical": "b"}}, 422, "'b'"),
         ({"files": {"other": ("a.csv", b"a\n1\n")}}, 400, "no 'file' part"),
-        ({"content": b"a\n1\n", "headers": {"content-type": "text/csv"}}, 415, "text/csv"),
+        ({"content": b"a\n1\n", "headers": {"content-type": "image/png"}}, 415, "image/png"),
         (
             {"content": b"{nope", "headers": {"content-type": "application/json"}},
             400,

@@ -12,6 +12,7 @@ from service.config import Settings
 from service.datasets.service import load_columns
 from service.db.session import create_db_engine
 from service.jobs import repository
+from service.store import store_from_settings
 from service.training import TrainingSpec, run_training
 
 pytestmark = pytest.mark.anyio
@@ -44,7 +45,9 @@ async def test_queued_job_trains_from_its_record(
         record = repository.get(session, job.json()["id"])
         assert record is not None
         spec = TrainingSpec.from_job(record, n_jobs=settings.processes_per_job)
-        columns = load_columns(session, record.dataset_id or "", spec.columns)
+        columns = load_columns(
+            session, record.dataset_id or "", spec.columns, store_from_settings(settings)
+        )
     db.dispose()
     outcome = run_training(spec, columns, lambda f, s: None, lambda: False)
 
