@@ -18,6 +18,7 @@ import pyarrow.csv as pa_csv
 import pyarrow.parquet as pq
 
 from service.datasets.part_reader import check_source, iter_part_tables
+from service.datasets.parts import string_columns
 from service.db.tables import DatasetPartRecord
 from service.store import DataStore, StoredObject
 
@@ -93,7 +94,9 @@ def stream(
 def _parquet(
     store: DataStore, parts: Sequence[DatasetPartRecord], schema: pa.Schema, drain: _Drain
 ) -> Iterator[bytes]:
-    writer = pq.ParquetWriter(drain, schema, compression="zstd")
+    writer = pq.ParquetWriter(
+        drain, schema, compression="zstd", use_dictionary=string_columns(schema)
+    )
     for table in _tables(store, parts, schema):
         for batch in table.to_batches(max_chunksize=1 << 17):
             writer.write_batch(pa.RecordBatch.from_arrays(batch.columns, schema=schema))

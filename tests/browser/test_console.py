@@ -20,6 +20,8 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+import pyarrow as pa
+import pyarrow.parquet as pq
 import pytest
 from playwright.sync_api import expect
 from sklearn.metrics import roc_auc_score
@@ -370,3 +372,25 @@ def test_the_pages_own_computations_agree_with_python(tab: Watched) -> None:
     assert result["rows"] == expected
     assert result["again"] == expected
     assert result["auc"] == pytest.approx(roc_auc_score(labels, scores), abs=1e-12)
+
+
+def test_a_parquet_upload_says_where_it_lives_and_downloads(tab: Watched, tmp_path: Path) -> None:
+    """The page's upload takes Parquet; the dataset page names its parts and downloads the
+    table back as Parquet."""
+    table = pa.table({"x": [1.5, None, 3.0], "colour": ["red", "blue", None]})
+    path = tmp_path / "t.parquet"
+    pq.write_table(table, path)
+    tab.open("/")
+    page = tab.page
+    page.set_input_files("#upload-file", path)
+    page.click("form button[type=submit]")
+    page.wait_for_selector("#columns table", timeout=60_000)
+
+    expect(page.locator("dl")).to_contain_text("1 Parquet part")
+    expect(page.locator("dl")).to_contain_text("in the data store")
+    with page.expect_download() as fetched:
+        page.click("#download-parquet")
+    back = pq.read_table(fetched.value.path())
+    assert back.column("colour").to_pylist() == ["red", "blue", None]
+    assert back.column("x").to_pylist() == [1.5, None, 3.0]
+    assert tab.errors == [] and tab.outside == []

@@ -70,7 +70,7 @@ export async function api(method, path, body, { signal, key } = {}) {
   return data;
 }
 
-/** A GET whose answer is a file (a model export): resolves to a Blob, rejects with an ApiError. */
+/** A GET whose answer is a file (a model export, a dataset's download): resolves to a Blob, rejects with an ApiError. */
 export async function getFile(path, { signal } = {}) {
   const response = await fetch(path, { method: "GET", signal, headers: headers() });
   if (!response.ok) {

@@ -134,7 +134,7 @@ export function select(options, props = {}) {
 
 /** Offer `text` (or a Blob) as a file download named `name` (a blob: URL, revoked after the click). */
 export function download(name, text, type = "text/csv") {
-  const url = URL.createObjectURL(new Blob([text], { type }));
+  const url = URL.createObjectURL(text instanceof Blob ? text : new Blob([text], { type }));
   const link = h("a", { href: url, download: name, class: "hidden" });
   document.body.append(link);
   link.click();

@@ -3,10 +3,10 @@
 // every dataset shows them, however it was uploaded; null means the server did not compute one
 // (a dataset uploaded before it did).
 
-import { del, get, isAdmin } from "../api.js";
+import { del, get, getFile, isAdmin } from "../api.js";
 import { miniBars } from "../charts/bars.js";
 import { tickText } from "../charts/svg.js";
-import { bytes, card, errorBox, facts, h, number, replace, table, when } from "../dom.js";
+import { bytes, card, download, errorBox, facts, h, number, replace, table, when } from "../dom.js";
 
 const note = (text) => h("span", { class: "small muted" }, text);
 
@@ -29,6 +29,31 @@ function topCategories({ top, n_other: other }) {
     note(other ? `${named} … (${number(other)} in other categories)` : named));
 }
 
+// Where the values live (the API's `storage`): parts in the data store, or a table
+// registered where it lies (its URL shown to admin keys only).
+function storage(dataset) {
+  const stored = dataset.storage;
+  if (!stored) return "in the database";
+  const parts = `${number(stored.n_parts)} Parquet part${stored.n_parts === 1 ? "" : "s"}, ${bytes(stored.bytes)}`;
+  if (!stored.registered) return `${parts} in the data store`;
+  return h("span", {}, `${parts}, registered in place`, stored.url ? h("span", { class: "mono small" }, ` at ${stored.url}`) : null);
+}
+
+function downloadButton(dataset, format, message) {
+  return h("button", { type: "button", id: `download-${format}`, onclick: async (event) => {
+    const button = event.currentTarget;
+    button.disabled = true;
+    try {
+      const blob = await getFile(`/v1/datasets/${encodeURIComponent(dataset.id)}/data?format=${format}`);
+      download(`${dataset.name}.${format}`, blob);
+    } catch (error) {
+      replace(message, errorBox(error));
+    } finally {
+      button.disabled = false;
+    }
+  } }, `Download ${format === "csv" ? "CSV" : "Parquet"}`);
+}
+
 function distribution(column) {
   const stored = column.distribution;
   if (!stored) return note("not computed");
@@ -46,6 +71,7 @@ export async function render(root, { params: [id] }, signal) {
   ]);
   const message = h("div");
   const actions = h("div", { class: "row" });
+  if (dataset.storage) actions.append(downloadButton(dataset, "parquet", message), downloadButton(dataset, "csv", message));
   if (isAdmin()) {
     actions.append(
       h("a", { class: "button", href: `#/train?dataset=${dataset.id}` }, "Train a model on it"),
@@ -68,6 +94,7 @@ export async function render(root, { params: [id] }, signal) {
         ["rows", number(dataset.n_rows)],
         ["columns", number(dataset.n_columns)],
         ["size", bytes(dataset.size_bytes)],
+        ["stored", storage(dataset)],
         ["uploaded", when(dataset.created_at)],
         ["id", h("span", { class: "mono small" }, dataset.id)],
         ["sha256", h("span", { class: "mono small" }, dataset.sha256)],

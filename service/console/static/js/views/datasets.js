@@ -1,4 +1,4 @@
-// Datasets: the list, and the CSV upload with a progress bar.
+// Datasets: the list, and the upload (CSV, Parquet or Arrow) with a progress bar.
 
 import { get, isAdmin, upload } from "../api.js";
 import { bytes, card, errorBox, field, h, number, pager, progressBar, replace, setProgress, shortId, table, when } from "../dom.js";
@@ -6,7 +6,7 @@ import { bytes, card, errorBox, field, h, number, pager, progressBar, replace, s
 const PAGE = 50;
 
 function uploadForm() {
-  const file = h("input", { type: "file", id: "upload-file", name: "file", accept: ".csv,text/csv", required: true });
+  const file = h("input", { type: "file", id: "upload-file", name: "file", accept: ".csv,text/csv,.parquet,.arrow,.feather", required: true });
   const name = h("input", { type: "text", id: "upload-name", name: "name", placeholder: "the file's name" });
   const categorical = h("input", { type: "text", id: "upload-categorical", name: "categorical", placeholder: "zip, store_id" });
   const bar = progressBar("upload progress");
