@@ -125,10 +125,10 @@ def open_source(path: str, fmt: UploadFormat) -> tuple[pa.Schema, Iterator[pa.Re
     source = SOURCE_NAMES[fmt]
     try:
         if fmt == UploadFormat.PARQUET:
-            parquet = pq.ParquetFile(path)
-            return parquet.schema_arrow, _guarded(
-                parquet.iter_batches(batch_size=READ_BATCH_ROWS), source
-            )
+            # pre_buffer (pyarrow's default) reads every requested row group's pages ahead:
+            # over the whole file, that is the whole file in memory. One group at a time.
+            parquet = pq.ParquetFile(path, pre_buffer=False)
+            return parquet.schema_arrow, _guarded(_row_groups(parquet), source)
         if fmt == UploadFormat.ARROW_FILE:
             reader = pa.ipc.open_file(pa.memory_map(path))
             return reader.schema, _guarded(
@@ -138,6 +138,11 @@ def open_source(path: str, fmt: UploadFormat) -> tuple[pa.Schema, Iterator[pa.Re
         return stream.schema, _guarded(iter(stream), source)
     except (pa.ArrowException, OSError, ValueError) as error:
         raise _unreadable(source, error) from None
+
+
+def _row_groups(parquet: pq.ParquetFile) -> Iterator[pa.RecordBatch]:
+    for group in range(parquet.num_row_groups):
+        yield from parquet.iter_batches(batch_size=READ_BATCH_ROWS, row_groups=[group])
 
 
 def _guarded(batches: Iterator[pa.RecordBatch], source: str) -> Iterator[pa.RecordBatch]:

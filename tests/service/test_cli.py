@@ -148,7 +148,8 @@ def _queue_a_job(base_url: str) -> str:
     return str(job.json()["id"])
 
 
-def _wait_until_ready(url: str, server: subprocess.Popen[bytes], timeout: float = 30.0) -> int:
+def _wait_until_ready(url: str, server: subprocess.Popen[bytes], timeout: float = 90.0) -> int:
+    # Generous: at load 15 on two cores, importing the app alone takes 18 s.
     deadline = time.monotonic() + timeout
     last_status = 0
     while time.monotonic() < deadline:
