@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Sequence
-from functools import cache
 from typing import Any
 
 from pydantic import ValidationError
@@ -38,8 +37,8 @@ from service.db.tables import (
     DatasetRecord,
     new_id,
 )
-from service.errors import Conflict, ServiceError, FieldError, InvalidInput, NotFound
-from service.store import DataStore, ObjectCorrupt, store_from_settings
+from service.errors import Conflict, FieldError, InvalidInput, NotFound, ServiceError
+from service.store import DataStore, ObjectCorrupt
 
 DEFAULT_NAME = "untitled"
 # dataset_columns.data_format of a column whose values are in the dataset's parts.
@@ -273,18 +272,11 @@ def delete_parts(store: DataStore, dataset: DatasetRecord) -> None:
         store.delete_prefix(dataset_prefix(dataset.id))
 
 
-@cache
-def default_store() -> DataStore:
-    """The store the environment's settings name, for callers that were not handed one
-    (a worker's fit process shares the API's ``COPPICE_*`` settings)."""
-    return store_from_settings(Settings())
-
-
 def load_columns(
     session: Session,
     dataset_id: str,
     names: Sequence[str],
-    store: DataStore | None = None,
+    store: DataStore,
 ) -> dict[str, ColumnData]:
     """The named columns' data, keyed by name in the order asked for.
 
@@ -311,7 +303,7 @@ def load_columns(
     if in_parts:
         parts = repository.parts(session, dataset_id)
         try:
-            loaded = read_columns(store or default_store(), parts, in_parts, dataset.n_rows)
+            loaded = read_columns(store, parts, in_parts, dataset.n_rows)
         except ObjectCorrupt as error:
             raise DatasetDataCorrupt(f"Dataset '{dataset_id}': {error.detail}") from None
     try:

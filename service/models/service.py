@@ -274,7 +274,7 @@ def feature_importance(
         )
     existing = repository.importance(session, model_id, chosen)
     if existing is None:
-        features = _compute(session, record, model, chosen)
+        features = _compute(session, store, record, model, chosen)
         existing = repository.add_importance(
             session,
             ImportanceRecord(model_id=model_id, kind=chosen, payload={"features": features}),
@@ -288,14 +288,14 @@ def _has_holdout(record: ModelRecord) -> bool:
 
 
 def _compute(
-    session: Session, record: ModelRecord, model: LoadedModel, kind: str
+    session: Session, store: DataStore, record: ModelRecord, model: LoadedModel, kind: str
 ) -> list[dict[str, Any]]:
     names = [feature["name"] for feature in model.features]
     estimator = model.estimator
     if kind in imp.MODEL_KINDS:
         values, std = imp.from_model(estimator, kind)
         return imp.ranked(names, values, std)
-    spec, X, y, train_rows, validation_rows = _training_rows(session, record)
+    spec, X, y, train_rows, validation_rows = _training_rows(session, store, record)
     if kind == "permutation":
         assert validation_rows is not None
         mean, spread = imp.permutation(estimator, X[validation_rows], y[validation_rows], spec.seed)
@@ -309,7 +309,7 @@ def _compute(
 
 
 def _training_rows(
-    session: Session, record: ModelRecord
+    session: Session, store: DataStore, record: ModelRecord
 ) -> tuple[
     TrainingSpec,
     npt.NDArray[np.float64],
@@ -329,7 +329,7 @@ def _training_rows(
     except TrainingError as error:
         raise TrainingDataGone(error.message) from None
     try:
-        columns = load_columns(session, job.dataset_id, spec.columns)
+        columns = load_columns(session, job.dataset_id, spec.columns, store)
     except NotFound:
         raise TrainingDataGone(
             f"Model '{record.id}' was trained on dataset '{job.dataset_id}', which has been "

@@ -78,7 +78,7 @@ def build(
             "no ensemble: it needs at least two methods with out-of-fold predictions "
             f"(found {len(chosen)})"
         )
-    data = _data(session, search)
+    data = _data(session, store, search)
     classification = search.task == "classification"
     if any(kept[e.model.id].shape[0] != data.y.shape[0] for e in chosen):
         raise StackingSkipped("no ensemble: the candidates' predictions cover other rows")
@@ -112,7 +112,7 @@ def build(
     )
 
 
-def _data(session: Session, search: SearchRecord) -> TrainingData:
+def _data(session: Session, store: DataStore, search: SearchRecord) -> TrainingData:
     if search.dataset_id is None:
         raise StackingSkipped("no ensemble: the search's dataset has been deleted")
     spec = TrainingSpec(
@@ -124,7 +124,7 @@ def _data(session: Session, search: SearchRecord) -> TrainingData:
         validation={"folds": search.folds},
         seed=search.seed,
     )
-    columns = load_columns(session, search.dataset_id, list(dict.fromkeys(spec.columns)))
+    columns = load_columns(session, search.dataset_id, list(dict.fromkeys(spec.columns)), store)
     return prepare(spec, columns)
 
 

@@ -32,6 +32,7 @@ from typing import Any
 from engine import TrainingInterrupted
 from engine.process_setup import limit_blas_threads
 from service.datasets.columns import ColumnData
+from service.datasets.part_reader import DatasetChanged
 from service.datasets.service import DatasetDataCorrupt, load_columns
 from service.db.session import create_db_engine, reading
 from service.db.tables import JobRecord, new_id
@@ -163,19 +164,21 @@ def _dataset_error_code(error: ServiceError) -> str:
         return "dataset_not_found"
     if isinstance(error, DatasetDataCorrupt):
         return "dataset_corrupt"
+    if isinstance(error, DatasetChanged):  # a registered source changed since registration
+        return "dataset_changed"
     if isinstance(error, InvalidInput):
         return "invalid_columns"
     return "dataset_unreadable"
 
 
-def _load(database_url: str, job: JobSnapshot) -> dict[str, ColumnData]:
+def _load(database_url: str, store: StoreConfig, job: JobSnapshot) -> dict[str, ColumnData]:
     names = list(dict.fromkeys([*job.features, job.target]))
     engine = create_db_engine(database_url)
     try:
         with reading(engine) as session:
             if job.dataset_id is None:
                 raise NotFound("The job's dataset has been deleted.")
-            return load_columns(session, job.dataset_id, names)
+            return load_columns(session, job.dataset_id, names, store.open())
     finally:
         engine.dispose()
 
@@ -230,7 +233,7 @@ def _train(
     """Load the job's columns, train and store the artifact; every way that can end, as the
     result to send."""
     try:
-        columns = _load(database_url, job)
+        columns = _load(database_url, store, job)
         outcome = train(job, columns, on_progress, should_stop)
         on_progress(0.995, "storing the model")
         stored = store_outcome(store.open(), outcome)

@@ -26,6 +26,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 from sqlalchemy import Engine
 
+from service.config import Settings
+from service.store import store_from_settings
 from service.training import TrainingError, run_training
 from tests.service.fuzz.problems import FUZZ, assert_answered, assert_names
 from tests.service.models.helpers import claim_queued_job
@@ -264,6 +266,7 @@ def training_tables(draw: st.DrawFn) -> dict[str, Any]:
 async def test_training_edge_cases(
     fuzz_client: httpx.AsyncClient,
     fuzz_db: Engine,
+    fuzz_settings: Settings,
     table: dict[str, Any],
     method: str,
     task: str | None,
@@ -294,7 +297,9 @@ async def test_training_edge_cases(
     if job.status_code != 202:
         assert_names(job, "target", "task", "features", "method", "validation", "params", "rows")
         return
-    _, spec, columns = claim_queued_job(fuzz_db, job.json()["id"])
+    _, spec, columns = claim_queued_job(
+        fuzz_db, store_from_settings(fuzz_settings), job.json()["id"]
+    )
     try:
         run_training(spec, columns, lambda fraction, stage: None, lambda: False)
     except TrainingError as error:

@@ -122,7 +122,7 @@ class Service:
 
 
 def claim_queued_job(
-    db_engine: Engine, job_id: str
+    db_engine: Engine, store: DataStore, job_id: str
 ) -> tuple[JobSnapshot, TrainingSpec, dict[str, ColumnData]]:
     """Claim the queued job ``job_id`` as the worker does: what it runs, and on what data."""
     policy = LeasePolicy(
@@ -132,14 +132,14 @@ def claim_queued_job(
         record = queue.claim(session, worker_id=WORKER, now=datetime.now(UTC), policy=policy)
         assert record is not None and record.id == job_id
         spec = TrainingSpec.from_job(record)
-        columns = load_columns(session, record.dataset_id or "", spec.columns)
+        columns = load_columns(session, record.dataset_id or "", spec.columns, store)
         return JobSnapshot.of(record, n_jobs=1), spec, columns
 
 
 def train_queued_job(db_engine: Engine, store: DataStore, job_id: str) -> str:
     """Claim the queued job ``job_id``, train it in this process and store it (the artifact in
     ``store`` first, as the fit process does, then the rows); its model id."""
-    snapshot, spec, columns = claim_queued_job(db_engine, job_id)
+    snapshot, spec, columns = claim_queued_job(db_engine, store, job_id)
     outcome = run_training(spec, columns, lambda fraction, stage: None, lambda: False)
     stored = store_outcome(store, outcome)
     with transaction(db_engine) as session:
