@@ -122,7 +122,7 @@ class DatasetColumnRecord(Base):
 
     The column's values are in the dataset's Parquet parts (``DatasetPartRecord``) when
     ``data_format`` is ``PARTS_FORMAT`` (2), and ``data`` is then empty. ``data_format`` 1 is
-    the layout before revision 0008 (kept readable, and moved into parts by that revision):
+    the layout before revision 0009 (kept readable, and moved into parts by that revision):
     ``data`` zlib-compressed and never pickled (``service.datasets.columns`` owns it), numeric
     columns little-endian float64 with NaN for missing, categorical ones a JSON list of category
     strings followed by little-endian int32 codes, -1 for missing.

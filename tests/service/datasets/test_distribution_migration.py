@@ -80,7 +80,7 @@ async def _check_through_the_api(url: str, data_dir: Path) -> None:
 
 async def _round_trip(url: str, data_dir: Path) -> None:
     config = alembic_config(url)
-    # Revision 0008 moves the dataset's columns into this store.
+    # Revision 0009 moves the dataset's columns into this store.
     config.attributes["store"] = DataStore(str(data_dir / "store"))
     command.upgrade(config, BEFORE)
     _store_old_dataset(url)

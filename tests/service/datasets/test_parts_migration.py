@@ -1,4 +1,4 @@
-"""Revision 0008 on a database holding datasets as column BLOBs: each dataset's columns move
+"""Revision 0009 on a database holding datasets as column BLOBs: each dataset's columns move
 into Parquet parts in the store, load and download as before, and a second run moves nothing."""
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ from service.store import DataStore
 from tests.service.datasets.conftest import app_client
 from tests.service.db.test_migrations import _differences, _row
 
-BEFORE = "0007_artifact_store"
+BEFORE = "0008_prediction_log"
 COLUMNS = [
     NumericColumn("x", np.array([1.0, np.nan, 2.5, -0.0, 1e300])),
     CategoricalColumn("colour", np.array([0, 1, -1, 1, 2], dtype=np.int32), ("blue", "red", "é")),

@@ -15,8 +15,8 @@ kept (empty) rather than dropped: on SQLite dropping it would copy the whole tab
 This revision uses the service's column decoder and part writer: the BLOB format they read is
 frozen (format 1 stays readable by the service for as long as this revision exists).
 
-Revision ID: 0008_dataset_parts
-Revises: 0007_artifact_store
+Revision ID: 0009_dataset_parts
+Revises: 0008_prediction_log
 Create Date: 2026-11-28 16:30:00
 """
 
@@ -29,8 +29,8 @@ from typing import Any
 import sqlalchemy as sa
 from alembic import context, op
 
-revision: str = "0008_dataset_parts"
-down_revision: str | None = "0007_artifact_store"
+revision: str = "0009_dataset_parts"
+down_revision: str | None = "0008_prediction_log"
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 
