@@ -196,9 +196,13 @@ class Model(Resource):
         )
         return rows, answer
 
-    def predict(self, data: Any) -> Any:
-        """Predicted class labels or values: a NumPy array, or a Series for a DataFrame."""
-        rows, answer = self._predict(data)
+    def predict(self, data: Any, *, ids: Any = None) -> Any:
+        """Predicted class labels or values: a NumPy array, or a Series for a DataFrame.
+
+        ``ids`` (one per row, e.g. an order number) name the rows in the server's prediction
+        log, for :meth:`feedback` once their true values are known."""
+        options = {} if ids is None else {"ids": [str(i) for i in ids]}
+        rows, answer = self._predict(data, **options)
         return predictions_out(answer["predictions"], self.task, rows)
 
     def predict_proba(self, data: Any) -> Any:
@@ -292,6 +296,28 @@ class Model(Resource):
             )
         title = f"{self.method} {self.id[:8]}: validation residuals"
         return plot_residuals(residuals, title=title, ax=ax)
+
+    def monitoring(self, since: Any = None, until: Any = None) -> dict[str, Any]:
+        """The drift and performance report of the logged predictions in ``[since, until)``
+        (datetimes or ISO 8601 text; default the last 24 hours): per feature PSI, drift,
+        missing rates and unseen categories, the predictions' drift, and the metric set on
+        the rows given :meth:`feedback` (docs/monitoring.md)."""
+        params = {
+            key: value.isoformat() if hasattr(value, "isoformat") else str(value)
+            for key, value in (("since", since), ("until", until))
+            if value is not None
+        }
+        report: dict[str, Any] = self._get(f"{self.path}/monitoring", params=params)
+        return report
+
+    def feedback(self, ids: Any, actuals: Any) -> dict[str, Any]:
+        """Send the true values of logged rows, by the ids a predict gave them; answers
+        ``{"received", "matched", "unknown", "unknown_ids"}`` (unknown ids are no error)."""
+        body = {"ids": [str(i) for i in ids], "actuals": np.asarray(actuals).tolist()}
+        answer: dict[str, Any] = self._post(
+            f"{self.path}/feedback", content=json_bytes(body), headers=JSON_HEADERS
+        )
+        return answer
 
     def register(
         self, name: str, *, alias: str | None = None, description: str | None = None

@@ -170,6 +170,18 @@ def _add_models(top: Subparsers, common: argparse.ArgumentParser) -> None:
     )
     export.add_argument("ref", help="model id, or name@alias / name@N")
     export.add_argument("--format", choices=["onnx", "triton"], default="onnx")
+    monitor = verb(
+        actions,
+        "monitor",
+        commands.models_monitor,
+        "drift of the logged predictions against training, and performance on feedback",
+        "  coppice models monitor churn@production\n"
+        "  coppice models monitor 5b7d... --since 2026-11-27T00:00:00Z --json",
+        common,
+    )
+    monitor.add_argument("ref", help="model id, or name@alias / name@N")
+    monitor.add_argument("--since", help="window start, ISO 8601 (default: 24 h before until)")
+    monitor.add_argument("--until", help="window end, ISO 8601 (default: now)")
     export.add_argument(
         "-o", "--output", type=Path, help="file to write (default: coppice-<id>.onnx or .zip)"
     )

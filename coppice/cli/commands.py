@@ -215,6 +215,61 @@ def models_show(client: Client, args: argparse.Namespace) -> int:
     return _show_model(client.model(args.ref), args)
 
 
+def _column(name: str) -> Column:
+    return (name, lambda row: row[name])
+
+
+MONITOR_COLUMNS = [
+    _column(name) for name in ("feature", "kind", "psi", "drift", "missing", "unseen")
+]
+
+
+def models_monitor(client: Client, args: argparse.Namespace) -> int:
+    report = client.model(args.ref).monitoring(since=args.since, until=args.until)
+    if args.json:
+        print_json(report)
+        return 0
+    window = report["window"]
+    print_fields(
+        {
+            "model": report["model_id"],
+            "window": f"{when(window['since'])} – {when(window['until'])}",
+            "predictions": report["n_predictions"],
+            "labelled": report["performance"].get("n_labelled", 0),
+        }
+    )
+    if report.get("note"):
+        print(report["note"])
+    rows = [
+        {
+            "feature": f["name"],
+            "kind": f["kind"],
+            "psi": "—" if f["psi"] is None else f"{f['psi']:.3f}",
+            "drift": f["drift"] or "—",
+            "missing": percent(f["missing_rate"]["live"]),
+            "unseen": "" if f["unseen"] is None else f["unseen"]["count"],
+        }
+        for f in report["features"]
+    ]
+    if report.get("prediction"):
+        p = report["prediction"]
+        psi = "—" if p["psi"] is None else f"{p['psi']:.3f}"
+        rows.append({"feature": "(prediction)", "kind": "", "psi": psi,
+                     "drift": p["drift"] or "—", "missing": "", "unseen": ""})  # fmt: skip
+    if rows:
+        print()
+        print_table(rows, MONITOR_COLUMNS)
+    scores = {
+        k: v
+        for k, v in report["performance"].items()
+        if k not in ("n_labelled", "confusion_matrix")
+    }
+    if scores:
+        print()
+        print_fields(scores)
+    return 0
+
+
 def models_export(client: Client, args: argparse.Namespace) -> int:
     model = client.model(args.ref)
     suffix = ".zip" if args.format == "triton" else ".onnx"
