@@ -101,7 +101,9 @@ def test_an_api_and_a_worker_container_share_the_hosts_postgresql(containers: En
         port = free_port()
         base_url = f"http://127.0.0.1:{port}"
         # The host's network: the server at 127.0.0.1:5432 is the host's, not the container's.
-        host = ("--network", "host")
+        # One /data for both: the data store's default directory, where the worker writes the
+        # model's artifact and the API reads it (several hosts would share an S3 bucket).
+        host = ("--network", "host", "-v", f"{containers.volume()}:/data")
         env = {"COPPICE_DATABASE_URL": url, "COPPICE_LOG_FORMAT": "text"}
         api = containers.start(
             "coppice", "serve", "--host", "127.0.0.1", "--port", str(port),
