@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from coppice import Client
-from coppice.cli import build_parser, main
+from coppice.cli import SERVER_COMMANDS, build_parser, main
 from coppice.cli.exits import (
     CONFLICT,
     INTERRUPTED,
@@ -142,7 +142,8 @@ def test_exit_codes_carry_the_servers_detail(
     assert main(["datasets", "list", "--url", f"http://127.0.0.1:{free_port()}"]) == UNREACHABLE
 
 
-SERVER_VERBS = {"serve", "worker", "migrate"}  # service.cli's, with help of their own
+# service.cli's verbs (serve, worker, migrate, store), with help of their own.
+SERVER_VERBS = set(SERVER_COMMANDS)
 
 
 def client_verbs(
