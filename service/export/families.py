@@ -18,6 +18,7 @@ from service.export.boosting import export_gradient_boosting, export_xgboost
 from service.export.forests import NotTrees, export_decision_tree, export_forest
 from service.export.graph import Answer, Graph
 from service.export.linear import NotLinear, export_linear
+from service.export.stacking import NotStackable, export_stacking
 from service.export.voting import export_voting
 from service.models.cache import LoadedModel
 
@@ -43,6 +44,10 @@ def _voting(graph: Graph, estimator: Any) -> Answer:
     return export_voting(graph, estimator, _member)
 
 
+def _stacking(graph: Graph, estimator: Any) -> Answer:
+    return export_stacking(graph, estimator, _member)
+
+
 EXPORTERS: Mapping[str, Exporter] = MappingProxyType(
     {
         "decision_tree": export_decision_tree,
@@ -57,6 +62,7 @@ EXPORTERS: Mapping[str, Exporter] = MappingProxyType(
         "ridge": export_linear,
         "perceptron": export_linear,
         "voting": _voting,
+        "stacking": _stacking,
     }
 )
 _BY_CLASS: dict[str, Exporter] = {
@@ -69,6 +75,7 @@ _BY_CLASS: dict[str, Exporter] = {
     "XGBoost": export_xgboost,
     "Encoded": export_linear,
     "Voting": _voting,
+    "Stacking": _stacking,
 }
 MEMBER_EXPORTERS: Mapping[str, Exporter] = MappingProxyType(
     {
@@ -113,7 +120,7 @@ def to_onnx(model: LoadedModel) -> onnx.ModelProto:
     estimator = model.estimator
     try:
         answer = exporter(graph, estimator)
-    except (NotTrees, NotTreeMembers, NotLinear, NotExportableMember) as error:
+    except (NotTrees, NotTreeMembers, NotLinear, NotExportableMember, NotStackable) as error:
         return _fail(model, str(error))
     if model.task == "classification":
         graph.classifier_outputs(answer.proba, estimator.classes_, answer.label_index)

@@ -35,11 +35,12 @@ class NotLinear(ValueError):
 LINEAR_LEARNERS = ("LogisticRegression", "Perceptron", "LinearRegression", "Ridge")
 
 
-def export_linear(graph: Graph, estimator: Any) -> Answer:
+def export_linear(graph: Graph, estimator: Any, X: str | None = None) -> Answer:
+    """The model on the graph's feature matrix, or on ``X`` (stacking's meta-features)."""
     learner = estimator.estimator_
     if type(learner).__name__ not in LINEAR_LEARNERS:
         raise NotLinear(f"{type(learner).__name__} is not a linear model")
-    Z = _dense(graph, estimator.encoding_)
+    Z = _dense(graph, estimator.encoding_, graph.X if X is None else X)
     coef = np.asarray(learner.coef_, dtype=np.float64)
     if graph.model.task == "regression":
         product = graph.add("MatMul", [Z, graph.constant("coef", coef.reshape(-1, 1))])
@@ -70,9 +71,8 @@ def export_linear(graph: Graph, estimator: Any) -> Answer:
     return Answer(proba=proba, label_index=label)
 
 
-def _dense(graph: Graph, encoding: Any) -> str:
+def _dense(graph: Graph, encoding: Any, X: str) -> str:
     """``encoding.transform(X)`` as graph nodes; returns the ``[N, width]`` matrix."""
-    X = graph.X
     blocks: list[str] = []
     numeric = np.asarray(encoding.numeric, dtype=np.int64)
     if numeric.size:

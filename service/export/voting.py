@@ -40,7 +40,7 @@ def export_voting(graph: Graph, estimator: Any, member: MemberExporter) -> Answe
         seen = np.asarray(m.classes_).astype(np.int64)
         if soft:
             assert answer.proba is not None
-            part = _over_all_classes(graph, answer.proba, seen, n_classes)
+            part = over_all_classes(graph, answer.proba, seen, n_classes)
         else:
             index = answer.label_index
             if index is None:
@@ -62,7 +62,9 @@ def _prediction(answer: Answer) -> str:
     return answer.prediction
 
 
-def _over_all_classes(graph: Graph, proba: str, seen: np.ndarray, n_classes: int) -> str:
+def over_all_classes(graph: Graph, proba: str, seen: np.ndarray, n_classes: int) -> str:
+    """A member's ``[N, len(seen)]`` probabilities over its class codes ``seen`` as
+    ``[N, n_classes]``, a class it never saw a column of zeros (``member_output``'s rule)."""
     if np.array_equal(seen, np.arange(n_classes)):
         return proba
     place = np.zeros((seen.size, n_classes))

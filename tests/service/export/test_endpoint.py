@@ -96,6 +96,23 @@ async def test_triton_repository_holds_config_and_the_same_model(svc: Service) -
             },
             "KNeighborsClassifier",
         ),
+        (
+            "stacking",
+            {
+                "cv": 2,
+                "estimators": [{"name": "tree", "method": "decision_tree", "params": {}}],
+                "final_estimator": {"method": "decision_tree", "params": {}},
+            },
+            "final estimator DecisionTreeClassifier",
+        ),
+        (
+            "stacking",
+            {
+                "cv": 2,
+                "estimators": [{"name": "perceptron", "method": "perceptron", "params": {}}],
+            },
+            "stacked by decision_function",
+        ),
     ],
 )
 async def test_a_method_that_does_not_export_is_a_422_listing_those_that_do(

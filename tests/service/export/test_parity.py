@@ -23,7 +23,7 @@ RTOL = 1e-9
 # NumPy's BLAS: a score may differ in its last bit, and 1 − p of a probability p near 1 then
 # differs by one unit in the last place of 1.0 (~1.1e-16), more than 1e-9 of a tiny 1 − p.
 LINEAR_PROBABILITY_ATOL = 1e-15
-LINEAR = {"logistic_regression", "perceptron", "linear_regression", "ridge", "voting"}
+LINEAR = {"logistic_regression", "perceptron", "linear_regression", "ridge", "voting", "stacking"}
 
 MEMBERS = [
     {"name": "tree", "method": "decision_tree", "params": {"max_depth": 4}},
@@ -59,6 +59,11 @@ CLASSIFIERS: list[tuple[str, dict[str, Any]]] = [
     ("perceptron", {}),
     ("voting", {"voting": "soft", "estimators": MEMBERS}),
     ("voting", {"voting": "hard", "weights": [1.0, 2.0, 0.5], "estimators": MEMBERS}),
+    ("stacking", {"estimators": MEMBERS, "cv": 3}),
+    (
+        "stacking",
+        {"estimators": MEMBERS, "cv": 3, "stack_method": "predict", "passthrough": True},
+    ),
 ]
 REGRESSORS: list[tuple[str, dict[str, Any]]] = [
     ("decision_tree", {"max_depth": 6}),
@@ -72,6 +77,16 @@ REGRESSORS: list[tuple[str, dict[str, Any]]] = [
     ("linear_regression", {}),
     ("ridge", {"alpha": 2.0}),
     ("voting", {"weights": [2.0, 1.0, 1.0], "estimators": REGRESSION_MEMBERS}),
+    ("stacking", {"estimators": REGRESSION_MEMBERS, "cv": 3}),
+    (
+        "stacking",
+        {
+            "estimators": REGRESSION_MEMBERS,
+            "cv": 3,
+            "passthrough": True,
+            "final_estimator": {"method": "linear_regression", "params": {}},
+        },
+    ),
 ]
 CASES = [
     pytest.param(method, kind, params, id=f"{method}-{kind}-{i}")
