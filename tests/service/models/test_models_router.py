@@ -72,7 +72,7 @@ async def test_delete_removes_artifact_importances_and_job_link(svc: Service) ->
         f"/v1/models/{model_id}/predict", json={"records": [{"x": 1.0}]}
     )
     assert predicted.status_code == 200
-    assert [info.path for info in svc.store.walk()] == [f"models/{model_id}/model.cpm"]
+    assert [info.path for info in svc.store.walk("models")] == [f"models/{model_id}/model.cpm"]
 
     response = await svc.client.delete(f"/v1/models/{model_id}")
 
@@ -85,7 +85,7 @@ async def test_delete_removes_artifact_importances_and_job_link(svc: Service) ->
         for table in (ModelArtifactRecord, ImportanceRecord):
             assert session.scalar(select(func.count()).select_from(table)) == 0
         assert session.get(JobRecord, job_id) is not None
-    assert list(svc.store.walk()) == []  # the artifact's object went once the rows had
+    assert list(svc.store.walk("models")) == []  # the artifact's object went once the rows had
     again = await svc.client.delete(f"/v1/models/{model_id}")
     assert again.status_code == 404
     assert again.headers["content-type"] == "application/problem+json"
