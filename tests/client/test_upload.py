@@ -89,12 +89,7 @@ client.datasets(limit=1)  # imports and the connection are not the upload's cost
 Path("/proc/self/clear_refs").write_text("5")
 before = memory("VmRSS")
 dataset = client.upload(sys.argv[2])
-print(
-    memory("VmHWM") - before,
-    dataset.n_rows,
-    dataset.info["size_bytes"],
-    int(frame.memory_usage(deep=True).sum()),
-)
+print(memory("VmHWM") - before, dataset.n_rows, dataset.info["size_bytes"])
 """
 
 
