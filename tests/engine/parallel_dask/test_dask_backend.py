@@ -248,8 +248,10 @@ def test_cancelling_a_boosting_fit_releases_its_partitions(healthy: Any) -> None
 
 def test_forest_survives_a_worker_killed_mid_fit(healthy: Any) -> None:
     X, y = _classification(2000)
-    local = RandomForestClassifier(n_estimators=24, random_state=3).fit(X, y)
-    remote = RandomForestClassifier(n_estimators=24, random_state=3)
+    # Enough trees that the victim still holds some when the first comes back: 24 small trees
+    # could all be done by then once each takes a few milliseconds.
+    local = RandomForestClassifier(n_estimators=200, random_state=3).fit(X, y)
+    remote = RandomForestClassifier(n_estimators=200, random_state=3)
     # Killed at the first tree back, while most trees are still queued or running.
     in_flight: list[int] = []
     with parallel_backend(healthy):
