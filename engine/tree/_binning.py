@@ -86,11 +86,43 @@ class BinMapper:
         self.seed = seed
         self.exact = exact
 
+    def subsamples(self, n_rows: int) -> bool:
+        """Whether :meth:`fit` on ``n_rows`` rows reads only a drawn subsample of them."""
+        return n_rows > self.subsample and not self.exact
+
+    def sample_rows(self, n_rows: int) -> NDArray[np.intp]:
+        """The sorted indices of the rows :meth:`fit` reads from ``n_rows`` rows.
+
+        All rows (``arange(n_rows)``) unless :meth:`subsamples`; otherwise the same seeded
+        draw ``fit`` makes. A caller that holds its rows elsewhere (Parquet parts, Dask
+        partitions) fetches these rows only, in this order, and passes them to
+        :meth:`fit_sample`: the edges are then those of ``fit`` on the whole matrix, bit for
+        bit, and the full float matrix never has to exist in one place.
+        """
+        if not self.subsamples(n_rows):
+            return np.arange(n_rows, dtype=np.intp)
+        rng = np.random.default_rng(self.seed)
+        return np.sort(rng.choice(n_rows, self.subsample, replace=False)).astype(
+            np.intp, copy=False
+        )
+
+    def fit_sample(
+        self, X_sample: NDArray[np.float64], categorical: NDArray[np.bool_]
+    ) -> BinMapper:
+        """Fit from the rows :meth:`sample_rows` named, gathered in its order.
+
+        ``X_sample`` must be exactly ``X[self.sample_rows(n_rows)]`` of the full matrix; the
+        mapper is then the one ``fit(X)`` learns.
+        """
+        return self._fit_rows(X_sample, categorical)
+
     def fit(self, X: NDArray[np.float64], categorical: NDArray[np.bool_]) -> BinMapper:
-        n_samples, n_features = X.shape
-        if n_samples > self.subsample and not self.exact:
-            rng = np.random.default_rng(self.seed)
-            X = X[np.sort(rng.choice(n_samples, self.subsample, replace=False))]
+        if self.subsamples(X.shape[0]):
+            X = X[self.sample_rows(X.shape[0])]
+        return self._fit_rows(X, categorical)
+
+    def _fit_rows(self, X: NDArray[np.float64], categorical: NDArray[np.bool_]) -> BinMapper:
+        n_features = X.shape[1]
         self.is_categorical_ = np.asarray(categorical, dtype=bool).copy()
         self.n_bins_ = np.zeros(n_features, dtype=np.int32)
         self.categories_ = np.full((n_features, MAX_BINS), np.nan)

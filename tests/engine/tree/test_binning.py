@@ -178,3 +178,32 @@ def test_subsampled_quantiles_are_reproducible_and_close_to_the_full_ones() -> N
     # Quantiles of 5000 draws: each bin's true mass 1/16 has a standard error of about
     # sqrt(p(1-p)/5000) ≈ 0.0034, so ±0.015 (over 4 sd) holds for every one of the bins.
     assert np.abs(counts - 1 / 16).max() < 0.015
+
+
+@pytest.mark.parametrize("exact", [False, True])
+@pytest.mark.parametrize("n_rows", [500, 5_000])
+def test_fit_from_the_sampled_rows_learns_the_edges_fit_learns(n_rows: int, exact: bool) -> None:
+    # The parts-and-partitions contract: gather X[sample_rows(n)] from wherever the rows lie,
+    # fit_sample on them, and bin each piece with transform; the mapper and the codes are those
+    # of fit and transform on the whole matrix.
+    rng = np.random.default_rng(7)
+    X = np.column_stack(
+        [
+            rng.normal(size=n_rows),
+            rng.integers(0, 5, n_rows).astype(float),
+            np.round(rng.lognormal(size=n_rows), 1),
+        ]
+    )
+    X[rng.random(X.shape) < 0.1] = np.nan
+    categorical = np.array([False, True, False])
+    whole = BinMapper(32, subsample=1_000, seed=3, exact=exact).fit(X, categorical)
+    mapper = BinMapper(32, subsample=1_000, seed=3, exact=exact)
+    rows = mapper.sample_rows(n_rows)
+    assert mapper.subsamples(n_rows) == (n_rows > 1_000 and not exact)
+    assert rows.size == (1_000 if mapper.subsamples(n_rows) else n_rows)
+    assert np.all(np.diff(rows) > 0)
+    mapper.fit_sample(X[rows], categorical)
+    for name in ("n_bins_", "thresholds_", "bin_values_", "categories_", "is_categorical_"):
+        np.testing.assert_array_equal(getattr(mapper, name), getattr(whole, name))
+    pieces = np.concatenate([mapper.transform(X[i : i + 700]) for i in range(0, n_rows, 700)])
+    np.testing.assert_array_equal(pieces, whole.transform(X))
