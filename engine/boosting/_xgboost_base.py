@@ -27,6 +27,7 @@ from engine.boosting._packed_stages import PackedStagesMixin
 from engine.boosting._xgboost_rounds import Rounds
 from engine.callbacks import Callback, eval_set_name
 from engine.parallel import resolve_n_jobs
+from engine.tree._binned import Binned, BinningPlan, check_binned, plan_binning
 from engine.tree._binning import MAX_BINS, BinMapper, categorical_mask
 from engine.tree._criteria import Newton
 from engine.tree._monotone import resolve_monotone_constraints
@@ -126,19 +127,27 @@ class BaseXGBoost(PackedStagesMixin, BaseEstimator):
         for name in [key for key in vars(self) if key.endswith("_") and not key.startswith("_")]:
             delattr(self, name)  # a refit (or an interrupted one) never mixes two models
         self._forget_packed()
-        X = check_X(X, estimator=type(self).__name__)
+        given = X if isinstance(X, Binned) else None
+        if given is None:
+            X = check_X(X, estimator=type(self).__name__)
         target, weights, n_outputs = self._prepare_target(y, X.shape[0], sample_weight)
         objective = self._objective()
         root = resolve_seed_sequence(self.random_state)
         binning_seed, rounds_seed = root.spawn(2)
-        mapper = BinMapper(
-            self.max_bins,
-            seed=int(binning_seed.generate_state(1)[0]),
-            exact=self.tree_method == "exact",
-        )
-        mapper.fit(X[weights > 0], categorical_mask(self.categorical_features, X.shape[1]))
-        data = BinnedData.from_mapper(mapper.transform(X), target, mapper)
-        X_encoded = mapper.encode_for_prediction(X)
+        categorical = categorical_mask(self.categorical_features, X.shape[1])
+        X_encoded: FloatArray | Binned
+        if given is not None:  # binned by the caller with the mapper of binning_plan
+            check_binned(given, self.max_bins, categorical, type(self).__name__)
+            if given.mapper.exact != (self.tree_method == "exact"):
+                raise ValueError(f"{type(self).__name__}: Binned input of another tree_method.")
+            mapper = given.mapper
+            data = BinnedData.from_mapper(given.codes, target, mapper)
+            X_encoded = given
+        else:
+            mapper = self._mapper(binning_seed)
+            mapper.fit(X[weights > 0], categorical)
+            data = BinnedData.from_mapper(mapper.transform(X), target, mapper)
+            X_encoded = mapper.encode_for_prediction(X)
         base = (
             np.full(n_outputs, float(self.base_score))
             if self.base_score is not None
@@ -163,6 +172,24 @@ class BaseXGBoost(PackedStagesMixin, BaseEstimator):
         self.best_score_ = rounds.best_score
         self.objective_ = objective.name
         self._packed()  # built now, so predicting never changes the fitted model's state
+
+    def _mapper(self, binning_seed: np.random.SeedSequence) -> BinMapper:
+        return BinMapper(
+            self.max_bins,
+            seed=int(binning_seed.generate_state(1)[0]),
+            exact=self.tree_method == "exact",
+        )
+
+    def binning_plan(self, n_rows: int, n_features: int, sample_weight: Any = None) -> BinningPlan:
+        """The binning ``fit`` on an ``n_rows`` × ``n_features`` matrix would make (see
+        :mod:`engine.tree._binned`); ``fit(Binned(codes, plan.fit(X[plan.rows])), y)`` then
+        grows the trees ``fit(X, y)`` grows. Needs an integer ``random_state``. Exact binning
+        reads every row: its plan names them all."""
+        self._validate_params()
+        binning_seed, _ = resolve_seed_sequence(self.random_state).spawn(2)
+        weights = check_sample_weight(sample_weight, n_rows)
+        categorical = categorical_mask(self.categorical_features, n_features)
+        return plan_binning(self._mapper(binning_seed), categorical, n_rows, weights > 0)
 
     def _prepare_target(
         self, y: Any, n_samples: int, sample_weight: Any

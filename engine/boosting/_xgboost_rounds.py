@@ -21,6 +21,7 @@ from engine.boosting._objectives import Objective, softmax
 from engine.callbacks import Callback, ProgressEvent, eval_set_metric, notify, train_metric
 from engine.early_stopping import EarlyStopping
 from engine.parallel import HistogramSource, active_backend
+from engine.tree._binned import Binned, apply_codes
 from engine.tree._tree import Tree
 from engine.tree.grow.build import BinnedData, build_newton_tree
 
@@ -40,7 +41,7 @@ class Rounds:
         model: BaseXGBoost,
         objective: Objective,
         data: BinnedData,
-        X_encoded: FloatArray,
+        X_encoded: FloatArray | Binned,
         target: FloatArray,
         weights: FloatArray,
         base: FloatArray,
@@ -125,7 +126,7 @@ class Rounds:
                 # Rows the tree grew on are routed by their bins exactly as predict routes
                 # their values, so the grower's leaves spare descending the tree again.
                 if leaves.min() < 0:
-                    leaves = tree.apply(self.X_encoded)
+                    leaves = self._apply(tree)
                 self.raw[:, k] += tree.values[leaves, 0]
                 for _, X_eval, _, raw_eval in self.evaluations:
                     raw_eval[:, k] += tree.predict(X_eval)[:, 0]
@@ -166,6 +167,15 @@ class Rounds:
     def best_score(self) -> float | None:
         return None if self.tracker is None else self.tracker.best_score
 
+    def _apply(self, tree: Tree, rows: NDArray[np.bool_] | None = None) -> NDArray[np.intp]:
+        """Leaves of the training rows (``rows`` of them): from their encoded values, or from
+        their codes when the fit was given codes only (``engine.tree._binned``)."""
+        source = self.X_encoded
+        if isinstance(source, Binned):
+            codes = source.codes if rows is None else source.codes[rows]
+            return apply_codes(tree, source.mapper, codes)
+        return tree.apply(source if rows is None else source[rows])
+
     def _refresh_leaves(self, tree: Tree, weights: FloatArray) -> None:
         """Absolute and quantile losses: set leaves to the residual quantile, as XGBoost does.
 
@@ -176,7 +186,7 @@ class Rounds:
         if self.objective.name not in level:
             return
         in_bag = weights > 0
-        leaves = tree.apply(self.X_encoded[in_bag])
+        leaves = self._apply(tree, in_bag)
         residual = self.target[in_bag] - self.raw[in_bag, 0]
         quantiles = grouped_weighted_quantile(
             residual, weights[in_bag], leaves, tree.node_count, level[self.objective.name]

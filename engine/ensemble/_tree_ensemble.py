@@ -29,6 +29,15 @@ from engine.ensemble._sampling import (
     resolve_count,
 )
 from engine.parallel import SharedData, make_executor, resolve_n_jobs
+from engine.tree._binned import (
+    ROUTING_CHUNK_ROWS,
+    Binned,
+    BinningPlan,
+    check_binned,
+    decode,
+    plan_binning,
+    routing_table,
+)
 from engine.tree._binning import BinMapper, categorical_mask
 from engine.tree._classes import resolve_limits
 from engine.tree._tree import Tree
@@ -80,7 +89,20 @@ def _fit_member(shared: SharedData, task: _MemberTask) -> _MemberResult:
     if not task.out_of_bag:
         return _MemberResult(tree, features, None, None)
     oob_rows = np.flatnonzero(counts == 0)
-    return _MemberResult(tree, features, oob_rows, tree.predict(shared["X"][oob_rows]))
+    return _MemberResult(tree, features, oob_rows, _predict_rows(tree, shared, oob_rows))
+
+
+def _predict_rows(member: Any, shared: SharedData, rows: NDArray[np.int64]) -> NDArray[np.float64]:
+    """A member's predictions for training rows: from the encoded values, or, when the fit was
+    given codes only, from values that route as the codes do, a chunk of rows at a time."""
+    if "X" in shared:
+        return np.asarray(member.predict(shared["X"][rows]))
+    table, binned = shared["routing"], shared["binned"]
+    pieces = [
+        member.predict(decode(table, binned[rows[start : start + ROUTING_CHUNK_ROWS]]))
+        for start in range(0, rows.size, ROUTING_CHUNK_ROWS)
+    ]
+    return np.concatenate(pieces) if pieces else member.predict(decode(table, binned[rows]))
 
 
 class BaseTreeEnsemble(BaseEstimator):
@@ -126,7 +148,9 @@ class BaseTreeEnsemble(BaseEstimator):
     def _fit(self, X: Any, y: Any, sample_weight: Any, callbacks: list[Callback] | None) -> None:
         self._validate_params()
         self._forget_fit()
-        X = check_X(X)
+        given = X if isinstance(X, Binned) else None
+        if given is None:
+            X = check_X(X)
         n_samples, n_features = X.shape
         target = check_target(y, n_samples, numeric=not self._classification)
         weights = check_sample_weight(sample_weight, n_samples)
@@ -140,11 +164,17 @@ class BaseTreeEnsemble(BaseEstimator):
                 weights = weights * class_weight_per_row(class_weight, target, self.classes_)
         root = resolve_seed_sequence(self.random_state)
         binning_seed, members_seed = root.spawn(2)
-        mapper = BinMapper(settings.max_bins, seed=int(binning_seed.generate_state(1)[0]))
-        # Rows of zero weight take no part in any member, so they place no bin edges either.
-        weighted_rows = X if weights.all() else X[weights > 0]
-        mapper.fit(weighted_rows, categorical_mask(settings.categorical_features, n_features))
-        data = BinnedData.from_mapper(mapper.transform(X), target, mapper)
+        categorical = categorical_mask(settings.categorical_features, n_features)
+        if given is not None:  # binned by the caller with the mapper of binning_plan
+            check_binned(given, settings.max_bins, categorical, type(self).__name__)
+            mapper = given.mapper
+            data = BinnedData.from_mapper(given.codes, target, mapper)
+        else:
+            mapper = BinMapper(settings.max_bins, seed=int(binning_seed.generate_state(1)[0]))
+            # Rows of zero weight take no part in any member, so they place no bin edges either.
+            weighted_rows = X if weights.all() else X[weights > 0]
+            mapper.fit(weighted_rows, categorical)
+            data = BinnedData.from_mapper(mapper.transform(X), target, mapper)
         sampling = self._resolve_sampling(n_samples, n_features)
         spec = TreeSpec(
             criterion=settings.criterion,
@@ -161,13 +191,27 @@ class BaseTreeEnsemble(BaseEstimator):
             for seed in seeds
         ]
         shared = {**data.as_arrays(), "sample_weight": weights}
-        if track_oob:
+        if track_oob and given is None:
             shared["X"] = mapper.encode_for_prediction(X)
+        elif track_oob:
+            shared["routing"] = routing_table(mapper)
         self._fit_members(_fit_member, shared, tasks, target, seeds, callbacks, track_oob)
         # Assigned only once every member succeeded: an interrupted fit leaves no state.
         self.bin_mapper_ = mapper
         self.n_features_in_ = n_features
         self._sampling = sampling
+
+    def binning_plan(self, n_rows: int, n_features: int, sample_weight: Any = None) -> BinningPlan:
+        """The binning ``fit`` on an ``n_rows`` × ``n_features`` matrix would make (see
+        :mod:`engine.tree._binned`); ``fit(Binned(codes, plan.fit(X[plan.rows])), y)`` then
+        grows the ensemble ``fit(X, y)`` grows. Needs an integer ``random_state``."""
+        self._validate_params()
+        settings = self._tree_settings()
+        binning_seed, _ = resolve_seed_sequence(self.random_state).spawn(2)
+        mapper = BinMapper(settings.max_bins, seed=int(binning_seed.generate_state(1)[0]))
+        weights = check_sample_weight(sample_weight, n_rows)
+        categorical = categorical_mask(settings.categorical_features, n_features)
+        return plan_binning(mapper, categorical, n_rows, weights > 0)
 
     def _forget_fit(self) -> None:
         """Drop everything a previous ``fit`` left, so a failed refit leaves no stale model."""
@@ -264,7 +308,7 @@ class BaseTreeEnsemble(BaseEstimator):
         oob_n = np.zeros(n_samples, dtype=np.int64)
         for member, task in zip(members, tasks, strict=False):
             rows = np.flatnonzero(regenerate_counts(task.seed, task.sampling) == 0)
-            oob_sum[rows] += self._member_votes(member.predict(shared["X"][rows]))
+            oob_sum[rows] += self._member_votes(_predict_rows(member, shared, rows))
             oob_n[rows] += 1
         return oob_sum, oob_n
 

@@ -25,6 +25,7 @@ from engine._targets import class_weight_per_row, encode_labels
 from engine._validation import check_sample_weight, check_target, check_X, resolve_seed_sequence
 from engine.base import BaseEstimator, ClassifierMixin, RegressorMixin, check_is_fitted
 from engine.callbacks import Callback, ProgressEvent, notify
+from engine.tree._binned import Binned, BinningPlan, check_binned, plan_binning
 from engine.tree._binning import MAX_BINS, BinMapper, categorical_mask
 from engine.tree._tree import Tree
 from engine.tree.grow.build import BinnedData, TreeSpec, build_tree, resolve_max_features
@@ -104,11 +105,31 @@ class BaseDecisionTree(BaseEstimator):
         callbacks: list[Callback] | None,
     ) -> None:
         self._start_fit()
+        if isinstance(X, Binned):  # binned by the caller with the mapper of binning_plan
+            n_features = X.shape[1]
+            check_binned(
+                X, self.max_bins, categorical_mask(self.categorical_features, n_features), "tree"
+            )
+            target, weights, n_classes = self._check_target(y, sample_weight, X.shape[0])
+            _, tree_seed = resolve_seed_sequence(self.random_state).spawn(2)
+            self._grow(X.mapper, X.codes, target, weights, n_classes, tree_seed, callbacks)
+            return
         X = check_X(X)
         target, weights, n_classes = self._check_target(y, sample_weight, X.shape[0])
         binning_seed, tree_seed = resolve_seed_sequence(self.random_state).spawn(2)
         mapper, binned = self._bin(X, weights, int(binning_seed.generate_state(1)[0]))
         self._grow(mapper, binned, target, weights, n_classes, tree_seed, callbacks)
+
+    def binning_plan(self, n_rows: int, n_features: int, sample_weight: Any = None) -> BinningPlan:
+        """The binning ``fit`` on an ``n_rows`` × ``n_features`` matrix would make (see
+        :mod:`engine.tree._binned`); ``fit(Binned(codes, plan.fit(X[plan.rows])), y)`` then
+        grows the tree ``fit(X, y)`` grows. Needs an integer ``random_state``."""
+        self._validate_params()
+        binning_seed, _ = resolve_seed_sequence(self.random_state).spawn(2)
+        mapper = BinMapper(self.max_bins, seed=int(binning_seed.generate_state(1)[0]))
+        weights = check_sample_weight(sample_weight, n_rows)
+        categorical = categorical_mask(self.categorical_features, n_features)
+        return plan_binning(mapper, categorical, n_rows, weights > 0)
 
     def _fit_binned(
         self,
