@@ -319,6 +319,20 @@ def load_columns(
         raise DatasetDataCorrupt(f"Dataset '{dataset_id}': {error}.") from None
 
 
+def parts_of_columns(
+    session: Session, dataset_id: str, names: Sequence[str]
+) -> tuple[dict[str, str], list[DatasetPartRecord], int] | None:
+    """The named columns' kinds, the dataset's parts and its row count, when every one of
+    those columns is in the parts; None otherwise (then :func:`load_columns` reads them, and
+    says what is wrong with them)."""
+    dataset = _get_or_404(session, dataset_id)
+    records = {r.name: r for r in repository.columns_with_data(session, dataset_id, names)}
+    if any(name not in records or not _in_parts(records[name]) for name in names):
+        return None
+    kinds = {name: str(records[name].kind) for name in names}
+    return kinds, repository.parts(session, dataset_id), int(dataset.n_rows)
+
+
 def _in_parts(record: DatasetColumnRecord) -> bool:
     return record.data_format == PARTS_FORMAT
 

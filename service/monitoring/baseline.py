@@ -36,9 +36,15 @@ def training_baseline(
     categories: dict[str, list[str]],
     predictions: npt.NDArray[Any],
     classes: Sequence[str] | None,
+    *,
+    rows: int | None = None,
 ) -> dict[str, Any]:
     """``{"rows", "features": [...], "prediction": {...}}`` of the training rows ``X`` and the
-    model's ``predictions`` (class labels, or values) on the rows it is scored on."""
+    model's ``predictions`` (class labels, or values) on the rows it is scored on.
+
+    ``rows``: how many training rows there are, when ``X`` is a uniform sample of them (a fit
+    from parts reads no more than its binning's sample; the proportions are the sample's).
+    """
     described = []
     for j, feature in enumerate(features):
         name = feature["name"]
@@ -59,7 +65,8 @@ def training_baseline(
         }
     else:
         prediction = {"kind": "numeric", **_numeric(np.asarray(predictions, dtype=np.float64))}
-    return {"rows": int(X.shape[0]), "features": described, "prediction": prediction}
+    count = int(X.shape[0]) if rows is None else rows
+    return {"rows": count, "features": described, "prediction": prediction}
 
 
 def _numeric(column: npt.NDArray[np.float64]) -> dict[str, Any]:

@@ -2,14 +2,17 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from dataclasses import dataclass
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 
+from engine.tree._binning import BinMapper
 from service.datasets.columns import CategoricalColumn, ColumnData, NumericColumn
+from service.db.tables import ColumnKind
+from service.training.part_table import PartTable
 from service.training.spec import TrainingError, TrainingSpec
 
 # The engine bins a categorical feature into at most this many categories.
@@ -26,6 +29,75 @@ class TrainingData:
     categorical_features: list[int]
     categories: dict[str, list[str]]
     classes: list[str] | None
+    # Set when the rows stay in the dataset's parts (then X is empty, shape (0, n_features)):
+    # fits read them part by part into bin codes (service.training.part_table).
+    parts: PartRows | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class PartRows:
+    """Where a run's rows lie in the parts: the global row of each row of ``y``, ascending."""
+
+    table: PartTable
+    rows: npt.NDArray[np.intp]
+    features: tuple[str, ...]
+    # The codes of each fit of the run, by the fitted estimator's id, until its metrics are
+    # computed (service.training.run); they go with the run.
+    coded: dict[int, Any] = field(default_factory=dict)
+
+    def values(self, rows: npt.NDArray[np.intp]) -> npt.NDArray[np.float64]:
+        """The float rows ``rows`` (ascending indices into ``y``), read part by part."""
+        return self.table.gather(self.rows[rows], self.features)
+
+    def bin(
+        self, mapper: BinMapper, groups: Sequence[npt.NDArray[np.intp]]
+    ) -> list[npt.NDArray[np.unsignedinteger[Any]]]:
+        """Each group of rows (ascending indices into ``y``) binned by ``mapper``, one pass."""
+        return self.table.bin(mapper, [self.rows[g] for g in groups], self.features)
+
+
+def prepare_from_parts(spec: TrainingSpec, table: PartTable) -> TrainingData:
+    """As :func:`prepare`, with the feature values left in the parts: one pass reads the
+    target and the categorical features' categories, nothing else."""
+    missing = [name for name in spec.columns if name not in table]
+    if missing:
+        raise TrainingError(
+            "missing_columns",
+            "The dataset lacks the columns " + ", ".join(f"'{m}'" for m in missing) + ".",
+        )
+    target = table.first_pass(spec.target, spec.features)
+    y, keep = _target(spec, target)
+    features: list[dict[str, str]] = []
+    categorical: list[int] = []
+    categories: dict[str, list[str]] = {}
+    for index, name in enumerate(spec.features):
+        kind = table.kinds[name]
+        if kind == ColumnKind.CATEGORICAL:
+            found = table.categories[name]
+            _check_categories(name, len(found))
+            categorical.append(index)
+            categories[name] = list(found)
+        features.append({"name": name, "kind": str(ColumnKind(kind).value)})
+    classes = sorted(set(y.tolist())) if spec.task == "classification" else None
+    return TrainingData(
+        X=np.empty((0, len(spec.features))),
+        y=y,
+        features=features,
+        categorical_features=categorical,
+        categories=categories,
+        classes=classes,
+        parts=PartRows(table, np.flatnonzero(keep).astype(np.intp), tuple(spec.features)),
+    )
+
+
+def _check_categories(name: str, count: int) -> None:
+    if count > MAX_CATEGORIES:
+        raise TrainingError(
+            "too_many_categories",
+            f"Feature '{name}' has {count} categories; at most "
+            f"{MAX_CATEGORIES} are supported. Leave it out of 'features', or group "
+            "its rare categories.",
+        )
 
 
 def prepare(spec: TrainingSpec, columns: Mapping[str, ColumnData]) -> TrainingData:
@@ -43,13 +115,7 @@ def prepare(spec: TrainingSpec, columns: Mapping[str, ColumnData]) -> TrainingDa
     for index, name in enumerate(spec.features):
         column = columns[name]
         if isinstance(column, CategoricalColumn):
-            if len(column.categories) > MAX_CATEGORIES:
-                raise TrainingError(
-                    "too_many_categories",
-                    f"Feature '{name}' has {len(column.categories)} categories; at most "
-                    f"{MAX_CATEGORIES} are supported. Leave it out of 'features', or group "
-                    "its rare categories.",
-                )
+            _check_categories(name, len(column.categories))
             categorical.append(index)
             categories[name] = list(column.categories)
         blocks.append(column.as_float()[keep])

@@ -12,6 +12,9 @@ import numpy.typing as npt
 
 import engine
 from engine.callbacks import ProgressEvent, TrainingInterrupted
+from engine.tree import Binned
+from engine.tree._binned import ROUTING_CHUNK_ROWS, routing_values
+from engine.tree._binning import BinMapper
 from service.class_columns import over_classes
 from service.datasets.columns import ColumnData
 from service.methods.catalog import CATALOG, Method, Task
@@ -19,7 +22,7 @@ from service.methods.params import ParamsInvalid, build_estimator, resolve_param
 from service.models.importance import available_kinds
 from service.monitoring.baseline import training_baseline
 from service.training.curves import learning_curves
-from service.training.data import TrainingData, prepare
+from service.training.data import PartRows, TrainingData, prepare, prepare_from_parts
 from service.training.diagnostics import validation_diagnostics
 from service.training.metrics import (
     classification_metrics,
@@ -27,6 +30,7 @@ from service.training.metrics import (
     regression_metrics,
     summarise_folds,
 )
+from service.training.part_table import PartTable
 from service.training.spec import TrainingError, TrainingOutcome, TrainingSpec
 from service.training.split import fold_assignments, holdout_split
 
@@ -53,7 +57,10 @@ def run_training(
     when the data or settings make training impossible (retrying will not help).
     """
     method, task, resolved = _resolve(spec)
-    data = prepare(spec, columns)
+    if isinstance(columns, PartTable) and bins_from_parts(method.name, resolved):
+        data = prepare_from_parts(spec, columns)
+    else:
+        data = prepare(spec, columns)
     classification = task == Task.CLASSIFICATION
     if spec.validation.get("rows"):  # successive halving's early rungs (service.searches)
         data = subsample(data, int(spec.validation["rows"]), classification, spec.seed)
@@ -86,8 +93,9 @@ def run_training(
             train_rows = np.flatnonzero(assignment != fold).astype(np.intp)
             held_out = np.flatnonzero(assignment == fold).astype(np.intp)
             progress.start(fold, f"fold {fold + 1}/{folds}: ")
-            model = _fit(method, task, resolved, data, train_rows, spec, progress)
+            model = _fit(method, task, resolved, data, train_rows, spec, progress, held_out)
             per_fold.append(_evaluate(model, data, held_out, classification, out_of_fold))
+            _forget_codes(data, model)
         metrics["cv"] = summarise_folds(per_fold)
         train_rows, validation_rows = all_rows, None
     elif holdout > 0:
@@ -98,7 +106,7 @@ def run_training(
         train_rows, validation_rows = all_rows, None
 
     progress.start(folds, "final fit: " if folds else "")
-    model = _fit(method, task, resolved, data, train_rows, spec, progress)
+    model = _fit(method, task, resolved, data, train_rows, spec, progress, validation_rows)
     on_progress(FIT_SHARE, "computing metrics")
     scored_rows = scored_training_rows(data.y, train_rows, classification, spec.seed)
     metrics["train"] = _evaluate(model, data, scored_rows, classification)
@@ -121,22 +129,34 @@ def run_training(
         if validation_rows is not None
         else _outputs(model, data, scored_rows, classification)
     )
+    # From the parts, the rows the binning read (all training rows up to the binner's
+    # subsample, a uniform sample of them past it) stand for the training rows.
+    coded = _codes_of(data, model)
     metrics["monitoring"] = training_baseline(
-        data.X[train_rows],
+        data.X[train_rows] if coded is None else coded.sample,
         data.features,
         data.categories,
         _predicted(baseline_outputs, data.classes),
         data.classes if classification else None,
+        rows=int(train_rows.size),
     )
+    _forget_codes(data, model)
+    # The methods fitted from parts draw no curve from feature values (their curves are OOB
+    # errors or the engine's reported training metric): none are read.
+    empty = data.X[:0]
     curves = learning_curves(
         method.name,
         model,
         classification=classification,
         classes=data.classes,
-        train=(data.X[scored_rows], data.y[scored_rows]),
+        train=(data.X[scored_rows], data.y[scored_rows])
+        if data.parts is None
+        else (empty, data.y[:0]),
         validation=None
         if validation_rows is None
-        else (data.X[validation_rows], data.y[validation_rows]),
+        else (data.X[validation_rows], data.y[validation_rows])
+        if data.parts is None
+        else (empty, data.y[:0]),
         events=progress.events,
     )
     importances = _importances(model, data)
@@ -219,6 +239,11 @@ class _Progress:
         fraction = FIT_SHARE * (self.index + min(event.fraction, 1.0)) / self.fits
         self.report(fraction, f"{self.prefix}{self.unit} {event.done}/{event.total}")
 
+    def note(self, what: str) -> None:
+        """A step of the fit before its first iteration (reading parts, binning)."""
+        self._check()
+        self.report(FIT_SHARE * self.index / self.fits, f"{self.prefix}{what}")
+
     def _check(self) -> None:
         if self.should_stop():
             raise TrainingInterrupted("training was asked to stop")
@@ -232,7 +257,10 @@ def _fit(
     rows: Rows,
     spec: TrainingSpec,
     progress: _Progress,
+    evaluated: Rows | None = None,
 ) -> Any:
+    """The fitted estimator; from parts, the codes of ``rows`` and ``evaluated`` (rows its
+    metrics are computed on) are kept beside it until :func:`_forget_codes`."""
     y = data.y[rows]
     if task == Task.CLASSIFICATION and np.unique(y).size < 2:
         raise TrainingError(
@@ -249,7 +277,11 @@ def _fit(
         categorical_features=data.categorical_features,
     )
     try:
-        estimator.fit(data.X[rows], y, callbacks=[progress])
+        if data.parts is None:
+            estimator.fit(data.X[rows], y, callbacks=[progress])
+        else:
+            binned = _bin_from_parts(estimator, data, data.parts, rows, evaluated, progress)
+            estimator.fit(binned, y, callbacks=[progress])
     except TrainingInterrupted:
         raise
     except ValueError as error:  # the engine refusing this data: deterministic
@@ -283,7 +315,18 @@ class _Outputs(NamedTuple):
 
 
 def _outputs(model: Any, data: TrainingData, rows: Rows, classification: bool) -> _Outputs:
-    X = data.X[rows]
+    coded = _codes_of(data, model)
+    if coded is not None and rows.size > ROUTING_CHUNK_ROWS:  # a chunk of rows at a time
+        pieces = [
+            _outputs(model, data, rows[start : start + ROUTING_CHUNK_ROWS], classification)
+            for start in range(0, rows.size, ROUTING_CHUNK_ROWS)
+        ]
+        proba, predicted = [p.proba for p in pieces], [p.predicted for p in pieces]
+        return _Outputs(
+            None if proba[0] is None else np.concatenate(proba),  # type: ignore[arg-type]
+            None if predicted[0] is None else np.concatenate(predicted),  # type: ignore[arg-type]
+        )
+    X = data.X[rows] if coded is None else coded.values(rows)
     if not classification:
         return _Outputs(None, np.asarray(model.predict(X), dtype=np.float64))
     assert data.classes is not None
@@ -342,6 +385,8 @@ def subsample(data: TrainingData, n_rows: int, classification: bool, seed: int) 
     if n_rows >= total:
         return data
     _, rows = holdout_split(data.y, n_rows / total, classification=classification, seed=seed)
+    if data.parts is not None:
+        return replace(data, y=data.y[rows], parts=replace(data.parts, rows=data.parts.rows[rows]))
     return replace(data, X=data.X[rows], y=data.y[rows])
 
 
@@ -406,3 +451,70 @@ def _n_estimators(model: Any) -> int:
     if hasattr(model, "estimators_"):
         return len(model.estimators_)
     return 1
+
+
+# Methods whose estimators fit from bin codes alone (engine.tree.Binned): their fits read the
+# parts into the binned matrix. Every other method (linear models, k-NN, naive Bayes, boosting
+# of other learners, combiners, gradient boosting, bagging of any estimator) needs the float
+# table and reads the columns whole.
+BINNED_METHODS = frozenset({"decision_tree", "random_forest", "extra_trees", "xgboost"})
+
+
+def bins_from_parts(method: str, resolved: Mapping[str, Any]) -> bool:
+    """Whether a fit of ``method`` with ``resolved`` params reads the parts into codes.
+
+    XGBoost's exact binning reads every row's values for its edges, so it takes the table.
+    """
+    return method in BINNED_METHODS and resolved.get("tree_method") != "exact"
+
+
+class _Coded(NamedTuple):
+    """A fit's codes from the parts: its mapper, the row groups binned, their codes, and the
+    float rows the binning read (``sample``: the training rows standing in for all)."""
+
+    mapper: BinMapper
+    groups: list[Rows]
+    codes: list[npt.NDArray[np.unsignedinteger[Any]]]
+    sample: npt.NDArray[np.float64]
+
+    def values(self, rows: Rows) -> npt.NDArray[np.float64]:
+        """Float rows that the model predicts as it would the rows' own values."""
+        for group, codes in zip(self.groups, self.codes, strict=True):
+            positions = np.searchsorted(group, rows)
+            inside = positions < group.size
+            if inside.all() and np.array_equal(group[positions], rows):
+                return routing_values(self.mapper, codes[positions], raw=True)
+        raise ValueError("rows outside the groups this fit binned")
+
+
+def _bin_from_parts(
+    estimator: Any,
+    data: TrainingData,
+    parts: PartRows,
+    rows: Rows,
+    evaluated: Rows | None,
+    progress: _Progress,
+) -> Binned:
+    """The training rows as ``Binned``: the plan's rows gathered for the edges, then every
+    part binned into preallocated codes (the training rows, and apart the evaluated ones)."""
+    progress.note("reading the rows that place the bin edges")
+    plan = estimator.binning_plan(int(rows.size), len(data.features))
+    sample = parts.values(rows[plan.rows])
+    mapper = plan.fit(sample)
+    progress.note("binning the parts")
+    groups = [rows] if evaluated is None else [rows, evaluated]
+    codes = parts.bin(mapper, groups)
+    parts.coded[id(estimator)] = _Coded(mapper, groups, codes, sample)
+    return Binned(codes[0], mapper)
+
+
+def _codes_of(data: TrainingData, model: Any) -> _Coded | None:
+    if data.parts is None:
+        return None
+    coded: _Coded | None = data.parts.coded.get(id(model))
+    return coded
+
+
+def _forget_codes(data: TrainingData, model: Any) -> None:
+    if data.parts is not None:
+        data.parts.coded.pop(id(model), None)

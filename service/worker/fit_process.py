@@ -33,12 +33,12 @@ from engine import TrainingInterrupted
 from engine.process_setup import limit_blas_threads
 from service.datasets.columns import ColumnData
 from service.datasets.part_reader import DatasetChanged
-from service.datasets.service import DatasetDataCorrupt, load_columns
+from service.datasets.service import DatasetDataCorrupt, load_columns, parts_of_columns
 from service.db.session import create_db_engine, reading
 from service.db.tables import JobRecord, new_id
 from service.errors import InvalidInput, NotFound, ServiceError
 from service.models.artifacts import write_artifact
-from service.store import DataStore, StoreUnavailable
+from service.store import DataStore, ObjectCorrupt, StoreUnavailable
 from service.training.spec import TrainingError
 from service.worker.messages import (
     Errored,
@@ -162,7 +162,7 @@ def default_train(
 def _dataset_error_code(error: ServiceError) -> str:
     if isinstance(error, NotFound):
         return "dataset_not_found"
-    if isinstance(error, DatasetDataCorrupt):
+    if isinstance(error, DatasetDataCorrupt | ObjectCorrupt):  # a part read during the fit
         return "dataset_corrupt"
     if isinstance(error, DatasetChanged):  # a registered source changed since registration
         return "dataset_changed"
@@ -171,14 +171,25 @@ def _dataset_error_code(error: ServiceError) -> str:
     return "dataset_unreadable"
 
 
-def _load(database_url: str, store: StoreConfig, job: JobSnapshot) -> dict[str, ColumnData]:
+def _load(database_url: str, store: StoreConfig, job: JobSnapshot) -> Mapping[str, ColumnData]:
+    """The job's columns: left in the dataset's parts (a ``PartTable``, which the fit reads
+    part by part into bin codes) for a method that fits from codes, else read whole."""
+    from service.training.part_table import PartTable
+    from service.training.run import bins_from_parts
+
     names = list(dict.fromkeys([*job.features, job.target]))
     engine = create_db_engine(database_url)
     try:
         with reading(engine) as session:
             if job.dataset_id is None:
                 raise NotFound("The job's dataset has been deleted.")
-            return load_columns(session, job.dataset_id, names, store.open())
+            opened = store.open()
+            if bins_from_parts(job.method, job.params):
+                found = parts_of_columns(session, job.dataset_id, names)
+                if found is not None:
+                    kinds, parts, n_rows = found
+                    return PartTable(opened, parts, kinds, n_rows)
+            return load_columns(session, job.dataset_id, names, opened)
     finally:
         engine.dispose()
 

@@ -1,0 +1,192 @@
+"""A fit's view of a dataset kept as Parquet parts: the columns it uses, read part by part.
+
+A histogram fit never needs the float table: it needs the values of the few rows that place
+its bin edges (``engine.tree.BinningPlan``), then every row's bin codes. :class:`PartTable`
+gives both without holding more than one part's values at a time: :meth:`PartTable.gather`
+reads only the asked rows (sorted global row indices, found through each part's row offset),
+:meth:`PartTable.bin` bins each part's rows into preallocated ``uint8`` code matrices. Only the
+feature columns are read (pyarrow column projection), and each part is verified against its
+SHA-256 as every read of the store is (:mod:`service.datasets.part_reader`).
+
+Categorical features are floats of their dataset-wide codes, as ``ColumnData.as_float`` gives
+them: codes into the sorted union of the parts' categories, NaN for missing. The union is
+learnt in the same pass that reads the target (:meth:`PartTable.first_pass`).
+
+It is also a ``Mapping`` of whole columns (each read on first use), so code written for the
+columns in memory keeps working on it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping, Sequence
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+import pyarrow as pa
+
+from engine.tree._binning import BinMapper
+from service.datasets.arrow_columns import ColumnCollector
+from service.datasets.columns import ColumnData
+from service.datasets.part_reader import open_part, read_columns
+from service.db.tables import ColumnKind, DatasetPartRecord
+from service.store import DataStore
+
+Rows = npt.NDArray[np.intp]
+
+
+class PartTable(Mapping[str, ColumnData]):
+    """The named columns of a dataset's parts (``kinds``: name → ``ColumnKind``)."""
+
+    def __init__(
+        self,
+        store: DataStore,
+        parts: Sequence[DatasetPartRecord],
+        kinds: Mapping[str, str],
+        n_rows: int,
+    ) -> None:
+        self.store = store
+        self.parts = sorted(parts, key=lambda part: part.row_offset)
+        self.kinds = dict(kinds)
+        self.n_rows = n_rows
+        self._columns: dict[str, ColumnData] = {}
+        # Per categorical feature: its categories (sorted union) and each one's code.
+        self.categories: dict[str, tuple[str, ...]] = {}
+        self._positions: dict[str, dict[str, float]] = {}
+        self.parts_read = 0  # how many parts this table has opened (tests count passes)
+
+    # -- the Mapping of whole columns ----------------------------------------------------
+
+    def __getitem__(self, name: str) -> ColumnData:
+        if name not in self._columns:
+            if name not in self.kinds:
+                raise KeyError(name)
+            loaded = read_columns(self.store, self.parts, [(name, self.kinds[name])], self.n_rows)
+            self.parts_read += len(self.parts)
+            self._columns[name] = loaded[name]
+        return self._columns[name]
+
+    def __contains__(self, name: object) -> bool:  # without reading the column
+        return name in self.kinds
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self.kinds)
+
+    def __len__(self) -> int:
+        return len(self.kinds)
+
+    # -- part by part ----------------------------------------------------------------------
+
+    def first_pass(self, target: str, features: Sequence[str]) -> ColumnData:
+        """The target column, whole, and the categories of the categorical ``features``, in
+        one pass over the parts (the categories are the dictionaries only, no cells)."""
+        categorical = [n for n in features if self.kinds[n] == ColumnKind.CATEGORICAL]
+        collector = ColumnCollector(target, self.kinds[target], self.n_rows)
+        dictionaries: dict[str, list[list[str]]] = {name: [] for name in categorical}
+        names = list(dict.fromkeys([target, *categorical]))
+        for part in self.parts:
+            table = self._read(part, names)
+            collector.add(table.column(target))
+            for name in categorical:
+                dictionaries[name].append(_dictionary(table.column(name)))
+        self._columns[target] = collector.finish()
+        for name, per_part in dictionaries.items():
+            union = sorted({text for dictionary in per_part for text in dictionary})
+            self.categories[name] = tuple(union)
+            self._positions[name] = {text: float(code) for code, text in enumerate(union)}
+        return self._columns[target]
+
+    def gather(self, rows: Rows, features: Sequence[str]) -> npt.NDArray[np.float64]:
+        """``X[rows]`` of the ``features`` (sorted global rows), one part at a time."""
+        out = np.empty((rows.size, len(features)))
+        for _index, part, local, positions in self._rows_by_part(rows):
+            out[positions] = self._values(part, local, features)
+        return out
+
+    def bin(
+        self, mapper: BinMapper, groups: Sequence[Rows], features: Sequence[str]
+    ) -> list[npt.NDArray[np.unsignedinteger[Any]]]:
+        """``mapper.transform(X[rows])`` for each group of sorted global rows, in one pass.
+
+        Each part's selected rows are read as floats, binned and dropped before the next
+        part: the float table never exists, only one part of it at a time.
+        """
+        dtype = np.uint8 if int(mapper.n_bins_.max(initial=1)) <= 255 else np.uint16
+        outputs = [np.empty((group.size, len(features)), dtype=dtype) for group in groups]
+        bounds = [(part.row_offset, part.row_offset + part.n_rows) for part in self.parts]
+        for index, part in enumerate(self.parts):
+            low, high = bounds[index]
+            spans = [(int(np.searchsorted(g, low)), int(np.searchsorted(g, high))) for g in groups]
+            if all(start == stop for start, stop in spans):
+                continue
+            local = np.concatenate(
+                [g[start:stop] - low for g, (start, stop) in zip(groups, spans, strict=True)]
+            )
+            values = self._values(part, local, features)
+            codes = mapper.transform(values)
+            del values
+            taken = 0
+            for out, (start, stop) in zip(outputs, spans, strict=True):
+                out[start:stop] = codes[taken : taken + stop - start]
+                taken += stop - start
+        return outputs
+
+    # -- reading ---------------------------------------------------------------------------
+
+    def _rows_by_part(self, rows: Rows) -> Iterator[tuple[int, DatasetPartRecord, Rows, Rows]]:
+        for index, part in enumerate(self.parts):
+            start = int(np.searchsorted(rows, part.row_offset))
+            stop = int(np.searchsorted(rows, part.row_offset + part.n_rows))
+            if start < stop:
+                positions = np.arange(start, stop, dtype=np.intp)
+                yield index, part, rows[start:stop] - part.row_offset, positions
+
+    def _read(self, part: DatasetPartRecord, names: Sequence[str]) -> pa.Table:
+        self.parts_read += 1
+        return open_part(self.store, part).read(columns=list(names))
+
+    def _values(
+        self, part: DatasetPartRecord, local: Rows, features: Sequence[str]
+    ) -> npt.NDArray[np.float64]:
+        """The float rows ``local`` of one part: numbers as they are, categories as codes."""
+        table = self._read(part, features)
+        if local.size != part.n_rows or np.any(local != np.arange(local.size)):
+            table = table.take(pa.array(local))
+        out = np.empty((local.size, len(features)))
+        for j, name in enumerate(features):
+            column = table.column(name)
+            if self.kinds[name] == ColumnKind.CATEGORICAL:
+                column = column.combine_chunks() if column.num_chunks != 1 else column.chunk(0)
+                out[:, j] = self._category_codes(name, column)
+            else:
+                if not pa.types.is_floating(column.type):
+                    column = column.cast(pa.float64())
+                out[:, j] = column.to_numpy()  # nulls are NaN
+        return out
+
+    def _category_codes(self, name: str, chunk: pa.Array) -> npt.NDArray[np.float64]:
+        """Dataset-wide codes of a categorical chunk as floats, NaN for missing."""
+        if name not in self._positions:
+            raise RuntimeError(f"first_pass has not read the categories of '{name}'.")
+        if not pa.types.is_dictionary(chunk.type):
+            chunk = chunk.dictionary_encode()
+        position = self._positions[name]
+        # The chunk's dictionary positions → codes; a trailing NaN for the null index -1.
+        known = np.array(
+            [np.nan if t is None else position.get(t, np.nan) for t in chunk.dictionary.to_pylist()]
+            + [np.nan]
+        )
+        indices = chunk.indices.fill_null(-1).to_numpy(zero_copy_only=False).astype(np.intp)
+        result: npt.NDArray[np.float64] = known[indices]
+        return result
+
+
+def _dictionary(column: pa.ChunkedArray) -> list[str]:
+    """The distinct strings of a part's categorical column."""
+    texts: set[str] = set()
+    for chunk in column.chunks:
+        if pa.types.is_dictionary(chunk.type):
+            texts.update(t for t in chunk.dictionary.to_pylist() if t is not None)
+        else:
+            texts.update(t for t in chunk.unique().to_pylist() if t is not None)
+    return sorted(texts)
