@@ -9,6 +9,7 @@ from importlib.metadata import PackageNotFoundError, version
 
 from fastapi import FastAPI
 
+from service.batch.router import router as batch_router
 from service.config import Settings
 from service.console import OPEN_PATHS as CONSOLE_PATHS
 from service.console import install_console
@@ -109,6 +110,7 @@ def create_app(settings: Settings) -> FastAPI:
     app.include_router(registry_router)
     app.include_router(inference_router)
     app.include_router(searches_router)
+    app.include_router(batch_router)
     install_console(app, settings)
     install_body_schemas(app)
     # Middleware added last runs first: CORS answers preflights before anything else, the

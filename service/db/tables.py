@@ -221,6 +221,45 @@ class JobRecord(Base):
     search_id: Mapped[str | None] = mapped_column(String(ID_LENGTH), index=True)
 
 
+# The jobs row of a batch prediction has this ``method``: the queue runs it like a fit, but its
+# process scores a dataset (``service.batch``) instead of training.
+BATCH_METHOD = "batch_prediction"
+
+
+class BatchPredictionRecord(Base):
+    """One scoring of a stored dataset by one model (``service.batch``), written as a new dataset.
+
+    Its id is the id of the jobs row that queues it (``method = BATCH_METHOD``): status,
+    progress, attempts, lease and cancel are that row's, so a batch is claimed, leased,
+    cancelled and retried exactly as a fit is. ``output_dataset_id``, ``metrics`` and ``notes``
+    are written in the transaction that marks the job succeeded, with the output dataset's rows.
+    """
+
+    __tablename__ = "batch_predictions"
+    __table_args__ = (
+        Index("ix_batch_predictions_created_at", "created_at"),
+        Index("ix_batch_predictions_model_id_created_at", "model_id", "created_at"),
+    )
+
+    id: Mapped[str] = mapped_column(ForeignKey("jobs.id", ondelete="CASCADE"), primary_key=True)
+    name: Mapped[str | None] = mapped_column(Text)
+    # The reference as asked for (a model id, name@alias, name@N) and the model it named then.
+    model_ref: Mapped[str] = mapped_column(Text)
+    # No foreign keys to models or datasets: the record outlives both, as a job does.
+    model_id: Mapped[str] = mapped_column(String(ID_LENGTH))
+    dataset_id: Mapped[str] = mapped_column(String(ID_LENGTH))
+    keep_columns: Mapped[list[str]] = mapped_column(JSON)
+    return_proba: Mapped[bool] = mapped_column(Boolean, default=False)
+    explain: Mapped[bool] = mapped_column(Boolean, default=False)
+    n_rows: Mapped[int] = mapped_column(BigInteger)
+    output_dataset_id: Mapped[str | None] = mapped_column(String(ID_LENGTH))
+    # The model's metric set on the rows whose target is known; NULL without a target column.
+    metrics: Mapped[dict[str, Any] | None] = mapped_column(JSON(none_as_null=True), nullable=True)
+    # What a person should know about the scoring (features absent from the dataset, ...).
+    notes: Mapped[list[str]] = mapped_column(JSON)
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime(), default=utc_now)
+
+
 # --- models ---------------------------------------------------------------------------------
 
 

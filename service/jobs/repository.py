@@ -14,7 +14,7 @@ from sqlalchemy import select, update
 from sqlalchemy.orm import Session
 
 from service.db.pages import newest_first, page_of
-from service.db.tables import JobRecord, JobStatus
+from service.db.tables import BATCH_METHOD, JobRecord, JobStatus
 
 
 def add(session: Session, job: JobRecord) -> None:
@@ -36,7 +36,8 @@ def list_page(
     offset: int,
     search_id: str | None = None,
 ) -> tuple[list[JobRecord], int]:
-    where = []
+    # Batch predictions queue through this table but are listed as /v1/batch-predictions.
+    where = [JobRecord.method != BATCH_METHOD]
     if status is not None:
         where.append(JobRecord.status == status)
     if search_id is not None:

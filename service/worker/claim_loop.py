@@ -97,7 +97,7 @@ def default_worker_id() -> str:
 
 # A fork server forks each fit from a clean single-threaded process with the training stack
 # already imported and the engine's compiled kernels loaded.
-FIT_PRELOAD = ("service.worker.fit_process", "engine._preload")
+FIT_PRELOAD = ("service.worker.fit_process", "service.batch.process", "engine._preload")
 
 
 class Supervisor:

@@ -194,15 +194,9 @@ def _load(database_url: str, store: StoreConfig, job: JobSnapshot) -> Mapping[st
         engine.dispose()
 
 
-def fit_process_main(
-    conn: Connection,
-    stop: Event,
-    database_url: str,
-    store: StoreConfig,
-    job: JobSnapshot,
-    train: TrainFunction,
-) -> None:
-    """The fit process's whole life: load, train, report, exit."""
+def child_process(conn: Connection, stop: Event) -> tuple[StopCheck, ProgressReporter]:
+    """Set up a worker's child process (a fit's, or a batch prediction's); its stop check and
+    its progress reporter, which sends throttled ``Progress`` messages over ``conn``."""
     # A group of its own: Ctrl-C at the worker's terminal does not reach the fit (the worker
     # decides whether it stops), and a kill of the group takes the engine's processes too.
     os.setpgid(0, 0)
@@ -222,15 +216,32 @@ def fit_process_main(
         if throttle.offer(fraction, stage, now):
             _send(conn, Progress(*throttle.take(now)))
 
-    result = _train(database_url, store, job, train, on_progress, should_stop)
+    return should_stop, on_progress
+
+
+def send_result(conn: Connection, result: FitResult) -> None:
+    """Send a child's one result and close its end of the pipe."""
     try:
         conn.send(result)
     except (BrokenPipeError, ConnectionResetError):
         return  # the worker is gone; the lease will bring the job back
     except Exception as error:  # the outcome cannot be pickled
-        conn.send(Errored(f"the training result could not be sent to the worker: {error}"))
+        conn.send(Errored(f"the result could not be sent to the worker: {error}"))
     finally:
         conn.close()
+
+
+def fit_process_main(
+    conn: Connection,
+    stop: Event,
+    database_url: str,
+    store: StoreConfig,
+    job: JobSnapshot,
+    train: TrainFunction,
+) -> None:
+    """The fit process's whole life: load, train, report, exit."""
+    should_stop, on_progress = child_process(conn, stop)
+    send_result(conn, _train(database_url, store, job, train, on_progress, should_stop))
 
 
 def _train(

@@ -29,8 +29,11 @@ from sqlalchemy import Engine
 from sqlalchemy.exc import OperationalError, SQLAlchemyError
 
 from engine.process_setup import describe_exit
+from service.batch import finish as batch_finish
+from service.batch.outcome import BatchOutcome, Scored
+from service.batch.process import batch_process_main
 from service.db.session import transaction
-from service.db.tables import JobStatus
+from service.db.tables import BATCH_METHOD, JobStatus
 from service.db.types import utc_now
 from service.logs import bound, job_id_var
 from service.models.artifacts import delete_objects
@@ -152,7 +155,8 @@ class JobRun(threading.Thread):
         receiver, sender = ctx.mp_context.Pipe(duplex=False)
         stop = ctx.mp_context.Event()
         self.process = ctx.mp_context.Process(  # type: ignore[attr-defined]  # typeshed: BaseContext
-            target=fit_process_main,
+            # A batch prediction's row is queued like a fit's; its process scores instead.
+            target=batch_process_main if self.job.method == BATCH_METHOD else fit_process_main,
             args=(sender, stop, ctx.database_url, ctx.store_config, self.job, ctx.train),
             name=f"coppice-fit-{self.job.id[:8]}",
             # Not daemonic: the engine's own worker processes are children of this one.
@@ -212,7 +216,7 @@ class JobRun(threading.Thread):
                 case Progress(fraction, stage):
                     throttle.offer(fraction, stage, time.monotonic())
                     return None
-                case Succeeded() | Failed() | Stopped() | Errored():
+                case Succeeded() | Scored() | Failed() | Stopped() | Errored():
                     return message
                 case _:
                     return Errored(f"the fit process sent an unknown message: {message!r}")
@@ -358,6 +362,8 @@ class JobRun(threading.Thread):
                 logger.info("job %s: queued again because the worker is shutting down", job_id)
             case Succeeded(outcome):
                 self._record_success(outcome, now)
+            case Scored(scored):
+                self._record_scored(scored, now)
             case Stopped():
                 with transaction(engine) as session:
                     queue.finish(session, job_id, worker_id, JobStatus.CANCELLED, now=now)
@@ -403,6 +409,37 @@ class JobRun(threading.Thread):
             return
         # Not held, or a cancel arrived while the fit was finishing: the cancel wins.
         self._forget(outcome)
+        with transaction(self.context.engine) as session:
+            queue.finish(session, job_id, worker_id, JobStatus.CANCELLED, now=now)
+
+    def _record_scored(self, outcome: BatchOutcome, now: datetime) -> None:
+        """Name a batch's output dataset and end its job, in one transaction (or neither)."""
+        job_id, worker_id = self.job.id, self.context.worker_id
+        try:
+            with transaction(self.context.engine) as session:
+                recorded = queue.finish_scored(
+                    session, self.context.store, job_id, worker_id, outcome, now=now
+                )
+        except batch_finish.OutputMismatch as error:
+            batch_finish.forget(self.context.store, outcome)
+            self._retry_or_fail(now, "output_corrupt", str(error))
+            return
+        except StoreUnavailable as error:
+            self._retry_or_fail(now, "store_unavailable", error.detail)
+            return
+        except OperationalError:
+            raise  # the database is away, the parts are fine: the caller tries again
+        except SQLAlchemyError as error:
+            logger.exception("job %s: the scored dataset could not be recorded", job_id)
+            batch_finish.forget(self.context.store, outcome)
+            self._retry_or_fail(
+                now, "result_not_stored", f"the output could not be stored: {error}"
+            )
+            return
+        if recorded:
+            logger.info("job %s: scored into dataset %s", job_id, outcome.dataset_id)
+            return
+        batch_finish.forget(self.context.store, outcome)
         with transaction(self.context.engine) as session:
             queue.finish(session, job_id, worker_id, JobStatus.CANCELLED, now=now)
 

@@ -15,6 +15,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+from service.batch.outcome import Scored
 from service.store import StoredObject
 
 
@@ -124,8 +125,9 @@ class Errored:
     message: str
 
 
-FitMessage = Progress | Succeeded | Failed | Stopped | Errored
-FitResult = Succeeded | Failed | Stopped | Errored
+# A batch prediction's process (service.batch.process) ends in ``Scored`` where a fit succeeds.
+FitMessage = Progress | Succeeded | Scored | Failed | Stopped | Errored
+FitResult = Succeeded | Scored | Failed | Stopped | Errored
 
 
 # --- ends the fit process cannot report ---------------------------------------------------------

@@ -24,6 +24,9 @@ from sqlalchemy import ColumnElement, and_, select, update
 from sqlalchemy.engine import CursorResult
 from sqlalchemy.orm import Session, aliased
 
+from service.batch import repository as batches
+from service.batch.finish import check_parts
+from service.batch.outcome import BatchOutcome
 from service.db.tables import JobRecord, JobStatus
 from service.models import repository as models
 from service.models.artifacts import verify_artifact
@@ -171,22 +174,7 @@ def finish_succeeded(
         raise ArtifactMismatch(error.detail) from None
     model_id = outcome.model_id
     # Updated first, so on PostgreSQL the row stays locked until the model rows are in.
-    result = session.execute(
-        update(JobRecord)
-        .where(held_by(job.id, worker_id), JobRecord.cancel_requested.is_(False))
-        .values(
-            status=JobStatus.SUCCEEDED,
-            progress=1.0,
-            stage="done",
-            model_id=model_id,
-            finished_at=now,
-            lease_expires_at=None,
-            error_code=None,
-            error_message=None,
-        )
-        .execution_options(synchronize_session=False)
-    )
-    if rowcount(result) != 1:
+    if not _succeed(session, job.id, worker_id, now=now, model_id=model_id):
         return None
     models.add_trained_model(
         session,
@@ -220,6 +208,50 @@ def finish_succeeded(
         )
     session.flush()
     return model_id
+
+
+def finish_scored(
+    session: Session,
+    store: DataStore,
+    job_id: str,
+    worker_id: str,
+    outcome: BatchOutcome,
+    *,
+    now: datetime,
+) -> bool:
+    """A batch prediction's end, as ``finish_succeeded`` is a fit's: check the output's parts,
+    then name the output dataset and mark the job succeeded, as one unit (the caller's
+    transaction), so a reader sees the whole output or none of it. False, with nothing
+    written, when the job is no longer this worker's or a cancel arrived meanwhile (the parts
+    are then the caller's to delete). Raises ``OutputMismatch`` or ``StoreUnavailable``.
+    """
+    check_parts(store, outcome)
+    if not _succeed(session, job_id, worker_id, now=now):
+        return False
+    batches.record_output(session, job_id, outcome, now=now)
+    return True
+
+
+def _succeed(
+    session: Session, job_id: str, worker_id: str, *, now: datetime, model_id: str | None = None
+) -> bool:
+    """Mark a held job succeeded unless a cancel was asked for; whether it was."""
+    result = session.execute(
+        update(JobRecord)
+        .where(held_by(job_id, worker_id), JobRecord.cancel_requested.is_(False))
+        .values(
+            status=JobStatus.SUCCEEDED,
+            progress=1.0,
+            stage="done",
+            model_id=model_id,
+            finished_at=now,
+            lease_expires_at=None,
+            error_code=None,
+            error_message=None,
+        )
+        .execution_options(synchronize_session=False)
+    )
+    return rowcount(result) == 1
 
 
 def finish(

@@ -104,6 +104,29 @@ class Service:
         name: str | None = None,
     ) -> str:
         """Train one model the way the worker does; returns its id."""
+        body = await self.job_body(
+            method,
+            target=target,
+            params=params,
+            validation=validation,
+            features=features,
+            name=name,
+        )
+        job = await self.client.post("/v1/jobs", json=body)
+        assert job.status_code == 202, job.text
+        return train_queued_job(self.db_engine, self.store, job.json()["id"])
+
+    async def job_body(
+        self,
+        method: str,
+        *,
+        target: str = "label",
+        params: dict[str, Any] | None = None,
+        validation: dict[str, Any] | None = None,
+        features: list[str] | None = None,
+        name: str | None = None,
+    ) -> dict[str, Any]:
+        """The ``POST /v1/jobs`` body :meth:`train` sends, on :meth:`dataset`."""
         body: dict[str, Any] = {
             "dataset_id": await self.dataset(),
             "target": target,
@@ -116,9 +139,7 @@ class Service:
             body["validation"] = validation
         if name is not None:
             body["name"] = name
-        job = await self.client.post("/v1/jobs", json=body)
-        assert job.status_code == 202, job.text
-        return train_queued_job(self.db_engine, self.store, job.json()["id"])
+        return body
 
 
 def claim_queued_job(
