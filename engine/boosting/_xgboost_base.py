@@ -7,6 +7,7 @@ XGBoost's importance kinds. The algorithm is described in :mod:`engine.boosting.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any, ClassVar
 
 import numpy as np
@@ -27,6 +28,7 @@ from engine.boosting._packed_stages import PackedStagesMixin
 from engine.boosting._xgboost_rounds import Rounds
 from engine.callbacks import Callback, eval_set_name
 from engine.parallel import resolve_n_jobs
+from engine.parallel._parts import DataPart, PartReader
 from engine.tree._binned import Binned, BinningPlan, check_binned, plan_binning
 from engine.tree._binning import MAX_BINS, BinMapper, categorical_mask
 from engine.tree._criteria import Newton
@@ -190,6 +192,28 @@ class BaseXGBoost(PackedStagesMixin, BaseEstimator):
         weights = check_sample_weight(sample_weight, n_rows)
         categorical = categorical_mask(self.categorical_features, n_features)
         return plan_binning(self._mapper(binning_seed), categorical, n_rows, weights > 0)
+
+    def fit_parts(
+        self,
+        parts: Sequence[DataPart],
+        read: PartReader,
+        callbacks: list[Callback] | None = None,
+    ) -> Any:
+        """Fit on a table held as parts that ``read`` opens, out of core on a cluster.
+
+        ``parts`` tile the table's rows in order (:class:`engine.parallel.DataPart`: an opaque
+        ``source``, its global row offset and row count); ``read(source)`` is a module-level
+        function returning ``(X, y, sample_weight or None)`` of one part. Inside
+        :func:`engine.parallel_backend` the Dask workers read, bin and keep the rows and this
+        process never holds them; otherwise the parts are read here and :meth:`fit` runs.
+        Either way the model is the one ``fit`` learns on the whole table with the same seed
+        (up to the order of floating-point additions; see
+        :mod:`engine.boosting._xgboost_parts`).
+        """
+        from engine.boosting._xgboost_parts import fit_parts
+
+        fit_parts(self, parts, read, callbacks)
+        return self
 
     def _prepare_target(
         self, y: Any, n_samples: int, sample_weight: Any

@@ -41,13 +41,17 @@ from engine.parallel._executor import (
     SharedData,
     WorkerCrashedError,
 )
+from engine.parallel._parts import DataPart, PartReader, PartRows
 from engine.parallel._process import ProcessExecutor
 from engine.process_setup import default_start_method as default_start_method
 
 __all__ = [
     "Backend",
+    "DataPart",
     "Executor",
     "HistogramSource",
+    "PartReader",
+    "PartRows",
     "ProcessExecutor",
     "SerialExecutor",
     "SharedData",

@@ -30,7 +30,6 @@ from engine.tree.grow.growth import (
 )
 from engine.tree.grow.partition_kernels import partition_rows
 from engine.tree.grow.random_levels import grow_random_level_wise, grows_random_levels
-from engine.tree.split import best_splits_in_histograms
 from engine.tree.split.context import SplitContext, Splits
 
 __all__ = ["grow_tree"]
@@ -104,22 +103,8 @@ def _grow_level_wise(growth: Growth, leaves: NDArray[np.intp] | None = None) -> 
                 batch_rows, batch_slots, totals[slots], counts[slots], depth, slot_bounds
             )
         else:
-            pool = growth.features.level_pool(depth)
-            columns = (
-                np.arange(pool.size)
-                if pool.size == growth.features.candidates.size
-                else np.flatnonzero(np.isin(growth.features.candidates, pool))
-            )
-            features = np.broadcast_to(growth.features.candidates[columns], (slots.size, pool.size))
-            splits = best_splits_in_histograms(
-                growth.ctx,
-                histograms,
-                np.ascontiguousarray(features),
-                totals[slots],
-                counts[slots],
-                slot_bounds,
-                nodes=slots,
-                columns=columns,
+            splits = growth.search_histograms(
+                histograms, slots, totals[slots], counts[slots], depth, slot_bounds
             )
         chosen = growth.accepted(splits)
         if not chosen.any():

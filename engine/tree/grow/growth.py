@@ -32,7 +32,7 @@ from engine.tree.grow.features import FeatureSampler
 from engine.tree.grow.level_kernels import node_totals, squared_deviations
 from engine.tree.grow.limits import GrowthLimits
 from engine.tree.grow.records import NodeRecorder
-from engine.tree.split import best_splits
+from engine.tree.split import best_splits, best_splits_in_histograms
 from engine.tree.split.context import SplitContext, Splits
 
 __all__ = ["Growth", "select_slots", "split_maps"]
@@ -283,6 +283,36 @@ class Growth:
             )
 
         return self.features.draw_rounds(n_slots, depth, search_round)
+
+    def search_histograms(
+        self,
+        histograms: NDArray[np.float64],
+        slots: NDArray[np.intp],
+        totals: NDArray[np.float64],
+        counts: NDArray[np.int64],
+        depth: int,
+        bounds: NDArray[np.float64] | None = None,
+    ) -> Splits:
+        """Best splits of a level's ``slots`` from their dense histograms (one per slot of
+        the level, over all candidate features), each on the features of its depth level."""
+        candidates = self.features.candidates
+        pool = self.features.level_pool(depth)
+        columns = (
+            np.arange(pool.size)
+            if pool.size == candidates.size
+            else np.flatnonzero(np.isin(candidates, pool))
+        )
+        features = np.broadcast_to(candidates[columns], (slots.size, pool.size))
+        return best_splits_in_histograms(
+            self.ctx,
+            histograms,
+            np.ascontiguousarray(features),
+            totals,
+            counts,
+            bounds,
+            nodes=slots,
+            columns=columns,
+        )
 
     def accepted(self, splits: Splits) -> NDArray[np.bool_]:
         """Found splits that pass the gain threshold of the criterion.

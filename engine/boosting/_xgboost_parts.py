@@ -1,0 +1,295 @@
+"""XGBoost-style boosting on a table held as parts, out of core on a Dask cluster.
+
+``model.fit_parts(parts, read)`` fits the model ``model.fit(X, y, sample_weight)`` would fit
+on the table the parts make up, with the same seed. Without a cluster
+(:func:`engine.parallel_backend`) the parts are read here and :meth:`fit` runs. On a cluster the
+table never passes through this process (notes/distributed-data.md, §4): the workers read
+their rows (:mod:`engine.parallel._dask_parts`), the bin edges are fitted here from the rows a
+single-machine fit would sample (:meth:`BinMapper.sample_rows`), and each tree grows here from
+the workers' summed histograms (:mod:`engine.tree.grow.remote`) while the rows, their scores and
+their nodes stay on the workers. This process holds the edge sample (at most
+``BinMapper.subsample`` rows), the trees and one level's histograms, whatever the rows.
+
+The model equals the single-machine one up to the order of additions: each worker sums its
+own rows in the local order, then the workers' sums are added (and the base score's weighted
+mean is formed from the workers' sums). With one worker every sum is the local one's; the
+remaining difference is that the local grower searches deep levels from rows once dense
+histograms cost more than the rows, and the same bins summed in another order there.
+
+What needs every row in one place is refused with a ValueError naming it: exact binning,
+best-first growth, per-split column sampling, eval sets, and the absolute and quantile losses
+(their leaves are residual quantiles; their base score a weighted median).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from functools import partial
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+from numpy.typing import NDArray
+
+from engine._validation import resolve_seed_sequence
+from engine.boosting._objectives import Objective, softmax
+from engine.boosting._xgboost_rounds import _default_metric
+from engine.callbacks import Callback, ProgressEvent, notify, train_metric
+from engine.parallel import active_backend
+from engine.parallel._parts import DataPart, PartReader, check_parts, read_parts
+from engine.tree._binning import BinMapper, categorical_mask
+from engine.tree._common import NARROW_CODE_DTYPE
+from engine.tree._tree import Tree
+from engine.tree.grow.remote import grow_remote_level_wise
+from engine.tree.split.context import SplitContext
+
+if TYPE_CHECKING:
+    from engine.boosting._xgboost_base import BaseXGBoost
+    from engine.parallel._dask_parts import DaskPartitions
+
+__all__ = ["fit_parts"]
+
+FloatArray = NDArray[np.float64]
+# Objectives whose base score is a weighted mean of the targets (or zero): formed from the
+# workers' sums. The others need base_score set.
+MEAN_BASE = ("reg:squarederror", "count:poisson", "binary:logistic", "multi:softprob", "custom")
+
+
+def fit_parts(
+    model: BaseXGBoost,
+    parts: Sequence[DataPart],
+    read: PartReader,
+    callbacks: list[Callback] | None = None,
+) -> None:
+    """Fit ``model`` on the table of ``parts`` (see the module's docstring)."""
+    check_parts(parts)
+    backend = active_backend()
+    if backend is None:
+        X, y, w = read_parts(parts, read)
+        model._fit(X, y, w, None, callbacks)
+        return
+    model._validate_params()
+    _check_out_of_core(model, None)
+    for name in [key for key in vars(model) if key.endswith("_") and not key.startswith("_")]:
+        delattr(model, name)
+    model._forget_packed()
+    from engine.parallel._dask_parts import DaskPartitions
+
+    with DaskPartitions(backend.client, parts, read) as table:  # type: ignore[attr-defined]
+        _fit_on(model, table, callbacks)
+
+
+def _check_out_of_core(model: BaseXGBoost, objective: Objective | None) -> None:
+    """Refuse what needs every row in one place (``objective`` once the classes are known)."""
+    name = "" if objective is None else objective.name
+    refused = {
+        "tree_method='exact'": model.tree_method == "exact",
+        "grow_policy='lossguide'": model.grow_policy == "lossguide",
+        "colsample_bynode < 1": model.colsample_bynode < 1.0,
+        f"objective {name!r}": name in ("reg:absoluteerror", "reg:quantileerror"),
+        f"objective {name!r} without base_score": objective is not None
+        and model.base_score is None
+        and name not in MEAN_BASE,
+    }
+    named = [name for name, refuse in refused.items() if refuse]
+    if named:
+        raise ValueError(
+            "An out-of-core fit (fit_parts on a cluster) cannot use " + ", ".join(named) + "."
+        )
+
+
+def _fit_on(
+    model: BaseXGBoost,
+    table: DaskPartitions,
+    callbacks: list[Callback] | None,
+) -> None:
+    infos = table.call(
+        "load",
+        table.groups,
+        [table.read] * len(table.groups),
+        [model._classification] * len(table.groups),
+    )
+    n_rows = sum(info["n_rows"] for info in infos)
+    n_features = infos[0]["n_features"]
+    if any(info["bad_targets"] for info in infos):
+        raise ValueError("The target holds NaN or infinite values.")
+    if any(info["bad_weights"] for info in infos):
+        raise ValueError("The row weights must be finite and non-negative.")
+    classes = None
+    n_outputs = 1
+    positive_scale = 1.0
+    if model._classification:
+        classes = np.unique(np.concatenate([info["labels"] for info in infos]))
+        if classes.size < 2:
+            raise ValueError(
+                "y contains 1 class; classification needs at least two classes in the target."
+            )
+        model.classes_ = classes  # type: ignore[attr-defined]
+        model.n_classes_ = model._n_classes = int(classes.size)  # type: ignore[attr-defined]
+        n_outputs = 1 if classes.size == 2 else int(classes.size)
+        positive_scale = float(getattr(model, "scale_pos_weight", 1.0))
+    objective = model._objective()
+    _check_out_of_core(model, objective)
+    sums = np.sum(table.each("encode", classes, positive_scale), axis=0)
+
+    root = resolve_seed_sequence(model.random_state)
+    binning_seed, rounds_seed = root.spawn(2)
+    mapper = model._mapper(binning_seed)  # the mapper fit() builds: its bins, its seed
+    mapper.fit_sample(
+        _gather(table, infos, mapper), categorical_mask(model.categorical_features, n_features)
+    )
+    table.each("bin", mapper)
+
+    base = (
+        np.full(n_outputs, float(model.base_score))
+        if model.base_score is not None
+        else _base_score(objective.name, float(sums[0]), float(sums[1]), n_outputs)
+    )
+    monotone = model._monotone(mapper, objective)
+    table.each("start", base, objective.gradients)
+    metric = model.eval_metric or _default_metric(objective.name, n_outputs)
+    trees = _rounds(
+        model,
+        table,
+        infos,
+        mapper,
+        monotone,
+        metric,
+        n_rows,
+        n_features,
+        np.random.default_rng(rounds_seed),
+        callbacks,
+        n_outputs,
+    )
+    model.estimators_ = trees
+    model.base_score_ = base
+    model.bin_mapper_ = mapper
+    model.n_features_in_ = n_features
+    model.n_estimators_ = len(trees)
+    model.evals_result_ = {}
+    model.best_iteration_ = None
+    model.best_score_ = None
+    model.objective_ = objective.name
+    model._packed()
+
+
+def _gather(table: DaskPartitions, infos: list[dict[str, Any]], mapper: BinMapper) -> FloatArray:
+    """The rows of positive weight :meth:`BinMapper.sample_rows` names, from their workers."""
+    counts = np.array([info["n_positive"] for info in infos])
+    sample = mapper.sample_rows(int(counts.sum()))
+    starts = np.concatenate(([0], np.cumsum(counts)))
+    first = np.searchsorted(sample, starts)
+    positions = [
+        (sample[first[i] : first[i + 1]] - starts[i]).astype(np.intp) for i in range(counts.size)
+    ]
+    blocks = [block for block in table.call("gather", positions) if block.size]
+    return np.concatenate(blocks)
+
+
+def _base_score(name: str, weighted_sum: float, weight: float, n_outputs: int) -> FloatArray:
+    """The objectives' base scores (engine.boosting._objectives) from ``Σ w·y`` and ``Σ w``."""
+    mean = weighted_sum / weight
+    if name == "reg:squarederror":
+        score = mean
+    elif name == "binary:logistic":
+        p = float(np.clip(mean, 1e-6, 1 - 1e-6))
+        score = float(np.log(p / (1.0 - p)))
+    elif name == "count:poisson":
+        score = float(np.log(max(mean, 1e-12)))
+    else:  # multi:softprob and custom objectives start at 0
+        score = 0.0
+    return np.full(n_outputs, score)
+
+
+def _rounds(
+    model: BaseXGBoost,
+    table: DaskPartitions,
+    infos: list[dict[str, Any]],
+    mapper: BinMapper,
+    monotone: NDArray[np.int8] | None,
+    metric: str,
+    n_rows: int,
+    n_features: int,
+    rng: np.random.Generator,
+    callbacks: list[Callback] | None,
+    n_outputs: int,
+) -> list[list[Tree]]:
+    """The rounds of :class:`engine.boosting._xgboost_rounds.Rounds`, drawing the same numbers
+    from ``rng`` in the same order (a subsample's uniforms worker by worker, the same stream)."""
+    trees: list[list[Tree]] = []
+    sizes = [info["n_rows"] for info in infos]
+    terms = partial(_metric_terms, metric)
+    for round_index in range(model.n_estimators):
+        keep = (
+            [rng.random(size) < model.subsample for size in sizes]
+            if model.subsample < 1.0
+            else [None] * len(sizes)
+        )
+        table.call("start_round", keep)
+        subset = None
+        n_candidates = n_features
+        if model.colsample_bytree < 1.0:
+            n_candidates = max(1, round(model.colsample_bytree * n_features))
+            subset = np.sort(rng.choice(n_features, n_candidates, replace=False))
+        spec = model._tree_spec(n_candidates, monotone)
+        stage = []
+        for k in range(n_outputs):
+            answers = table.each("start_tree", k)
+            totals = np.sum([answer[0] for answer in answers], axis=0)
+            counts = np.sum([answer[1] for answer in answers], axis=0)
+            ctx = SplitContext(
+                binned=np.zeros((0, n_features), dtype=NARROW_CODE_DTYPE),
+                channels=np.zeros((0, 2)),
+                criterion=spec.criterion,
+                is_categorical=mapper.is_categorical_,
+                bin_values=mapper.bin_values_,
+                min_samples_leaf=spec.limits.min_samples_leaf,
+                min_weight_leaf=spec.limits.min_weight_leaf,
+                random_splits=spec.random_splits,
+                n_bins=mapper.n_bins_,
+                has_missing=any(answer[2] for answer in answers),
+                monotone=spec.monotone,
+            )
+            tree = grow_remote_level_wise(
+                ctx,
+                mapper.thresholds_,
+                spec.limits,
+                rng,
+                subset,
+                (totals, counts),
+                table.tree_rows(),
+            )
+            tree.values *= model.learning_rate
+            stage.append(tree)
+        total = sum(table.each("end_round", [tree.values[:, 0] for tree in stage], terms))
+        trees.append(stage)
+        value = float(np.sqrt(total / n_rows)) if metric == "rmse" else total / n_rows
+        event = ProgressEvent(
+            type(model).__name__, round_index + 1, model.n_estimators, {train_metric(metric): value}
+        )
+        stop = notify(callbacks, event)
+        if stop is not None:
+            if stop.keep is not None:
+                del trees[stop.keep :]
+            break
+    return trees
+
+
+def _metric_terms(name: str, y: FloatArray, raw: FloatArray) -> FloatArray:
+    """Per-row terms whose mean is metric ``name`` (the square root of it for rmse), as
+    :func:`engine.boosting._xgboost_rounds._metric` computes it on all rows."""
+    if name == "rmse":
+        return (raw[:, 0] - y) ** 2
+    if name == "mae":
+        return np.abs(raw[:, 0] - y)
+    if name == "poisson-nloglik":
+        return np.exp(raw[:, 0]) - y * raw[:, 0]
+    if name in ("logloss", "error"):
+        p = np.clip(1.0 / (1.0 + np.exp(-raw[:, 0])), 1e-15, 1 - 1e-15)
+        if name == "error":
+            return ((p > 0.5) != (y > 0.5)).astype(np.float64)
+        return -(y * np.log(p) + (1 - y) * np.log(1 - p))
+    probabilities = np.clip(softmax(raw), 1e-15, 1.0)
+    labels = y.astype(np.intp)
+    if name == "merror":
+        return (probabilities.argmax(axis=1) != labels).astype(np.float64)
+    return -np.log(probabilities[np.arange(labels.size), labels])
