@@ -5,9 +5,11 @@
 
 A fresh SQLite file (or ``--database-url``, migrated to head) gets one model with a training
 baseline (``--features`` numeric features, a classifier) and ``--rows`` logged rows in the
-last hour, 1% of them labelled and 0.1% with an unseen category; then
+last hour, 1% of them labelled and 0.1% with an unseen category, with their hourly counts
+added as the log's writer adds them (``service.monitoring.aggregates.Tally``); then
 ``service.monitoring.service.report`` over the last 24 hours is timed ``--repeats`` times
-(median), in its own read-only session, as the route runs it.
+(median), in its own read-only session, as the route runs it. ``--from-rows`` times the same
+report counted from the rows themselves too (the way it was done before the hourly counts).
 """
 
 from __future__ import annotations
@@ -32,7 +34,8 @@ from service.db.migrate import upgrade_to_head
 from service.db.session import create_db_engine, reading, transaction
 from service.db.tables import JobRecord, ModelRecord
 from service.db.types import utc_now
-from service.monitoring import service
+from service.monitoring import repository, service
+from service.monitoring.aggregates import Tally, hour_of
 from service.monitoring.baseline import training_baseline
 from service.monitoring.repository import LOG
 
@@ -74,12 +77,19 @@ def fill(database_url: str, n_rows: int, n_features: int) -> str:
         features = rng.normal(0.3, 1.1, size=(n, n_features)).astype(np.float32)
         bins = rng.integers(0, 11, size=(n, n_features + 1)).astype(np.uint16)
         bins[:, -1] = rng.integers(0, 2, size=n)
+        # Written as they come: in time order, over the last hour.
+        times = [now - timedelta(seconds=3600 * (1 - (written + i) / n_rows)) for i in range(n)]
+        tally = Tally()
+        hours = [hour_of(t) for t in times]
+        for hour in sorted(set(hours)):
+            mask = np.array([h == hour for h in hours])
+            purple = [(n_features - 1, "purple") for i in np.flatnonzero(mask) if i % 1000 == 0]
+            tally.add(model_id, hour, int(mask.sum()), bins[mask], purple)
         rows = [
             {
                 "model_id": model_id,
                 "row_id": f"r{written + i}",
-                # Written as they come: in time order, over the last hour.
-                "logged_at": now - timedelta(seconds=3600 * (1 - (written + i) / n_rows)),
+                "logged_at": times[i],
                 "features": features[i].tobytes(),
                 "bins": bins[i].tobytes(),
                 "unseen": {"colour": "purple"} if i % 1000 == 0 else None,
@@ -91,6 +101,9 @@ def fill(database_url: str, n_rows: int, n_features: int) -> str:
         ]
         with transaction(engine) as session:
             session.execute(insert(LOG), rows)
+            repository.add_counts(session, list(tally.count_rows()))
+            for key, values in tally.unseen_rows():
+                repository.add_unseen(session, key, values, 100)
         written += n
         log(f"logged {written:,} rows")
     del baseline
@@ -105,6 +118,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--database-url", default=None)
     parser.add_argument("--output", type=Path, default=RESULTS)
+    parser.add_argument("--from-rows", action="store_true", help="time the row-by-row report too")
     args = parser.parse_args(argv)
     with tempfile.TemporaryDirectory(prefix="coppice-bench-report-") as tmp:
         url = args.database_url or f"sqlite:///{Path(tmp) / 'coppice.db'}"
@@ -113,14 +127,19 @@ def main(argv: Sequence[str] | None = None) -> int:
         model_id = fill(url, args.rows, args.features)
         fill_s = time.perf_counter() - started
         engine = create_db_engine(url)
-        timings = []
+        timings: list[float] = []
+        from_rows: list[float] = []
         for _ in range(args.repeats):
-            now = utc_now()
-            started = time.perf_counter()
-            with reading(engine) as session:
-                body = service.report(session, None, model_id, now - timedelta(hours=24), now)
-            timings.append(time.perf_counter() - started)
-            log(f"report: {timings[-1]:.3f} s, {body['n_predictions']:,} rows")
+            for rows_too, out in ((False, timings), (True, from_rows)):
+                if rows_too and not args.from_rows:
+                    continue
+                started = time.perf_counter()
+                since, until = service.window(None, None, utc_now())
+                with reading(engine) as session:
+                    body = service.report(session, None, model_id, since, until, from_rows=rows_too)
+                out.append(time.perf_counter() - started)
+                log(f"report (from {'rows' if rows_too else 'hourly counts'}): {out[-1]:.3f} s, "
+                    f"{body['n_predictions']:,} rows")  # fmt: skip
         engine.dispose()
     result = {
         "rows": args.rows,
@@ -128,6 +147,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         "fill_s": fill_s,
         "report_median_s": statistics.median(timings),
         "report_all_s": timings,
+        "report_from_rows_median_s": statistics.median(from_rows) if from_rows else None,
         "n_labelled": body["performance"]["n_labelled"],
         "backend": url.split(":", 1)[0],
     }

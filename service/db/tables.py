@@ -32,6 +32,7 @@ from sqlalchemy import (
     String,
     Text,
     UniqueConstraint,
+    text,
 )
 from sqlalchemy.orm import Mapped, mapped_column
 
@@ -308,8 +309,16 @@ class PredictionLogRecord(Base):
         Index("ix_prediction_log_model_id_logged_at", "model_id", "logged_at"),
         Index("ix_prediction_log_model_id_row_id", "model_id", "row_id"),
         Index("ix_prediction_log_model_id_id", "model_id", "id"),
-        # Few rows have an actual: the report finds them without scanning the window.
         Index("ix_prediction_log_model_id_actual", "model_id", "actual"),
+        # Few rows have an actual: the report finds a window's labelled rows through this
+        # partial index without reading the window's other rows.
+        Index(
+            "ix_prediction_log_labelled",
+            "model_id",
+            "logged_at",
+            sqlite_where=text("actual IS NOT NULL"),
+            postgresql_where=text("actual IS NOT NULL"),
+        ),
     )
 
     id: Mapped[int] = mapped_column(BigInteger().with_variant(Integer, "sqlite"), primary_key=True)
@@ -323,6 +332,44 @@ class PredictionLogRecord(Base):
     prediction: Mapped[float | None] = mapped_column(Float)
     proba: Mapped[bytes | None] = mapped_column(LargeBinary)
     actual: Mapped[float | None] = mapped_column(Float)
+
+
+class PredictionCountRecord(Base):
+    """Counts of the prediction log per model and hour, which is what a drift report sums.
+
+    The log's writer adds each batch's counts here in the batch's own transaction (an upsert
+    that adds), and takes trimmed rows' counts away when the per-model cap deletes them, so
+    these always equal counts over the rows the log holds. ``column_index`` is -1 for the rows
+    logged (``bin`` 0), a feature's position in the model for the baseline bins of that
+    feature, and the number of features for the prediction's bins.
+    """
+
+    __tablename__ = "prediction_counts"
+
+    model_id: Mapped[str] = mapped_column(
+        ForeignKey("models.id", ondelete="CASCADE"), primary_key=True
+    )
+    hour: Mapped[datetime] = mapped_column(UTCDateTime(), primary_key=True)
+    column_index: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=False)
+    bin: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=False)
+    count: Mapped[int] = mapped_column(BigInteger)
+
+
+class PredictionUnseenRecord(Base):
+    """How often each unseen categorical value was logged, per model, hour and feature (its
+    position in the model, as in ``prediction_counts``; names can be longer than an index
+    takes). At most ``service.monitoring.aggregates.UNSEEN_VALUES_PER_HOUR`` values each; the
+    unseen bin of ``prediction_counts`` counts them all."""
+
+    __tablename__ = "prediction_unseen"
+
+    model_id: Mapped[str] = mapped_column(
+        ForeignKey("models.id", ondelete="CASCADE"), primary_key=True
+    )
+    hour: Mapped[datetime] = mapped_column(UTCDateTime(), primary_key=True)
+    column_index: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=False)
+    value: Mapped[str] = mapped_column(String(200), primary_key=True)
+    count: Mapped[int] = mapped_column(BigInteger)
 
 
 class ModelArtifactRecord(Base):

@@ -19,22 +19,36 @@ import time
 from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 from sqlalchemy import Engine
+from sqlalchemy.orm import Session
 
-from service.db.session import transaction
+from service.db.session import reading, transaction
+from service.db.types import utc_now
 from service.monitoring import repository
-from service.monitoring.baseline import categorical_bins, numeric_bins
+from service.monitoring.aggregates import (
+    HOUR,
+    UNSEEN_VALUES_PER_HOUR,
+    Tally,
+    WindowCounts,
+    hour_of,
+    tally_rows,
+)
+from service.monitoring.baseline import categorical_bins, numeric_bins, psi
 
 logger = logging.getLogger(__name__)
 
 # Requests written per transaction at most; a batch is whatever waited, up to this.
 BATCH_REQUESTS = 500
 Cell = Callable[[int, str], Any]
+# The writer refreshes a model's PSI gauges from the hourly counts (the last 24 hours) at most
+# this often, after a batch that logged rows of it; a report sets them too.
+GAUGE_SECONDS = 60.0
+GAUGE_WINDOW = timedelta(hours=24)
 
 
 @dataclass(frozen=True, slots=True)
@@ -76,6 +90,7 @@ class PredictionLog:
         max_rows: int,
         queue_size: int,
         seed: int | None = None,
+        gauge_seconds: float = GAUGE_SECONDS,
     ) -> None:
         self.engine = engine
         self.rate = rate
@@ -90,6 +105,9 @@ class PredictionLog:
         self._thread: threading.Thread | None = None
         self._idle = threading.Condition()
         self._busy = 0
+        # When each model's gauges were last set (monotonic seconds).
+        self._refreshed: dict[str, float] = {}
+        self.gauge_seconds = gauge_seconds
 
     @property
     def enabled(self) -> bool:
@@ -134,6 +152,16 @@ class PredictionLog:
                 self._idle.wait(left)
         return True
 
+    def set_gauges(self, model_id: str, report: dict[str, Any]) -> None:
+        """Keep a report's PSI figures for the gauges."""
+        self.feature_psi[model_id] = {
+            f["name"]: f["psi"] for f in report["features"] if f["psi"] is not None
+        }
+        value = (report.get("prediction") or {}).get("psi")
+        if value is not None:
+            self.prediction_psi[model_id] = value
+        self._refreshed[model_id] = time.monotonic()
+
     def forget(self, model_id: str) -> None:
         """Drop what is remembered of a model (its baseline; a deleted model's gauges)."""
         self._baselines.pop(model_id, None)
@@ -169,13 +197,16 @@ class PredictionLog:
         n_rows = 0
         try:
             rows: list[dict[str, Any]] = []
+            tally = Tally()
             for request in batch:
-                rows.extend(self._rows(request))
+                rows.extend(self._rows(request, tally))
             n_rows = len(rows)
             with transaction(self.engine) as session:
+                # The rows and their hourly counts commit together, or neither does.
                 repository.insert_rows(session, rows)
-                for model_id in {request.model_id for request in batch}:
-                    self.counts.trimmed += repository.trim(session, model_id, self.max_rows)
+                _add(session, tally)
+                for model_id in sorted({request.model_id for request in batch}):
+                    self._trim(session, model_id)
             for row in rows:
                 self.counts.logged[row["model_id"]] += 1
         except Exception:  # a failing log is counted, never raised: predicts go on
@@ -183,16 +214,65 @@ class PredictionLog:
             logger.warning(
                 "prediction log: a batch of %d requests was not written", len(batch), exc_info=True
             )
+        else:
+            try:
+                self._refresh_gauges({request.model_id for request in batch})
+            except Exception:  # the gauges keep their last figures; the next batch tries again
+                logger.warning("prediction log: the PSI gauges were not refreshed", exc_info=True)
         finally:
             self._done(len(batch))
 
-    def _baseline(self, model_id: str) -> dict[str, Any] | None:
+    def _refresh_gauges(self, model_ids: set[str]) -> None:
+        """Set the PSI gauges of ``model_ids`` from the last day's counts, each at most every
+        ``gauge_seconds``: alerts then need no scheduled report (docs/monitoring.md)."""
+        now = time.monotonic()
+        for model_id in sorted(model_ids):
+            if now - self._refreshed.get(model_id, -math.inf) < self.gauge_seconds:
+                continue
+            self._refreshed[model_id] = now
+            baseline = self._baseline(model_id)
+            if baseline is None:
+                continue
+            until = hour_of(utc_now()) + HOUR
+            since = until - GAUGE_WINDOW - HOUR
+            with reading(self.engine) as session:
+                totals = repository.window_totals(session, model_id, since, until)
+            counts = WindowCounts.from_sums(totals, (), (), len(baseline["features"]))
+            entries = [*baseline["features"], baseline["prediction"]]
+            values = [psi(e["proportions"], counts.column(j, len(e["proportions"])))
+                      for j, e in enumerate(entries)]  # fmt: skip
+            self.feature_psi[model_id] = {
+                e["name"]: v
+                for e, v in zip(baseline["features"], values[:-1], strict=True)
+                if v is not None
+            }
+            if values[-1] is not None:
+                self.prediction_psi[model_id] = values[-1]
+
+    def _trim(self, session: Session, model_id: str) -> None:
+        """Apply the per-model cap, taking the deleted rows' counts away with them."""
+        gone = repository.trim(session, model_id, self.max_rows)
+        if not gone:
+            return
+        self.counts.trimmed += len(gone)
+        baseline = self._baseline(model_id, session)
+        width = None if baseline is None else len(baseline["features"]) + 1
+        features = repository.model_features(session, model_id)
+        tally = tally_rows(model_id, gone, features, width)
+        repository.take_counts(session, list(tally.count_rows()))
+        for key, values in tally.unseen_rows():
+            repository.take_unseen(session, key, values)
+
+    def _baseline(self, model_id: str, session: Session | None = None) -> dict[str, Any] | None:
         if model_id not in self._baselines:
-            with transaction(self.engine) as session:
+            if session is not None:
                 _, self._baselines[model_id] = repository.model_baseline(session, model_id)
+            else:
+                with reading(self.engine) as fresh:
+                    _, self._baselines[model_id] = repository.model_baseline(fresh, model_id)
         return self._baselines[model_id]
 
-    def _rows(self, request: LoggedRequest) -> list[dict[str, Any]]:
+    def _rows(self, request: LoggedRequest, tally: Tally) -> list[dict[str, Any]]:
         n = len(request.ids)
         if self.rate >= 1:
             chosen = np.arange(n)
@@ -205,6 +285,14 @@ class PredictionLog:
         baseline = self._baseline(request.model_id)
         predictions = _coded(request.predictions, request.classes)[chosen]
         bins = _bins(X, unseen, predictions, baseline, request)
+        position = {name: j for j, name in enumerate(request.features)}
+        tally.add(
+            request.model_id,
+            hour_of(request.logged_at),
+            int(chosen.size),
+            bins,
+            [(position[name], v) for values in unseen.values() for name, v in values.items()],
+        )
         features = X.astype(np.float32)
         proba = None if request.proba is None else request.proba[chosen].astype(np.float32)
         rows = []
@@ -242,6 +330,12 @@ class PredictionLog:
                 if sent is not None:
                     found.setdefault(k, {})[name] = str(sent)[:200]
         return found
+
+
+def _add(session: Session, tally: Tally) -> None:
+    repository.add_counts(session, list(tally.count_rows()))
+    for key, values in tally.unseen_rows():
+        repository.add_unseen(session, key, values, UNSEEN_VALUES_PER_HOUR)
 
 
 def _coded(

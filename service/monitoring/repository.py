@@ -1,4 +1,5 @@
-"""All SQL of the prediction log: batch inserts, the per-model cap, feedback, report reads."""
+"""All SQL of the prediction log: batch inserts, the per-model cap, feedback, report reads,
+and the hourly counts (``prediction_counts``, ``prediction_unseen``) the writer keeps."""
 
 from __future__ import annotations
 
@@ -6,12 +7,22 @@ from collections.abc import Iterable, Sequence
 from datetime import datetime
 from typing import Any, cast
 
-from sqlalchemy import Table, bindparam, delete, func, insert, select, update
+from sqlalchemy import Table, and_, bindparam, delete, func, insert, select, update
+from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.orm import Session
 
-from service.db.tables import ModelRecord, PredictionLogRecord
+from service.db.tables import (
+    ModelRecord,
+    PredictionCountRecord,
+    PredictionLogRecord,
+    PredictionUnseenRecord,
+)
 
 LOG = cast(Table, PredictionLogRecord.__table__)
+COUNTS = cast(Table, PredictionCountRecord.__table__)
+UNSEEN = cast(Table, PredictionUnseenRecord.__table__)
+# Newest labelled rows a report scores at most (docs/monitoring.md).
+LABELLED_ROWS = 100_000
 
 
 def insert_rows(session: Session, rows: Sequence[dict[str, Any]]) -> None:
@@ -20,9 +31,12 @@ def insert_rows(session: Session, rows: Sequence[dict[str, Any]]) -> None:
         session.execute(insert(LOG), list(rows))
 
 
-def trim(session: Session, model_id: str, keep: int) -> int:
+def trim(
+    session: Session, model_id: str, keep: int
+) -> list[tuple[datetime, bytes | None, dict[str, Any] | None]]:
     """Delete all but the newest ``keep`` rows of the model (by id, the order they were
-    written in); returns how many went."""
+    written in); returns the deleted rows' ``(logged_at, bins, unseen)``, whose counts the
+    caller takes away."""
     cut = session.scalar(
         select(PredictionLogRecord.id)
         .where(PredictionLogRecord.model_id == model_id)
@@ -31,13 +45,92 @@ def trim(session: Session, model_id: str, keep: int) -> int:
         .limit(1)
     )
     if cut is None:
-        return 0
-    result = session.execute(
-        delete(PredictionLogRecord).where(
-            PredictionLogRecord.model_id == model_id, PredictionLogRecord.id <= cut
-        )
+        return []
+    going = [LOG.c.model_id == model_id, LOG.c.id <= cut]
+    rows = session.execute(select(LOG.c.logged_at, LOG.c.bins, LOG.c.unseen).where(*going))
+    found = [(t, b, u) for t, b, u in rows.all()]
+    session.execute(delete(LOG).where(*going))
+    return found
+
+
+def _adding_upsert(session: Session, table: Table, keys: list[str]) -> Any:
+    """``INSERT … ON CONFLICT (keys) DO UPDATE SET count = count + excluded.count``: adding is
+    atomic in the database, so API replicas writing the same hour never lose a count."""
+    dialect = session.get_bind().dialect.name
+    statement = (postgresql if dialect == "postgresql" else sqlite).insert(table)
+    return statement.on_conflict_do_update(
+        index_elements=keys, set_={"count": table.c.count + statement.excluded.count}
     )
-    return int(result.rowcount or 0)  # type: ignore[attr-defined]
+
+
+COUNT_KEYS = ["model_id", "hour", "column_index", "bin"]
+
+
+def add_counts(session: Session, rows: Sequence[dict[str, Any]]) -> None:
+    """Add ``rows`` (``model_id, hour, column_index, bin, count``; in key order, so two
+    writers lock rows in the same order) to ``prediction_counts``."""
+    if rows:
+        session.execute(_adding_upsert(session, COUNTS, COUNT_KEYS), list(rows))
+
+
+def take_counts(session: Session, rows: Sequence[dict[str, Any]]) -> None:
+    """Subtract ``rows`` from ``prediction_counts``; counts that reach zero are deleted."""
+    if not rows:
+        return
+    key = [COUNTS.c[name] == bindparam(f"k_{name}") for name in COUNT_KEYS]
+    statement = update(COUNTS).where(*key).values(count=COUNTS.c.count - bindparam("k_count"))
+    session.connection().execute(
+        statement, [{f"k_{name}": row[name] for name in (*COUNT_KEYS, "count")} for row in rows]
+    )
+    _drop_zeros(session, COUNTS, rows)
+
+
+def _drop_zeros(session: Session, table: Table, rows: Sequence[dict[str, Any]]) -> None:
+    for model_id, hour in sorted({(row["model_id"], row["hour"]) for row in rows}):
+        session.execute(
+            delete(table).where(
+                table.c.model_id == model_id, table.c.hour == hour, table.c.count <= 0
+            )
+        )
+
+
+def add_unseen(
+    session: Session, key: tuple[str, datetime, int], values: dict[str, int], cap: int
+) -> None:
+    """Add unseen ``values`` of one ``(model id, hour, feature position)``: those already
+    kept, and new ones while the key holds fewer than ``cap`` values (most frequent first)."""
+    model_id, hour, column = key
+    where = and_(UNSEEN.c.model_id == model_id, UNSEEN.c.hour == hour,
+                 UNSEEN.c.column_index == column)  # fmt: skip
+    kept = set(session.scalars(select(UNSEEN.c.value).where(where)))
+    room = max(0, cap - len(kept))
+    chosen = [v for v in values if v in kept]
+    chosen += sorted((v for v in values if v not in kept), key=lambda v: -values[v])[:room]
+    rows = [{"model_id": model_id, "hour": hour, "column_index": column, "value": v,
+             "count": values[v]} for v in sorted(chosen)]  # fmt: skip
+    if rows:
+        keys = ["model_id", "hour", "column_index", "value"]
+        session.execute(_adding_upsert(session, UNSEEN, keys), rows)
+
+
+def take_unseen(session: Session, key: tuple[str, datetime, int], values: dict[str, int]) -> None:
+    """Subtract unseen ``values`` kept for ``key``; values never kept (past the cap) are
+    skipped, and counts that reach zero deleted."""
+    model_id, hour, column = key
+    statement = (
+        update(UNSEEN)
+        .where(UNSEEN.c.model_id == model_id, UNSEEN.c.hour == hour,
+               UNSEEN.c.column_index == column, UNSEEN.c.value == bindparam("v"))
+        .values(count=UNSEEN.c.count - bindparam("n"))
+    )  # fmt: skip
+    if values:
+        session.connection().execute(statement, [{"v": v, "n": n} for v, n in values.items()])
+        _drop_zeros(session, UNSEEN, [{"model_id": model_id, "hour": hour}])
+
+
+def model_features(session: Session, model_id: str) -> list[str]:
+    features = session.scalar(select(ModelRecord.features).where(ModelRecord.id == model_id))
+    return [str(f["name"]) for f in features or []]
 
 
 def model_baseline(session: Session, model_id: str) -> tuple[bool, dict[str, Any] | None]:
@@ -79,62 +172,76 @@ def known_ids(session: Session, model_id: str, row_ids: Sequence[str]) -> set[st
     return found
 
 
-def window_bins(session: Session, model_id: str, since: datetime, until: datetime) -> bytes:
-    """The ``bins`` of every row logged in ``[since, until)``, one after another, fetched
-    from the driver's cursor (SQLAlchemy's rows cost as much again as the driver's tuples)."""
-    statement = select(LOG.c.bins).where(
-        LOG.c.model_id == model_id,
-        LOG.c.logged_at >= since,
-        LOG.c.logged_at < until,
-        LOG.c.bins.is_not(None),
-    )
-    result = session.connection().execute(statement)
-    try:
-        return b"".join(bytes(row[0]) for row in result.cursor.fetchall())
-    finally:
-        result.close()
-
-
-def window_unseen(
+def window_totals(
     session: Session, model_id: str, since: datetime, until: datetime
-) -> list[dict[str, Any]]:
-    return list(
-        session.scalars(
-            select(PredictionLogRecord.unseen).where(
-                PredictionLogRecord.model_id == model_id,
-                PredictionLogRecord.logged_at >= since,
-                PredictionLogRecord.logged_at < until,
-                PredictionLogRecord.unseen.is_not(None),
-            )
+) -> list[tuple[int, int, int]]:
+    """``(column, bin, count)`` summed over the hours in ``[since, until)`` (whole hours)."""
+    rows = session.execute(
+        select(COUNTS.c.column_index, COUNTS.c.bin, func.sum(COUNTS.c.count))
+        .where(COUNTS.c.model_id == model_id, COUNTS.c.hour >= since, COUNTS.c.hour < until)
+        .group_by(COUNTS.c.column_index, COUNTS.c.bin)
+    )
+    return [(int(c), int(b), int(n)) for c, b, n in rows.all()]
+
+
+def window_hourly(
+    session: Session, model_id: str, since: datetime, until: datetime, columns: Sequence[int]
+) -> list[tuple[datetime, int, int, int]]:
+    """``(hour, column, bin, count)`` of ``columns`` for each hour in ``[since, until)``."""
+    rows = session.execute(
+        select(COUNTS.c.hour, COUNTS.c.column_index, COUNTS.c.bin, COUNTS.c.count).where(
+            COUNTS.c.model_id == model_id,
+            COUNTS.c.hour >= since,
+            COUNTS.c.hour < until,
+            COUNTS.c.column_index.in_(list(columns)),
         )
     )
+    return [(h, int(c), int(b), int(n)) for h, c, b, n in rows.all()]
+
+
+def window_unseen_counts(
+    session: Session, model_id: str, since: datetime, until: datetime
+) -> list[tuple[int, str, int]]:
+    """``(feature position, value, count)`` of the unseen values kept for the window."""
+    rows = session.execute(
+        select(UNSEEN.c.column_index, UNSEEN.c.value, func.sum(UNSEEN.c.count))
+        .where(UNSEEN.c.model_id == model_id, UNSEEN.c.hour >= since, UNSEEN.c.hour < until)
+        .group_by(UNSEEN.c.column_index, UNSEEN.c.value)
+    )
+    return [(int(c), str(v), int(n)) for c, v, n in rows.all()]
+
+
+def window_rows(
+    session: Session, model_id: str, since: datetime, until: datetime
+) -> list[tuple[datetime, bytes | None, dict[str, Any] | None]]:
+    """``(logged_at, bins, unseen)`` of every row logged in ``[since, until)``: the slow way
+    to the counts, which the tests compare the hourly counts with."""
+    rows = session.execute(
+        select(LOG.c.logged_at, LOG.c.bins, LOG.c.unseen).where(
+            LOG.c.model_id == model_id, LOG.c.logged_at >= since, LOG.c.logged_at < until
+        )
+    )
+    return [(t, b, u) for t, b, u in rows.all()]
 
 
 def window_labelled(
-    session: Session, model_id: str, since: datetime, until: datetime
-) -> list[tuple[float | None, bytes | None, float]]:
-    """``(prediction, proba, actual)`` of the rows in the window that have an actual."""
+    session: Session, model_id: str, since: datetime, until: datetime, limit: int = LABELLED_ROWS
+) -> tuple[int, list[tuple[datetime, float | None, bytes | None, float]]]:
+    """How many rows in the window have an actual, and ``(logged_at, prediction, proba,
+    actual)`` of the newest ``limit`` of them (oldest first)."""
+    where = (
+        LOG.c.model_id == model_id,
+        LOG.c.actual.is_not(None),
+        LOG.c.logged_at >= since,
+        LOG.c.logged_at < until,
+    )
+    total = int(session.scalar(select(func.count()).select_from(LOG).where(*where)) or 0)
     rows = session.execute(
-        select(
-            PredictionLogRecord.prediction, PredictionLogRecord.proba, PredictionLogRecord.actual
-        ).where(
-            PredictionLogRecord.model_id == model_id,
-            PredictionLogRecord.logged_at >= since,
-            PredictionLogRecord.logged_at < until,
-            PredictionLogRecord.actual.is_not(None),
-        )
+        select(LOG.c.logged_at, LOG.c.prediction, LOG.c.proba, LOG.c.actual)
+        .where(*where)
+        .order_by(LOG.c.logged_at.desc(), LOG.c.id.desc())
+        .limit(limit)
     )
-    return [(p, q, float(a)) for p, q, a in rows.all() if a is not None]
-
-
-def window_count(session: Session, model_id: str, since: datetime, until: datetime) -> int:
-    return int(
-        session.scalar(
-            select(func.count()).where(
-                PredictionLogRecord.model_id == model_id,
-                PredictionLogRecord.logged_at >= since,
-                PredictionLogRecord.logged_at < until,
-            )
-        )
-        or 0
-    )
+    found = [(t, p, q, float(a)) for t, p, q, a in rows.all() if a is not None]
+    found.reverse()
+    return total, found

@@ -71,9 +71,21 @@ class PredictionDrift(BaseModel):
     bins: list[str]
 
 
+class Period(BaseModel):
+    since: datetime
+    until: datetime
+    n_predictions: int = Field(description="Rows logged in the period.")
+    prediction_psi: float | None = Field(description="PSI of the period's predictions.")
+    n_labelled: int = Field(description="Of the scored labelled rows, those in the period.")
+    accuracy: float | None = Field(default=None, description="Classifiers: on labelled rows.")
+    rmse: float | None = Field(default=None, description="Regressors: on labelled rows.")
+
+
 class MonitoringReport(BaseModel):
     model_id: str
-    window: Window
+    window: Window = Field(
+        description="The whole hours reported on: `since` rounded down to its hour, `until` up."
+    )
     n_predictions: int = Field(description="Rows logged in the window.")
     baseline: bool = Field(
         description=(
@@ -85,5 +97,15 @@ class MonitoringReport(BaseModel):
     features: list[FeatureDrift]
     prediction: PredictionDrift | None
     performance: dict[str, Any] = Field(
-        description="`n_labelled` and the model's metric set on the window's labelled rows."
+        description=(
+            "`n_labelled` and the model's metric set on the window's labelled rows (the newest "
+            "100,000 of them; `n_scored` says how many when there were more)."
+        )
+    )
+    timeline: list[Period] = Field(
+        default_factory=list,
+        description=(
+            "The window in at most 48 equal periods (1, 2, 3, 6 or 12 hours, or whole days): "
+            "rows, prediction PSI and the headline metric on labelled rows in each."
+        ),
     )

@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+import bisect
 import itertools
 import math
 from collections import Counter
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import numpy as np
@@ -17,6 +18,7 @@ from service.db.tables import ModelRecord
 from service.errors import InvalidInput
 from service.models.service import get_model
 from service.monitoring import repository
+from service.monitoring.aggregates import ROWS, WindowCounts, steps, tally_rows, whole_hours
 from service.monitoring.baseline import drift, psi
 from service.monitoring.log import PredictionLog
 from service.training.metrics import classification_metrics, regression_metrics
@@ -107,21 +109,33 @@ def _label_text(actual: Any) -> str | None:
     return None
 
 
-# --- the report -------------------------------------------------------------------------------
+# --- the report ---------------------------------------------------------------------------------
 
 
 def window(
     since: datetime | None, until: datetime | None, now: datetime
 ) -> tuple[datetime, datetime]:
-    """The report's ``[since, until)``: by default the 24 hours before ``until`` (now)."""
+    """The report's ``[since, until)``: by default the 24 hours before ``until`` (now), then
+    widened to whole hours (``since`` rounded down, ``until`` up), which is what the hourly
+    counts can answer."""
+    # A time without an offset is UTC, as every time the API answers is.
+    since, until = (t if t is None or t.tzinfo else t.replace(tzinfo=UTC) for t in (since, until))
     end = until or now
-    start = since or end - DEFAULT_WINDOW
-    if start > end:
+    try:
+        start = since or end - DEFAULT_WINDOW
+        if start > end:
+            raise InvalidInput(
+                f"'since' ({start.isoformat()}) is after 'until' ({end.isoformat()}).",
+                errors=[{"loc": ["query", "since"], "msg": "after until"}],
+            )
+        return whole_hours(start, end)
+    except OverflowError:
+        # Within an hour of year 1 or 9999 there is no whole hour to round to.
+        name = "until" if until is not None else "since"
         raise InvalidInput(
-            f"'since' ({start.isoformat()}) is after 'until' ({end.isoformat()}).",
-            errors=[{"loc": ["query", "since"], "msg": "after until"}],
-        )
-    return start, end
+            f"'{name}' is too close to the end of the calendar to report on.",
+            errors=[{"loc": ["query", name], "msg": "out of range"}],
+        ) from None
 
 
 def report(
@@ -130,18 +144,30 @@ def report(
     model_id: str,
     since: datetime,
     until: datetime,
+    *,
+    from_rows: bool = False,
 ) -> dict[str, Any]:
+    """The report over the whole hours ``[since, until)``, from the hourly counts; with
+    ``from_rows`` from the logged rows themselves instead (slow; the tests hold both equal)."""
     record = get_model(session, model_id)
     baseline = (record.metrics or {}).get("monitoring")
+    n_features = len(baseline["features"]) if baseline is not None else len(record.features or [])
+    counts = (
+        _counts_from_rows(session, record, baseline, since, until)
+        if from_rows
+        else _counts(session, model_id, n_features, since, until)
+    )
+    n_labelled, labelled = repository.window_labelled(session, model_id, since, until)
     out: dict[str, Any] = {
         "model_id": model_id,
         "window": {"since": since, "until": until},
-        "n_predictions": repository.window_count(session, model_id, since, until),
+        "n_predictions": counts.rows,
         "baseline": baseline is not None,
         "note": None,
         "features": [],
         "prediction": None,
-        "performance": _performance(session, record, since, until),
+        "performance": _performance(record, n_labelled, labelled),
+        "timeline": [],
     }
     if baseline is None:
         out["note"] = (
@@ -149,44 +175,65 @@ def report(
             "model, so its live rows cannot be compared with its training rows; train it "
             "again to monitor drift. Counts and performance are still reported."
         )
+        out["timeline"] = _timeline(record, counts, None, labelled, since, until)
         return out
     entries = baseline["features"]
-    blobs = repository.window_bins(session, model_id, since, until)
-    width = len(entries) + 1
-    bins = np.frombuffer(blobs, dtype=np.uint16).reshape(-1, width)
-    unseen_values = _unseen_values(repository.window_unseen(session, model_id, since, until))
     categories = (record.encoding or {}).get("categories") or {}
     for j, entry in enumerate(entries):
         out["features"].append(
-            _feature(entry, bins[:, j], unseen_values.get(entry["name"]), categories)
-        )
+            _feature(entry, counts.column(j, len(entry["proportions"])), counts.unseen.get(j),
+                     categories)
+        )  # fmt: skip
     prediction = baseline["prediction"]
-    counts = np.bincount(bins[:, -1], minlength=len(prediction["proportions"]))
-    value = psi(prediction["proportions"], counts)
+    predicted = counts.column(len(entries), len(prediction["proportions"]))
+    value = psi(prediction["proportions"], predicted)
     out["prediction"] = {
         "psi": value,
         "drift": drift(value),
         "training": prediction["proportions"],
-        "live": _shares(counts),
+        "live": _shares(predicted),
         "bins": _labels(prediction, prediction.get("labels")),
     }
+    out["timeline"] = _timeline(record, counts, prediction, labelled, since, until)
     if log is not None:
-        log.feature_psi[model_id] = {
-            f["name"]: f["psi"] for f in out["features"] if f["psi"] is not None
-        }
-        if value is not None:
-            log.prediction_psi[model_id] = value
+        log.set_gauges(model_id, out)
     return out
+
+
+def _counts(
+    session: Session, model_id: str, n_features: int, since: datetime, until: datetime
+) -> WindowCounts:
+    return WindowCounts.from_sums(
+        repository.window_totals(session, model_id, since, until),
+        repository.window_hourly(session, model_id, since, until, [ROWS, n_features]),
+        repository.window_unseen_counts(session, model_id, since, until),
+        n_features,
+    )
+
+
+def _counts_from_rows(
+    session: Session,
+    record: ModelRecord,
+    baseline: dict[str, Any] | None,
+    since: datetime,
+    until: datetime,
+) -> WindowCounts:
+    features = [str(f["name"]) for f in record.features or []]
+    width = None if baseline is None else len(baseline["features"]) + 1
+    rows = repository.window_rows(session, record.id, since, until)
+    tally = tally_rows(record.id, rows, features, width)
+    # The cap on distinct unseen values per hour holds for the counts only; none is reached
+    # where the two are compared.
+    return WindowCounts.from_tally(tally, len(features) if width is None else width - 1)
 
 
 def _feature(
     entry: dict[str, Any],
-    column: npt.NDArray[np.uint16],
+    counts: npt.NDArray[np.int64],
     unseen: Counter[str] | None,
     categories: dict[str, list[str]],
 ) -> dict[str, Any]:
     expected = entry["proportions"]
-    counts = np.bincount(column, minlength=len(expected))[: len(expected)]
     value = psi(expected, counts)
     categorical = entry["kind"] == "categorical"
     missing_bin = len(expected) - 2 if categorical else len(expected) - 1
@@ -203,7 +250,10 @@ def _feature(
         "unseen": {
             "count": int(counts[-1]),
             "top": [
-                {"value": v, "count": c} for v, c in (unseen or Counter()).most_common(TOP_UNSEEN)
+                {"value": v, "count": c}
+                for v, c in sorted((unseen or Counter()).items(), key=lambda vc: (-vc[1], vc[0]))[
+                    :TOP_UNSEEN
+                ]
             ],
         }
         if categorical
@@ -233,36 +283,74 @@ def _labels(entry: dict[str, Any], categories: list[str] | None) -> list[str]:
     return [*names, "missing", "unseen"]
 
 
-def _unseen_values(rows: list[dict[str, Any]]) -> dict[str, Counter[str]]:
-    found: dict[str, Counter[str]] = {}
-    for row in rows:
-        for name, value in (row or {}).items():
-            found.setdefault(name, Counter())[str(value)] += 1
-    return found
+Labelled = list[tuple[datetime, float | None, bytes | None, float]]
 
 
-def _performance(
-    session: Session, record: ModelRecord, since: datetime, until: datetime
-) -> dict[str, Any]:
-    rows = repository.window_labelled(session, record.id, since, until)
-    out: dict[str, Any] = {"n_labelled": len(rows)}
+def _performance(record: ModelRecord, n_labelled: int, rows: Labelled) -> dict[str, Any]:
+    out: dict[str, Any] = {"n_labelled": n_labelled}
+    if len(rows) < n_labelled:
+        out["n_scored"] = len(rows)  # only the newest LABELLED_ROWS are scored
     if not rows:
         return out
-    actual = np.array([a for _, _, a in rows], dtype=np.float64)
+    actual = np.array([a for _, _, _, a in rows], dtype=np.float64)
     if record.task != "classification":
-        predicted = np.array([math.nan if p is None else p for p, _, _ in rows], dtype=np.float64)
+        predicted = np.array(
+            [math.nan if p is None else p for _, p, _, _ in rows], dtype=np.float64
+        )
         kept = ~np.isnan(predicted)
         return out | regression_metrics(actual[kept], predicted[kept])
     classes = [str(c) for c in record.classes or []]
     labels = np.asarray(classes)
     y = labels[actual.astype(np.intp)]
     n_classes = len(classes)
-    if all(q is not None and len(q) == 4 * n_classes for _, q, _ in rows):
-        proba = np.frombuffer(b"".join(q for _, q, _ in rows if q is not None), dtype=np.float32)
+    if all(q is not None and len(q) == 4 * n_classes for _, _, q, _ in rows):
+        proba = np.frombuffer(b"".join(q for _, _, q, _ in rows if q is not None), dtype=np.float32)
         return out | classification_metrics(
             y, proba.reshape(-1, n_classes).astype(np.float64), classes
         )
-    codes = [p for p, _, _ in rows]
+    codes = [p for _, p, _, _ in rows]
     kept = np.array([p is not None for p in codes])
     predicted = labels[np.array([int(p) for p in codes if p is not None], dtype=np.intp)]
     return out | classification_metrics(y[kept], None, classes, predicted=predicted)
+
+
+def _timeline(
+    record: ModelRecord,
+    counts: WindowCounts,
+    prediction: dict[str, Any] | None,
+    labelled: Labelled,
+    since: datetime,
+    until: datetime,
+) -> list[dict[str, Any]]:
+    """The window in at most 48 periods: rows logged, the prediction's PSI, and the labelled
+    rows' headline metric (accuracy, or RMSE) in each, for the console's chart."""
+    classification = record.task == "classification"
+    metric = "accuracy" if classification else "rmse"
+    periods = steps(since, until)
+    starts = [start for start, _ in periods]
+    hits: list[list[float]] = [[] for _ in periods]
+    for logged_at, predicted, _, actual in labelled:
+        if predicted is None:
+            continue
+        k = bisect.bisect_right(starts, logged_at) - 1
+        if 0 <= k < len(periods):
+            error = float(predicted == actual) if classification else (predicted - actual) ** 2
+            hits[k].append(error)
+    out = []
+    for (start, end), scored in zip(periods, hits, strict=True):
+        n_rows = sum(n for hour, n in counts.hourly_rows.items() if start <= hour < end)
+        value = None
+        if prediction is not None:
+            n_bins = len(prediction["proportions"])
+            predicted_bins = np.zeros(n_bins, dtype=np.int64)
+            for hour, bins in counts.hourly_prediction.items():
+                if start <= hour < end:
+                    predicted_bins[: min(n_bins, bins.size)] += bins[:n_bins]
+            value = psi(prediction["proportions"], predicted_bins)
+        score = None
+        if scored:
+            mean = float(np.mean(scored))
+            score = mean if classification else math.sqrt(mean)
+        out.append({"since": start, "until": end, "n_predictions": n_rows,
+                    "prediction_psi": value, "n_labelled": len(scored), metric: score})  # fmt: skip
+    return out

@@ -19,6 +19,14 @@ RECORDS: list[dict[str, Any]] = [
 ]
 
 
+async def predict(svc: Service, model_id: str, **body: Any) -> dict[str, Any]:
+    """``POST /v1/models/{id}/predict`` with ``body``; the answer must be a 200."""
+    response = await svc.client.post(f"/v1/models/{model_id}/predict", json=body)
+    assert response.status_code == 200, response.text
+    result: dict[str, Any] = response.json()
+    return result
+
+
 def prediction_log(svc: Service) -> PredictionLog:
     log = svc.app.state.resources.prediction_log
     assert isinstance(log, PredictionLog)

@@ -12,16 +12,15 @@ from sqlalchemy.orm import Session
 from service.db.tables import ModelRecord
 from tests.service.models.helpers import Service
 from tests.service.monitoring.conftest import OpenService
-from tests.service.monitoring.helpers import RECORDS, logged_ids, prediction_log, written
+from tests.service.monitoring.helpers import (
+    RECORDS,
+    logged_ids,
+    predict,
+    prediction_log,
+    written,
+)
 
 pytestmark = pytest.mark.anyio
-
-
-async def predict(svc: Service, model_id: str, **body: Any) -> dict[str, Any]:
-    response = await svc.client.post(f"/v1/models/{model_id}/predict", json=body)
-    assert response.status_code == 200, response.text
-    result: dict[str, Any] = response.json()
-    return result
 
 
 async def report(svc: Service, model_id: str, **params: Any) -> dict[str, Any]:

@@ -12,8 +12,9 @@ function shorten(text) {
 }
 
 /**
- * Horizontal bars, one row per item ({label, value, std?}), in the order given. `signed`
- * colours negative and positive values apart and keeps zero in view (contributions).
+ * Horizontal bars, one row per item ({label, value, std?, tone?}), in the order given. `signed`
+ * colours negative and positive values apart and keeps zero in view (contributions); an
+ * item's `tone` names its bar's class instead (drift-none… for PSI bars).
  */
 export function barChart(items, { label = "", valueLabel = "", signed = false, width = chartWidth() } = {}) {
   const left = Math.min(170, Math.round(width * 0.3));
@@ -35,7 +36,7 @@ export function barChart(items, { label = "", valueLabel = "", signed = false, w
     const y = top + index * ROW;
     const value = Number.isFinite(item.value) ? item.value : 0;
     const x0 = x(Math.min(0, value));
-    const colour = signed ? (value < 0 ? "neg" : "pos") : "s0";
+    const colour = item.tone || (signed ? (value < 0 ? "neg" : "pos") : "s0");
     const row = s("g", { class: "bar-row" }, s("title", {}, `${item.label}: ${tickText(value)}`));
     row.append(s("text", { x: left - 8, y: y + ROW / 2 + 4, "text-anchor": "end", class: "label" }, shorten(item.label)));
     row.append(s("rect", { class: `bar-rect ${colour}`, x: x0, y: y + 3, width: Math.max(1, Math.abs(x(value) - x(0))), height: ROW - 6 }));

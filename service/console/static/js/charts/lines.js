@@ -31,9 +31,10 @@ function pathData(xs, ys, x, y) {
 
 /**
  * series: [{name, xs, ys}]; options: xLabel, yLabel, label, x/y domains (optional),
- * diagonal (draw y = x, for ROC curves). Returns an element holding legend and chart.
+ * diagonal (draw y = x, for ROC curves), dots (a dot on each point too: short series with
+ * gaps, whose lone points a line would not show). Returns an element holding legend and chart.
  */
-export function lineChart(series, { xLabel, yLabel, label, x, y, diagonal = false } = {}) {
+export function lineChart(series, { xLabel, yLabel, label, x, y, diagonal = false, dots = false } = {}) {
   const shown = series.filter((one) => one.ys.some((v) => v !== null && Number.isFinite(v)));
   const chart = frame({
     x: x || extent(shown.flatMap((one) => one.xs)),
@@ -47,6 +48,15 @@ export function lineChart(series, { xLabel, yLabel, label, x, y, diagonal = fals
   }
   shown.forEach((one, index) => {
     chart.plot.append(s("path", { class: `line s${index % PALETTE}`, d: pathData(one.xs, one.ys, chart.x, chart.y) }, s("title", {}, one.name)));
+    if (!dots) return;
+    const group = s("g", { class: `s${index % PALETTE}` });
+    one.xs.forEach((px, i) => {
+      const value = one.ys[i];
+      if (value === null || value === undefined || !Number.isFinite(value)) return;
+      group.append(s("circle", { class: "dot", cx: chart.x(px).toFixed(1), cy: chart.y(value).toFixed(1), r: 3 },
+        s("title", {}, `${one.name}: ${Number(value.toPrecision(4))}`)));
+    });
+    chart.plot.append(group);
   });
   const box = document.createElement("div");
   box.append(legend(shown.map((one) => one.name)), chart.svg);

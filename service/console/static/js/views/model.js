@@ -1,6 +1,7 @@
 // One model: what it is, its metrics, learning curves, confusion matrix, importances, and
-// (from model-diagnostics.js, model-predict.js and model-batch.js) its validation ROC curves
-// or residuals, predictions, explanations and batch scoring.
+// (from model-diagnostics.js, model-monitoring.js, model-predict.js and model-batch.js) its
+// validation ROC curves or residuals, live drift and performance, predictions, explanations
+// and batch scoring.
 
 import { ApiError, del, get, getFile, isAdmin } from "../api.js";
 import { barChart, confusionMatrix } from "../charts/bars.js";
@@ -8,6 +9,7 @@ import { lineChart } from "../charts/lines.js";
 import { bytes, card, download, errorBox, facts, h, number, replace, select, shortId, table, when } from "../dom.js";
 import { batchCard } from "./model-batch.js";
 import { diagnosticsCard } from "./model-diagnostics.js";
+import { monitoringCard } from "./model-monitoring.js";
 import { predictCard } from "./model-predict.js";
 import { registerCard } from "./registry.js";
 
@@ -144,6 +146,7 @@ export async function render(root, { params: [id] }, signal) {
     confusionCard(model),
     diagnostics,
     importanceCard(model, signal),
+    monitoringCard(model, signal),
     predictCard(model),
     batchCard(model),
     registerCard(model),
