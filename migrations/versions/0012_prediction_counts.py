@@ -14,7 +14,7 @@ values per model, hour and feature, as the writer keeps). The counts are held in
 until the end: a few hundred integers per model and hour of log.
 
 Revision ID: 0012
-Revises: 0009_dataset_parts
+Revises: 0011_batch_predictions
 Create Date: 2026-11-28 19:30:00
 """
 
@@ -31,7 +31,7 @@ import sqlalchemy as sa
 from alembic import op
 
 revision: str = "0012"
-down_revision: str | None = "0009_dataset_parts"
+down_revision: str | None = "0011_batch_predictions"
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 

@@ -199,7 +199,7 @@ async def test_the_migration_counts_rows_logged_before_it(svc: Service) -> None:
     config = alembic_config(url)
     with svc.db_engine.begin() as connection:
         config.attributes["connection"] = connection
-        command.downgrade(config, "0009_dataset_parts")
+        command.downgrade(config, "0011_batch_predictions")
     upgrade_to_head(url)
 
     after, from_rows = both(svc, model_id, now - timedelta(hours=24), now)
