@@ -34,7 +34,7 @@ from engine._validation import resolve_seed_sequence
 from engine.boosting._objectives import Objective, softmax
 from engine.boosting._xgboost_rounds import _default_metric
 from engine.callbacks import Callback, ProgressEvent, notify, train_metric
-from engine.parallel import active_backend
+from engine.parallel import WorkerCrashedError, active_backend
 from engine.parallel._parts import DataPart, PartReader, check_parts, read_parts
 from engine.tree._binning import BinMapper, categorical_mask
 from engine.tree._common import NARROW_CODE_DTYPE
@@ -44,7 +44,7 @@ from engine.tree.split.context import SplitContext
 
 if TYPE_CHECKING:
     from engine.boosting._xgboost_base import BaseXGBoost
-    from engine.parallel._dask_parts import DaskPartitions
+    from engine.parallel._dask_parts import DaskPartitions, Replay
 
 __all__ = ["fit_parts"]
 
@@ -72,10 +72,16 @@ def fit_parts(
     for name in [key for key in vars(model) if key.endswith("_") and not key.startswith("_")]:
         delattr(model, name)
     model._forget_packed()
-    from engine.parallel._dask_parts import DaskPartitions
+    from engine.parallel._dask_parts import DaskPartitions, PartitionsLost
 
     with DaskPartitions(backend.client, parts, read) as table:  # type: ignore[attr-defined]
-        _fit_on(model, table, callbacks)
+        try:
+            _fit_on(model, table, callbacks)
+        except PartitionsLost as lost:  # before the rounds: nothing to replay onto yet
+            raise WorkerCrashedError(
+                f"Lost the Dask workers of partitions {lost.lost} while the workers read and "
+                "binned the table; retry the fit."
+            ) from lost
 
 
 def _check_out_of_core(model: BaseXGBoost, objective: Objective | None) -> None:
@@ -147,15 +153,19 @@ def _fit_on(
     monotone = model._monotone(mapper, objective)
     table.each("start", base, objective.gradients)
     metric = model.eval_metric or _default_metric(objective.name, n_outputs)
+    from engine.parallel._dask_parts import Replay
+
+    replay = Replay(
+        model._classification, classes, positive_scale, mapper, base, objective.gradients, []
+    )
     trees = _rounds(
         model,
         table,
-        infos,
-        mapper,
+        [info["n_rows"] for info in infos],
+        replay,
         monotone,
         metric,
         n_rows,
-        n_features,
         np.random.default_rng(rounds_seed),
         callbacks,
         n_outputs,
@@ -203,68 +213,51 @@ def _base_score(name: str, weighted_sum: float, weight: float, n_outputs: int) -
 def _rounds(
     model: BaseXGBoost,
     table: DaskPartitions,
-    infos: list[dict[str, Any]],
-    mapper: BinMapper,
+    sizes: list[int],
+    replay: Replay,
     monotone: NDArray[np.int8] | None,
     metric: str,
     n_rows: int,
-    n_features: int,
     rng: np.random.Generator,
     callbacks: list[Callback] | None,
     n_outputs: int,
 ) -> list[list[Tree]]:
     """The rounds of :class:`engine.boosting._xgboost_rounds.Rounds`, drawing the same numbers
-    from ``rng`` in the same order (a subsample's uniforms worker by worker, the same stream)."""
-    trees: list[list[Tree]] = []
-    sizes = [info["n_rows"] for info in infos]
+    from ``rng`` in the same order (a subsample's uniforms worker by worker, the same stream).
+
+    A round that loses a worker's actor is repeated from its start (the generator's state
+    restored) once a new actor has replayed the rounds before it; a loss while the round's
+    trees are added to the scores replays them too and only asks for the sums again.
+    """
+    from engine.parallel._dask_parts import PartitionsLost
+
+    trees: list[list[Tree]] = replay.stages
     terms = partial(_metric_terms, metric)
-    for round_index in range(model.n_estimators):
-        keep = (
-            [rng.random(size) < model.subsample for size in sizes]
-            if model.subsample < 1.0
-            else [None] * len(sizes)
-        )
-        table.call("start_round", keep)
-        subset = None
-        n_candidates = n_features
-        if model.colsample_bytree < 1.0:
-            n_candidates = max(1, round(model.colsample_bytree * n_features))
-            subset = np.sort(rng.choice(n_features, n_candidates, replace=False))
-        spec = model._tree_spec(n_candidates, monotone)
-        stage = []
-        for k in range(n_outputs):
-            answers = table.each("start_tree", k)
-            totals = np.sum([answer[0] for answer in answers], axis=0)
-            counts = np.sum([answer[1] for answer in answers], axis=0)
-            ctx = SplitContext(
-                binned=np.zeros((0, n_features), dtype=NARROW_CODE_DTYPE),
-                channels=np.zeros((0, 2)),
-                criterion=spec.criterion,
-                is_categorical=mapper.is_categorical_,
-                bin_values=mapper.bin_values_,
-                min_samples_leaf=spec.limits.min_samples_leaf,
-                min_weight_leaf=spec.limits.min_weight_leaf,
-                random_splits=spec.random_splits,
-                n_bins=mapper.n_bins_,
-                has_missing=any(answer[2] for answer in answers),
-                monotone=spec.monotone,
-            )
-            tree = grow_remote_level_wise(
-                ctx,
-                mapper.thresholds_,
-                spec.limits,
-                rng,
-                subset,
-                (totals, counts),
-                table.tree_rows(),
-            )
-            tree.values *= model.learning_rate
-            stage.append(tree)
-        total = sum(table.each("end_round", [tree.values[:, 0] for tree in stage], terms))
+    round_index = 0
+    while round_index < model.n_estimators:
+        state = rng.bit_generator.state
+        try:
+            stage = _grow_round(model, table, sizes, replay.mapper, monotone, rng, n_outputs)
+        except PartitionsLost as lost:
+            rng.bit_generator.state = state
+            _replace(table, lost.lost, replay)
+            continue
+        leaf_values = [tree.values[:, 0] for tree in stage]
+        while True:
+            try:
+                total = sum(table.each("end_round", round_index, leaf_values, terms))
+                break
+            except PartitionsLost as lost:
+                trees.append(stage)  # the new actor replays this round too
+                try:
+                    _replace(table, lost.lost, replay)
+                finally:
+                    trees.pop()
         trees.append(stage)
+        round_index += 1
         value = float(np.sqrt(total / n_rows)) if metric == "rmse" else total / n_rows
         event = ProgressEvent(
-            type(model).__name__, round_index + 1, model.n_estimators, {train_metric(metric): value}
+            type(model).__name__, round_index, model.n_estimators, {train_metric(metric): value}
         )
         stop = notify(callbacks, event)
         if stop is not None:
@@ -272,6 +265,68 @@ def _rounds(
                 del trees[stop.keep :]
             break
     return trees
+
+
+def _replace(table: DaskPartitions, lost: list[int], replay: Replay) -> None:
+    """New actors for ``lost``, again while a new one's worker goes too (the table counts
+    the losses and gives up past its limit)."""
+    from engine.parallel._dask_parts import PartitionsLost
+
+    while True:
+        try:
+            table.replace(lost, replay)
+            return
+        except PartitionsLost as again:
+            lost = again.lost
+
+
+def _grow_round(
+    model: BaseXGBoost,
+    table: DaskPartitions,
+    sizes: list[int],
+    mapper: BinMapper,
+    monotone: NDArray[np.int8] | None,
+    rng: np.random.Generator,
+    n_outputs: int,
+) -> list[Tree]:
+    """One round's trees, one per output, grown from the actors' rows."""
+    n_features = mapper.n_bins_.size
+    keep = (
+        [rng.random(size) < model.subsample for size in sizes]
+        if model.subsample < 1.0
+        else [None] * len(sizes)
+    )
+    table.call("start_round", keep)
+    subset = None
+    n_candidates = n_features
+    if model.colsample_bytree < 1.0:
+        n_candidates = max(1, round(model.colsample_bytree * n_features))
+        subset = np.sort(rng.choice(n_features, n_candidates, replace=False))
+    spec = model._tree_spec(n_candidates, monotone)
+    stage = []
+    for k in range(n_outputs):
+        answers = table.each("start_tree", k)
+        totals = np.sum([answer[0] for answer in answers], axis=0)
+        counts = np.sum([answer[1] for answer in answers], axis=0)
+        ctx = SplitContext(
+            binned=np.zeros((0, n_features), dtype=NARROW_CODE_DTYPE),
+            channels=np.zeros((0, 2)),
+            criterion=spec.criterion,
+            is_categorical=mapper.is_categorical_,
+            bin_values=mapper.bin_values_,
+            min_samples_leaf=spec.limits.min_samples_leaf,
+            min_weight_leaf=spec.limits.min_weight_leaf,
+            random_splits=spec.random_splits,
+            n_bins=mapper.n_bins_,
+            has_missing=any(answer[2] for answer in answers),
+            monotone=spec.monotone,
+        )
+        tree = grow_remote_level_wise(
+            ctx, mapper.thresholds_, spec.limits, rng, subset, (totals, counts), table.tree_rows()
+        )
+        tree.values *= model.learning_rate
+        stage.append(tree)
+    return stage
 
 
 def _metric_terms(name: str, y: FloatArray, raw: FloatArray) -> FloatArray:

@@ -18,30 +18,45 @@ summed histograms and totals the actors return (:mod:`engine.tree.grow.remote`),
 level's splits back. Updates to the raw scores are applied at the end of a round, so every
 tree of a multiclass round reads the round's gradients, as locally.
 
-A lost worker ends the fit with :class:`engine.parallel.WorkerCrashedError` (never a hang): its
-rows are nowhere else. Replacing its actor and replaying the trees is left to do (issue 27).
+A lost worker's rows are nowhere else, so they are read again (xgboost_ray's elastic
+training reloads only the lost actors' shards the same way): a call that finds an actor's
+worker gone raises :class:`PartitionsLost` once every other actor has answered; the driver
+starts a new actor on a live worker (the nanny's restarted one, or any other), which reads its
+pieces again with the fit's edges and replays the trees built so far on their values
+(:meth:`PartsActor.replay`: ``Tree.predict`` routes a value as training routed its code), then
+the driver repeats the round from its start. Scores are committed once per round
+(:meth:`PartsActor.end_round` is idempotent by round), so a round is repeated from the same
+state everywhere. After :data:`MAX_RESCATTERS` losses, or with no worker left for
+``WORKER_WAIT_SECONDS``, the fit ends with :class:`engine.parallel.WorkerCrashedError`: never a
+hang (dmlc/xgboost#9419, lightgbm-org/LightGBM#5920).
 """
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 from distributed import Client
 from numpy.typing import NDArray
 
-from engine.parallel._dask_cluster import ClusterLostError, check_connected, prepare_worker
+from engine.parallel._dask_cluster import MAX_RESCATTERS, check_connected, prepare_worker
 from engine.parallel._executor import ShutsDownOnExit, WorkerCrashedError
 from engine.parallel._parts import DataPart, PartReader, Piece, deal_rows, read_piece
 from engine.tree._binning import BinMapper
 from engine.tree._common import NARROW_CODE_DTYPE, missing_code
 from engine.tree._histograms import build_histograms
+from engine.tree._tree import Tree
 from engine.tree.grow.level_kernels import node_totals
 from engine.tree.grow.partition_kernels import partition_rows
 from engine.tree.grow.remote import LevelSplits
 
-__all__ = ["DaskPartitions", "PartsActor"]
+__all__ = ["DaskPartitions", "PartitionsLost", "PartsActor", "Replay"]
+
+# How long a recovery waits for a live worker: a nanny restarts a killed worker in seconds.
+WORKER_WAIT_SECONDS = 30.0
 
 Gradients = Callable[[NDArray[np.float64], NDArray[np.float64]], tuple[Any, Any]]
 MetricTerms = Callable[[NDArray[np.float64], NDArray[np.float64]], NDArray[np.float64]]
@@ -125,6 +140,23 @@ class PartsActor:
     def start(self, base: NDArray[np.float64], gradients: Gradients) -> None:
         self.raw = np.tile(base, (self.y.size, 1))
         self.gradients = gradients
+        self.committed = -1  # the last round whose trees are in the scores
+
+    def replay(self, mapper: BinMapper, stages: list[list[Tree]]) -> None:
+        """Add the trees of ``stages`` (rounds 0, 1, …) to the scores, as the lost actor did.
+
+        The rows' values are read again: ``Tree.predict`` on them routes each row to the leaf
+        its codes reached in training (a split "bin ≤ b" is stored as ``x <= edge_b``), and
+        the leaves' values are added tree by tree in the same order.
+        """
+        start = 0
+        for X, y, _ in self._pieces():
+            encoded = mapper.encode_for_prediction(X)
+            for stage in stages:
+                for k, tree in enumerate(stage):
+                    self.raw[start : start + y.size, k] += tree.predict(encoded)[:, 0]
+            start += y.size
+        self.committed = len(stages) - 1
 
     def start_round(self, keep: NDArray[np.bool_] | None) -> None:
         """The round's gradients and hessians at the current scores; ``keep`` its rows."""
@@ -193,14 +225,41 @@ class PartsActor:
         )
         return totals, counts
 
-    def end_round(self, leaf_values: list[NDArray[np.float64]], metric: MetricTerms) -> float:
-        """Add each tree's leaf values to the scores; the sum of the metric's row terms."""
-        for k, (leaf, values) in enumerate(zip(self.pending, leaf_values, strict=True)):
-            self.raw[:, k] += values[leaf]
+    def end_round(
+        self, round_index: int, leaf_values: list[NDArray[np.float64]], metric: MetricTerms
+    ) -> float:
+        """Add each tree's leaf values to the scores, once per round (a repeated call, after
+        another actor was lost, only sums again); the sum of the metric's row terms."""
+        if round_index > self.committed:
+            for k, (leaf, values) in enumerate(zip(self.pending, leaf_values, strict=True)):
+                self.raw[:, k] += values[leaf]
+            self.committed = round_index
         self.pending = []
         self.rows = self.out_rows = self.slots = self.out_slots = _NO_ROWS
-        del self.channels, self.gradient, self.hessian
+        self.channels = self.gradient = self.hessian = np.zeros((0, 0))
         return float(np.sum(metric(self.y, self.raw)))
+
+
+class PartitionsLost(Exception):
+    """The actors ``lost`` could not answer: their workers died or are dying."""
+
+    def __init__(self, lost: list[int]) -> None:
+        super().__init__(f"partitions {lost} lost")
+        self.lost = lost
+
+
+@dataclass
+class Replay:
+    """What a new actor needs to stand where a lost one stood: the fit's setup (the
+    arguments of ``encode``, ``bin`` and ``start``) and the rounds whose trees to replay."""
+
+    classification: bool
+    classes: NDArray[np.float64] | None
+    positive_scale: float
+    mapper: BinMapper
+    base: NDArray[np.float64]
+    gradients: Gradients
+    stages: list[list[Tree]]
 
 
 class DaskPartitions(ShutsDownOnExit):
@@ -215,34 +274,91 @@ class DaskPartitions(ShutsDownOnExit):
         self.groups = deal_rows(parts, len(workers))
         self.workers = workers[: len(self.groups)]
         self.read = read
-        self.handles = [
-            client.submit(PartsActor, actor=True, workers=[worker], pure=False)
-            for worker in self.workers
-        ]
-        # A proxy binds to the client current at its first call (see _dask_histograms).
-        with client.as_current():
-            self.actors: list[Any] = [handle.result() for handle in self.handles]
+        self.handles: list[Any] = [None] * len(self.groups)
+        self.actors: list[Any] = [None] * len(self.groups)
+        for index in range(len(self.groups)):
+            self._start_actor(index)
+        self.n_recoveries = 0
 
-    def call(self, method: str, *per_actor: Sequence[Any], **common: Any) -> list[Any]:
+    def _start_actor(self, index: int) -> None:
+        handle = self.client.submit(
+            PartsActor, actor=True, workers=[self.workers[index]], pure=False
+        )
+        # A proxy binds to the client current at its first call (see _dask_histograms).
+        with self.client.as_current():
+            self.actors[index] = handle.result()
+        self.handles[index] = handle
+
+    def call(self, method: str, *per_actor: Sequence[Any]) -> list[Any]:
         """``method`` on every actor (the i-th taking the i-th of each ``per_actor``), in
-        actor order; a lost worker is an error naming it, never a wait."""
+        actor order. Raises :class:`PartitionsLost` when actors' workers are gone, after
+        every other actor has answered (none is left running into a retry)."""
         futures = []
         for index, actor in enumerate(self.actors):
             args = [values[index] for values in per_actor]
-            futures.append(getattr(actor, method)(*args, **common))
-        results = []
+            futures.append(getattr(actor, method)(*args))
+        results: list[Any] = []
+        lost: list[int] = []
+        failure: BaseException | None = None
         for index, future in enumerate(futures):
             try:
                 results.append(future.result())
-            except OSError as error:
+            except OSError:
+                # distributed.actor's "Unable to contact Actor's worker", a closed comm.
                 check_connected(self.client)
-                raise WorkerCrashedError(
-                    f"Lost the Dask worker {self.workers[index]} holding rows of the table "
-                    f"mid-fit ({error}); out-of-core fits do not yet survive it, retry the fit."
-                ) from error
-            except ClusterLostError:
-                raise
+                lost.append(index)
+            except Exception as error:  # how a dying worker's call fails depends on when
+                check_connected(self.client)
+                if self.workers[index] in self.client.scheduler_info()["workers"]:
+                    failure = failure or error
+                else:
+                    lost.append(index)
+        if failure is not None:
+            raise failure
+        if lost:
+            raise PartitionsLost(lost)
         return results
+
+    def replace(self, lost: Sequence[int], replay: Replay) -> None:
+        """New actors for the ``lost`` ones on live workers, standing where those stood."""
+        check_connected(self.client)
+        if self.n_recoveries >= MAX_RESCATTERS:
+            raise WorkerCrashedError(
+                f"Lost Dask workers holding rows of the table {self.n_recoveries + 1} times "
+                "in one fit; giving up (retry the fit)."
+            )
+        self.n_recoveries += 1
+        gone = {self.workers[index] for index in lost}
+        for index in lost:
+            self.workers[index] = self._live_worker(excluding=gone)
+            if self.handles[index] is not None:
+                self.client.cancel([self.handles[index]])
+            self._start_actor(index)
+            actor = self.actors[index]
+            try:
+                actor.load(self.groups[index], self.read, replay.classification).result()
+                actor.encode(replay.classes, replay.positive_scale).result()
+                actor.bin(replay.mapper).result()
+                actor.start(replay.base, replay.gradients).result()
+                actor.replay(replay.mapper, replay.stages).result()
+            except OSError as error:  # the new worker went too: the next call finds it
+                raise PartitionsLost([index]) from error
+
+    def _live_worker(self, excluding: set[str]) -> str:
+        """A live worker, the one holding the fewest partitions (a restarted one holds none),
+        waiting a while for one to appear."""
+        deadline = time.monotonic() + WORKER_WAIT_SECONDS
+        while True:
+            live = sorted(set(self.client.scheduler_info()["workers"]) - excluding)
+            if live:
+                return min(live, key=self.workers.count)
+            if time.monotonic() > deadline:
+                raise WorkerCrashedError(
+                    "Lost a Dask worker holding rows of the table and no worker came back "
+                    f"within {WORKER_WAIT_SECONDS:g} s (retry the fit)."
+                )
+            check_connected(self.client)
+            time.sleep(0.25)
 
     def each(self, method: str, *args: Any) -> list[Any]:
         """``method(*args)`` on every actor."""
@@ -252,7 +368,8 @@ class DaskPartitions(ShutsDownOnExit):
         return _TreeRows(self)
 
     def shutdown(self) -> None:
-        handles, self.handles, self.actors = self.handles, [], []
+        handles = [handle for handle in self.handles if handle is not None]
+        self.handles, self.actors = [], []
         if handles and self.client.status == "running":
             self.client.cancel(handles)
 
