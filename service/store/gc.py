@@ -40,6 +40,11 @@ class SweepReport:
 
 def store_path_columns() -> list[tuple[Table, Column[str]]]:
     """Every column of the schema declared to hold a store path."""
+    # The tables register with Base.metadata when their module is imported. `coppice store gc`
+    # imports nothing else that does, and with no tables known no row names anything: the
+    # sweep would delete every object older than the grace.
+    import service.db.tables  # noqa: F401
+
     found: list[tuple[Table, Column[str]]] = []
     for table in Base.metadata.sorted_tables:
         for column in table.columns:

@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import os
+import sqlite3
+import subprocess
+import sys
 import time
 from datetime import timedelta
 from pathlib import Path
@@ -57,3 +60,35 @@ def test_gc_sweeps_only_old_objects_no_row_names(
     assert main(["store", "gc", "--older-than", "1h"]) == 0
     assert "deleted models/gone/model.cpm" in capsys.readouterr().out
     assert not old.exists() and new.exists()
+
+
+def test_gc_in_a_process_of_its_own_keeps_what_rows_name(coppice_env: Path) -> None:
+    """`coppice store gc` as its own process: nothing there imports the tables but the sweep
+    itself, and without them every object would look unnamed (and be deleted)."""
+    assert main(["migrate"]) == 0
+    store = coppice_env / "store"
+    named = store / "datasets" / "d" / "part-00000.parquet"
+    named.parent.mkdir(parents=True)
+    named.write_bytes(b"named")
+    database = sqlite3.connect(coppice_env / "coppice.db")
+    with database:
+        database.execute(
+            "INSERT INTO datasets (id, name, n_rows, n_columns, size_bytes, sha256, created_at) "
+            "VALUES ('d', 'd', 1, 1, 5, '', '2026-01-01 00:00:00.000000')"
+        )
+        database.execute(
+            "INSERT INTO dataset_parts (dataset_id, part, row_offset, n_rows, path, size) "
+            "VALUES ('d', 0, 0, 1, 'datasets/d/part-00000.parquet', 5)"
+        )
+    database.close()
+
+    swept = subprocess.run(
+        [sys.executable, "-m", "service", "store", "gc", "--older-than", "0"],
+        capture_output=True,
+        text=True,
+        check=True,
+        env=os.environ | {"PYTHONPATH": str(Path(__file__).resolve().parents[2])},
+    ).stdout
+
+    assert "deleted 0 object(s), 0 bytes; kept 1 named" in swept
+    assert named.exists()
