@@ -15,7 +15,7 @@ Missing values are NaN (``null`` in JSON). A category code that is not an intege
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -91,6 +91,29 @@ def matrix(model: LoadedModel, tensors: Sequence[Tensor], layout: Layout) -> npt
             f"{tensor.where}: {cell} is {error.problem}; send a finite number, or NaN (null in "
             "JSON) for missing."
         ) from None
+
+
+# The cell a request sent for (row, feature), or None.
+SentText = Callable[[int, str], Any]
+
+
+def sent_text(tensors: Sequence[Tensor], layout: Layout) -> SentText | None:
+    """The text each ``BYTES`` feature tensor sent, by (row, feature); None when the request
+    sent no text (the matrix layout, or codes only). The prediction log reads it to tell a
+    category training never saw from a missing value: the encoder makes both NaN."""
+    if layout.matrix:
+        return None
+    texts = {
+        t.name: np.asarray(t.values, dtype=object).ravel() for t in tensors if t.datatype == BYTES
+    }
+    if not texts:
+        return None
+
+    def cell(row: int, name: str) -> Any:
+        values = texts.get(name)
+        return None if values is None else values[row]
+
+    return cell
 
 
 def where(index: int, tensor: RequestInput | Tensor) -> str:

@@ -20,9 +20,16 @@ from service.inference.serving import MODEL_VERSION
 from service.inference.tensors import OutputTensor
 from service.models.cache import LoadedModel
 
-# The prediction log's hand-off: request id, encoded rows, the outputs asked and made.
+# The prediction log's hand-off: request id, encoded rows, the outputs asked and made, and the
+# text each categorical cell was sent as (to tell an unseen category from a missing one).
 Observer = Callable[
-    [str | None, npt.NDArray[np.float64], list[outputs.RequestedOutput], list[OutputTensor]],
+    [
+        str | None,
+        npt.NDArray[np.float64],
+        list[outputs.RequestedOutput],
+        list[OutputTensor],
+        features.SentText | None,
+    ],
     None,
 ]
 
@@ -42,11 +49,12 @@ def infer(
     request = requests.parse(header)
     requested = requests.requested_outputs(model, request)
     layout = features.plan(model, request.inputs, max_rows, setting=setting)
-    X = features.matrix(model, requests.decode_inputs(request.inputs, binary), layout)
+    decoded = requests.decode_inputs(request.inputs, binary)
+    X = features.matrix(model, decoded, layout)
     name, version, parameters = served_as or (model.id, MODEL_VERSION, {})
     tensors = outputs.predict(model, X, requested)
     if observe is not None and X.shape[0]:
-        observe(request.id, X, requested, tensors)
+        observe(request.id, X, requested, tensors, features.sent_text(decoded, layout))
     return wire.response(
         tensors,
         model_name=name,

@@ -78,9 +78,12 @@ def log_v2(
     X: npt.NDArray[np.float64],
     requested: list[RequestedOutput],
     tensors: list[OutputTensor],
+    cell: Cell | None = None,
 ) -> None:
     """Hand a ``/v2`` inference's rows to the log; its rows' ids are ``<request id>-<row>``
-    when the request has an id (the protocol's response has no place for generated ones)."""
+    when the request has an id (the protocol's response has no place for generated ones).
+    ``cell`` gives the text a ``BYTES`` feature tensor sent, so an unseen category is counted
+    as unseen, not missing."""
     n = X.shape[0]
     predictions: Any = None
     proba: npt.NDArray[np.float64] | None = None
@@ -106,8 +109,6 @@ def log_v2(
             features=feature_names(model),
             categories=categories(model),
             classes=model.classes if classification else None,
-            # /v2 sends categorical features as BYTES tensors, decoded before the encoder;
-            # their unseen values are not told apart from missing ones here (yet).
-            cell=None,
+            cell=cell,
         )
     )

@@ -205,6 +205,22 @@ async def test_v2_inference_is_logged(svc: Service) -> None:
     assert logged_ids(svc, model_id) == ["req-1-0", "req-1-1"]
 
 
+async def test_v2_text_categories_training_never_saw_are_unseen(svc: Service) -> None:
+    model_id = await svc.train("random_forest")
+    inputs = [
+        {"name": "x", "shape": [3], "datatype": "FP64", "data": [0.1, 0.2, 0.3]},
+        {"name": "colour", "shape": [3, 1], "datatype": "BYTES", "data": ["red", "purple", None]},
+    ]
+    response = await svc.client.post(f"/v2/models/{model_id}/infer", json={"inputs": inputs})
+    assert response.status_code == 200, response.text
+    written(svc)
+
+    colour = next(f for f in (await report(svc, model_id))["features"] if f["name"] == "colour")
+
+    assert colour["unseen"] == {"count": 1, "top": [{"value": "purple", "count": 1}]}
+    assert colour["missing_rate"]["live"] == pytest.approx(1 / 3)
+
+
 async def test_gauges_carry_the_latest_report(svc: Service) -> None:
     model_id = await svc.train("random_forest")
     await predict(svc, model_id, records=RECORDS)
