@@ -131,6 +131,19 @@ class PartTable(Mapping[str, ColumnData]):
                 taken += stop - start
         return outputs
 
+    def use_categories(self, categories: Mapping[str, Sequence[str]]) -> None:
+        """Take the categorical features' dataset-wide categories as :meth:`first_pass` learnt
+        them elsewhere (a Dask worker reading one part codes its categories as the whole)."""
+        for name, union in categories.items():
+            self.categories[name] = tuple(union)
+            self._positions[name] = {text: float(code) for code, text in enumerate(union)}
+
+    def part_values(
+        self, part: DatasetPartRecord, features: Sequence[str]
+    ) -> npt.NDArray[np.float64]:
+        """Every row of one part as floats: numbers as they are, categories as codes."""
+        return self._values(part, np.arange(part.n_rows, dtype=np.intp), features)
+
     # -- reading ---------------------------------------------------------------------------
 
     def _rows_by_part(self, rows: Rows) -> Iterator[tuple[int, DatasetPartRecord, Rows, Rows]]:

@@ -1,0 +1,130 @@
+"""A dataset's parts as the engine's out-of-core fits take them: read on the Dask workers.
+
+``engine``'s ``fit_parts`` ships a reader function and one picklable source per part to the
+workers, which open the parts themselves; the engine imports no storage library
+(ARCHITECTURE.md). :func:`worker_parts` describes each stored part by a :class:`WorkerPart`
+(the store's fsspec URL and options, the part's object and checksum, the columns and the
+dataset-wide categories) and :func:`read_worker_part`, run on a worker, gives its rows as
+floats exactly as :class:`~service.training.part_table.PartTable` gives them to a fit in this
+process: numbers as they are, categories as codes into the sorted union of every part's
+categories, NaN for missing. A part is verified against its size and SHA-256 as every read of
+the store is (:func:`service.datasets.part_reader.open_part`).
+
+The target: regression takes the numbers; classification takes the index of each row's label
+in ``classes`` (labels written as :func:`service.training.data.prepare` writes them). A row
+whose target is missing gets weight 0: the fit leaves it out of the trees and of the bin
+edges' sample, as the in-memory fit leaves it out of its rows.
+
+The store options travel to the workers, credentials included: the workers read the store
+as the fit process would.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+import pyarrow as pa
+
+from engine.parallel import DataPart, PartRows
+from service.datasets.part_reader import open_part
+from service.db.tables import ColumnKind, DatasetPartRecord
+from service.store import DataStore
+from service.training.data import _label
+from service.training.part_table import PartTable
+
+__all__ = ["WorkerPart", "read_worker_part", "worker_parts"]
+
+
+@dataclass(frozen=True)
+class WorkerPart:
+    """One stored part and what a worker needs to read its rows (picklable, no session)."""
+
+    store_url: str
+    store_options: dict[str, Any]
+    path: str
+    size: int
+    sha256: str | None
+    source_stamp: str | None
+    n_rows: int
+    features: tuple[str, ...]
+    target: str
+    kinds: dict[str, str]
+    categories: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    classes: tuple[str, ...] | None = None
+
+
+def worker_parts(
+    store: DataStore,
+    parts: Sequence[DatasetPartRecord],
+    features: Sequence[str],
+    target: str,
+    kinds: Mapping[str, str],
+    categories: Mapping[str, Sequence[str]],
+    classes: Sequence[str] | None = None,
+) -> list[DataPart]:
+    """The engine's parts of a dataset, first row first."""
+    ordered = sorted(parts, key=lambda part: part.row_offset)
+    return [
+        DataPart(
+            WorkerPart(
+                store_url=store.url,
+                store_options=dict(store.options),
+                path=part.path,
+                size=part.size,
+                sha256=part.sha256,
+                source_stamp=part.source_stamp,
+                n_rows=part.n_rows,
+                features=tuple(features),
+                target=target,
+                kinds={name: str(kinds[name]) for name in (*features, target)},
+                categories={name: tuple(union) for name, union in categories.items()},
+                classes=None if classes is None else tuple(classes),
+            ),
+            part.row_offset,
+            part.n_rows,
+        )
+        for part in ordered
+    ]
+
+
+def read_worker_part(source: WorkerPart) -> PartRows:
+    """A part's ``(X, y, weights)`` for ``fit_parts`` (see the module's docstring)."""
+    store = DataStore(source.store_url, source.store_options)
+    record = DatasetPartRecord(
+        dataset_id="",
+        part=0,
+        row_offset=0,
+        n_rows=source.n_rows,
+        path=source.path,
+        size=source.size,
+        sha256=source.sha256,
+        source_stamp=source.source_stamp,
+    )
+    table = PartTable(store, [record], source.kinds, source.n_rows)
+    table.use_categories(source.categories)
+    X = table.part_values(record, source.features)
+    column = open_part(store, record).read(columns=[source.target]).column(source.target)
+    y, known = _target(column, source.kinds[source.target], source.classes)
+    return X, np.where(known, y, 0.0), known.astype(np.float64)
+
+
+def _target(
+    column: pa.ChunkedArray, kind: str, classes: tuple[str, ...] | None
+) -> tuple[npt.NDArray[np.float64], npt.NDArray[np.bool_]]:
+    """The target as floats (class indices for classification) and which rows have one."""
+    if kind == ColumnKind.NUMERIC and classes is None:
+        values = column.cast(pa.float64()).to_numpy()  # nulls are NaN
+        return values, ~np.isnan(values)
+    if classes is None:
+        raise ValueError("A categorical target needs its classes (classification).")
+    position = {label: float(code) for code, label in enumerate(classes)}
+    if kind == ColumnKind.NUMERIC:
+        labels = [None if v is None else _label(float(v)) for v in column.to_pylist()]
+    else:
+        labels = [None if v is None else str(v) for v in column.to_pylist()]
+    codes = np.array([np.nan if t is None else position.get(t, np.nan) for t in labels])
+    return codes, ~np.isnan(codes)

@@ -1,0 +1,98 @@
+"""A dataset's stored parts read on Dask workers (``service.training.worker_parts``) for the
+engine's out-of-core boosting: the model is the one fitted on the columns in memory."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+from engine import XGBoostClassifier, XGBoostRegressor, parallel_backend
+from service.datasets.arrow_columns import column_batches, schema_of
+from service.datasets.columns import CategoricalColumn, ColumnData, NumericColumn
+from service.datasets.parts import PartWriter
+from service.datasets.service import part_records
+from service.store import DataStore
+from service.training.part_table import PartTable
+from service.training.worker_parts import read_worker_part, worker_parts
+
+distributed = pytest.importorskip("distributed")
+
+N = 3_000
+FEATURES = ("x", "colour", "wide")
+
+
+def _columns() -> dict[str, ColumnData]:
+    rng = np.random.default_rng(0)
+    x = rng.normal(size=N)
+    x[::13] = np.nan
+    wide = np.round(rng.lognormal(size=N), 3)
+    colour = rng.integers(-1, 4, size=N).astype(np.int32)  # -1: missing category
+    amount = np.nan_to_num(x) * 2 + (colour == 1) * 1.5 - 0.3 * wide + rng.normal(size=N) * 0.3
+    label = (amount > 0.3).astype(np.int32) + (amount > 2).astype(np.int32)
+    label[5] = -1  # rows whose target is missing are left out
+    amount[[7, 8]] = np.nan
+    return {
+        "x": NumericColumn("x", x),
+        "wide": NumericColumn("wide", wide),
+        "colour": CategoricalColumn("colour", colour, ("blue", "green", "red", "teal")),
+        "amount": NumericColumn("amount", amount),
+        "label": CategoricalColumn("label", label, ("high", "low", "mid")),
+    }
+
+
+@pytest.fixture(scope="module")
+def client() -> Iterator[Any]:
+    cluster = distributed.LocalCluster(
+        n_workers=2, threads_per_worker=1, processes=True, dashboard_address=":0"
+    )
+    with distributed.Client(cluster, set_as_default=False) as client:
+        yield client
+    cluster.close()
+
+
+@pytest.mark.parametrize("target", ["amount", "label"])
+def test_workers_read_the_stored_parts_into_the_in_memory_model(
+    client: Any, tmp_path: Path, target: str
+) -> None:
+    columns = _columns()
+    store = DataStore(str(tmp_path / "store"))
+    ordered = list(columns.values())
+    writer = PartWriter(store, "d1", schema_of(ordered), row_group_rows=1024, groups_per_part=1)
+    for batch in column_batches(ordered, 700):
+        writer.write(batch)
+    records = part_records("d1", writer.finish())
+    kinds = {c.name: c.kind.value for c in ordered}
+    table = PartTable(store, records, kinds, N)
+    table.first_pass(target, FEATURES)
+    X = np.column_stack([columns[name].as_float() for name in FEATURES])
+    params: dict[str, Any] = {"n_estimators": 5, "max_depth": 4, "random_state": 3}
+    if target == "amount":
+        y = columns["amount"].as_float()
+        keep = ~np.isnan(y)
+        local = XGBoostRegressor(**params, categorical_features=[1]).fit(X[keep], y[keep])
+        parts = worker_parts(store, records, FEATURES, target, kinds, table.categories)
+        with parallel_backend(client):
+            remote = XGBoostRegressor(**params, categorical_features=[1]).fit_parts(
+                parts, read_worker_part
+            )
+        np.testing.assert_allclose(remote.predict(X), local.predict(X), rtol=0, atol=1e-12)
+    else:
+        label = columns["label"]
+        assert isinstance(label, CategoricalColumn)
+        keep = label.codes >= 0
+        labels = np.asarray(label.categories)[label.codes[keep]]
+        local_c = XGBoostClassifier(**params, categorical_features=[1]).fit(X[keep], labels)
+        classes = sorted(set(labels.tolist()))
+        parts = worker_parts(store, records, FEATURES, target, kinds, table.categories, classes)
+        with parallel_backend(client):
+            remote_c = XGBoostClassifier(**params, categorical_features=[1]).fit_parts(
+                parts, read_worker_part
+            )
+        np.testing.assert_array_equal(remote_c.classes_, np.arange(len(classes)))
+        np.testing.assert_allclose(
+            remote_c.predict_proba(X), local_c.predict_proba(X), rtol=0, atol=1e-12
+        )
