@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, TextIO
+from typing import TYPE_CHECKING, Any, TextIO
 
 from coppice._running import ServerRun
 from coppice.errors import CoppiceError, JobCancelledError, JobFailedError
@@ -24,6 +24,14 @@ class Job(ServerRun):
     @property
     def model_id(self) -> str | None:
         return self.info.get("model_id")
+
+    @property
+    def resources(self) -> dict[str, Any] | None:
+        """What the ended fit cost: ``wall_seconds``, ``cpu_seconds``, ``peak_rss_bytes`` (of
+        the fit process), ``backend`` (``"local"`` or ``"dask"``) and ``dask_workers``; None
+        until the fit has ended (:meth:`refresh` or :meth:`wait` first)."""
+        found = self.info.get("resources")
+        return dict(found) if found else None
 
     def wait(
         self,

@@ -217,6 +217,10 @@ class JobRecord(Base):
     started_at: Mapped[datetime | None] = mapped_column(UTCDateTime())
     finished_at: Mapped[datetime | None] = mapped_column(UTCDateTime())
     model_id: Mapped[str | None] = mapped_column(String(ID_LENGTH))
+    # What the ended fit cost, as its fit process measured it (service.worker.fit_process):
+    # {"wall_seconds", "cpu_seconds", "peak_rss_bytes", "backend", "dask_workers"}; NULL
+    # before the fit has ended, or when it ended without saying (a crash).
+    resources: Mapped[dict[str, Any] | None] = mapped_column(JSON, nullable=True)
     # The search this job is a candidate of; no foreign key, so adding the column never
     # rebuilds the jobs table on SQLite (the models' foreign keys to jobs would refuse it).
     search_id: Mapped[str | None] = mapped_column(String(ID_LENGTH), index=True)

@@ -11,7 +11,7 @@ from service.db.tables import JobRecord, JobStatus
 from service.deps import DbEngineDep, SessionDep, SettingsDep, get_resources
 from service.errors import problem_responses
 from service.jobs import service
-from service.jobs.schemas import JobCreate, JobError, JobOut, JobPage
+from service.jobs.schemas import JobCreate, JobError, JobOut, JobPage, JobResources
 from service.long_poll import Wait, wait_until
 from service.methods.catalog import Task
 from service.paging import Limit, Offset
@@ -100,4 +100,5 @@ def job_out(job: JobRecord) -> JobOut:
         created_at=job.created_at,
         started_at=job.started_at,
         finished_at=job.finished_at,
+        resources=JobResources(**job.resources) if job.resources else None,
     )

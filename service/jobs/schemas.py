@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -75,6 +75,20 @@ class JobError(BaseModel):
     message: str
 
 
+class JobResources(BaseModel):
+    """What an ended fit cost, measured by its fit process."""
+
+    wall_seconds: float = Field(description="From the fit process's start to its result.")
+    cpu_seconds: float = Field(
+        description="CPU time of the fit process and the processes it ran (user + system)."
+    )
+    peak_rss_bytes: int = Field(description="The fit process's peak resident memory.")
+    backend: Literal["local", "dask"] = Field(description="Where the fit's parallel part ran.")
+    dask_workers: int | None = Field(
+        default=None, description="Workers of the Dask cluster when the fit began (dask only)."
+    )
+
+
 class JobOut(BaseModel):
     id: str
     name: str | None
@@ -102,6 +116,9 @@ class JobOut(BaseModel):
     created_at: datetime
     started_at: datetime | None
     finished_at: datetime | None
+    resources: JobResources | None = Field(
+        default=None, description="What the fit cost, once it has ended; null before."
+    )
 
 
 class JobPage(BaseModel):

@@ -37,8 +37,9 @@ def stage_on(address: str | None, stage: str) -> str:
 
 
 @contextmanager
-def fit_cluster(address: str | None, connect_timeout: float = 10.0) -> Iterator[None]:
-    """Run the body's fits on the Dask scheduler at ``address`` (None: locally).
+def fit_cluster(address: str | None, connect_timeout: float = 10.0) -> Iterator[int | None]:
+    """Run the body's fits on the Dask scheduler at ``address`` (None: locally); yields the
+    number of the cluster's workers when the fit begins (None: locally).
 
     Raises
     ------
@@ -47,7 +48,7 @@ def fit_cluster(address: str | None, connect_timeout: float = 10.0) -> Iterator[
         no scheduler answers at ``address`` within ``connect_timeout`` seconds.
     """
     if address is None:
-        yield
+        yield None
         return
     try:
         from distributed import Client
@@ -68,7 +69,7 @@ def fit_cluster(address: str | None, connect_timeout: float = 10.0) -> Iterator[
         ) from None
     try:
         with engine.parallel_backend(client):
-            yield
+            yield len(client.scheduler_info().get("workers", {}))
     finally:
         # After a lost scheduler closing can fail too; that must not hide why the fit ended.
         with contextlib.suppress(Exception):

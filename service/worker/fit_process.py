@@ -19,7 +19,9 @@ process never writes to the jobs table: every transition of the job is the worke
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import os
+import resource
 import signal
 import time
 import traceback
@@ -46,6 +48,7 @@ from service.worker.messages import (
     FitMessage,
     FitResult,
     Progress,
+    Resources,
     Stopped,
     StoredOutcome,
     Succeeded,
@@ -155,8 +158,29 @@ def default_train(
     def report(fraction: float, stage: str) -> None:
         on_progress(fraction, stage_on(address, stage))  # the job shows where it runs
 
-    with fit_cluster(address, job.dask_connect_timeout):
+    with fit_cluster(address, job.dask_connect_timeout) as workers:
+        _place["dask_workers"] = workers
         return run_training(spec, columns, report, should_stop)
+
+
+# Set by the train function while it runs: the Dask workers it ran on (one job a process).
+_place: dict[str, int | None] = {}
+
+
+def measure_resources(started: float, job: JobSnapshot) -> Resources:
+    """What this fit process has cost since ``started`` (``time.monotonic``), for the job's
+    ``resources``: its CPU time and that of the processes it ran and waited for (the engine's
+    ``n_jobs`` processes), and its own peak resident memory (``ru_maxrss``, KiB on Linux)."""
+    own = resource.getrusage(resource.RUSAGE_SELF)
+    children = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime
+    return {
+        "wall_seconds": round(time.monotonic() - started, 3),
+        "cpu_seconds": round(cpu, 3),
+        "peak_rss_bytes": int(own.ru_maxrss) * 1024,
+        "backend": "dask" if job.dask_scheduler else "local",
+        "dask_workers": _place.get("dask_workers") if job.dask_scheduler else None,
+    }
 
 
 def _dataset_error_code(error: ServiceError) -> str:
@@ -239,9 +263,13 @@ def fit_process_main(
     job: JobSnapshot,
     train: TrainFunction,
 ) -> None:
-    """The fit process's whole life: load, train, report, exit."""
+    """The fit process's whole life: load, train, report (with what it cost), exit."""
+    started = time.monotonic()
     should_stop, on_progress = child_process(conn, stop)
-    send_result(conn, _train(database_url, store, job, train, on_progress, should_stop))
+    result = _train(database_url, store, job, train, on_progress, should_stop)
+    if isinstance(result, Succeeded | Failed | Stopped | Errored):  # a fit's, never Scored
+        result = dataclasses.replace(result, resources=measure_resources(started, job))
+    send_result(conn, result)
 
 
 def _train(

@@ -13,6 +13,7 @@ queues the job again.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import logging
 import os
 import signal
@@ -48,6 +49,7 @@ from service.worker.messages import (
     FitResult,
     Lost,
     Progress,
+    Resources,
     RunEnd,
     ShutDown,
     Stopped,
@@ -274,8 +276,8 @@ class JobRun(threading.Thread):
         # leaves its engine workers behind, blocked for ever on a pipe it can no longer close.
         self._kill()
         match result:
-            case Stopped() if watch.timed_out:
-                return self._runtime_exceeded()
+            case Stopped(resources) if watch.timed_out:
+                return dataclasses.replace(self._runtime_exceeded(), resources=resources)
             case Stopped() if watch.kill_at is None:
                 return Errored("training stopped although no cancel was requested")
         return result
@@ -361,18 +363,20 @@ class JobRun(threading.Thread):
                     recovery.requeue_for_shutdown(session, job_id, worker_id)
                 logger.info("job %s: queued again because the worker is shutting down", job_id)
             case Succeeded(outcome):
-                self._record_success(outcome, now)
+                self._record_success(outcome, now, end.resources)
             case Scored(scored):
                 self._record_scored(scored, now)
             case Stopped():
                 with transaction(engine) as session:
-                    queue.finish(session, job_id, worker_id, JobStatus.CANCELLED, now=now)
+                    if queue.finish(session, job_id, worker_id, JobStatus.CANCELLED, now=now):
+                        queue.record_resources(session, job_id, end.resources)
                 logger.info("job %s: cancelled", job_id)
             case Failed(code, message):
                 with transaction(engine) as session:
-                    queue.finish(
+                    if queue.finish(
                         session, job_id, worker_id, JobStatus.FAILED, now=now, error=(code, message)
-                    )
+                    ):
+                        queue.record_resources(session, job_id, end.resources)
                 logger.info("job %s: failed (%s)", job_id, code)
             case Errored(message):
                 self._retry_or_fail(now, "training_error", message)
@@ -381,13 +385,17 @@ class JobRun(threading.Thread):
                 reason = f"the training process {describe_exit(exitcode)}"
                 self._retry_or_fail(now, "training_crashed", reason)
 
-    def _record_success(self, outcome: StoredOutcome, now: datetime) -> None:
+    def _record_success(
+        self, outcome: StoredOutcome, now: datetime, resources: Resources | None = None
+    ) -> None:
         job_id, worker_id = self.job.id, self.context.worker_id
         try:
             with transaction(self.context.engine) as session:
                 model_id = queue.finish_succeeded(
                     session, self.context.store, self.job, worker_id, outcome, now=now
                 )
+                if model_id is not None:
+                    queue.record_resources(session, job_id, resources)
         except queue.ArtifactMismatch as error:
             self._forget(outcome)
             self._retry_or_fail(now, "artifact_corrupt", str(error))

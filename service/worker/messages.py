@@ -89,6 +89,10 @@ class StoredOutcome:
 
 # --- sent by the fit process ------------------------------------------------------------------
 
+# What the fit cost, as the job's ``resources`` show it (API.md, "Jobs"): wall_seconds,
+# cpu_seconds, peak_rss_bytes, backend ("local" | "dask"), dask_workers.
+Resources = Mapping[str, Any]
+
 
 @dataclass(frozen=True, slots=True)
 class Progress:
@@ -103,6 +107,7 @@ class Succeeded:
     """Training finished and its artifact is in the data store; the row is the worker's to add."""
 
     outcome: StoredOutcome
+    resources: Resources | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -111,11 +116,14 @@ class Failed:
 
     code: str
     message: str
+    resources: Resources | None = None
 
 
 @dataclass(frozen=True, slots=True)
 class Stopped:
     """Training obeyed a stop request (a cancel, or the runtime limit)."""
+
+    resources: Resources | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -123,6 +131,7 @@ class Errored:
     """Training raised something unexpected: worth another attempt."""
 
     message: str
+    resources: Resources | None = None
 
 
 # A batch prediction's process (service.batch.process) ends in ``Scored`` where a fit succeeds.

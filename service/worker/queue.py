@@ -16,6 +16,7 @@ a shutdown or an expired lease is in :mod:`service.worker.recovery`.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -252,6 +253,18 @@ def _succeed(
         .execution_options(synchronize_session=False)
     )
     return rowcount(result) == 1
+
+
+def record_resources(session: Session, job_id: str, resources: Mapping[str, Any] | None) -> None:
+    """Keep what the ended fit cost on its job (in the transaction that ended it)."""
+    if resources is None:
+        return
+    session.execute(
+        update(JobRecord)
+        .where(JobRecord.id == job_id)
+        .values(resources=dict(resources))
+        .execution_options(synchronize_session=False)
+    )
 
 
 def finish(

@@ -32,6 +32,9 @@ def test_train_waits_with_a_progress_bar_and_returns_the_model(
     assert model.method == "gradient_boosting" and model.classes == ["no", "yes"]
     assert set(model.metrics) == {"train", "validation", "oob", "cv"}
     assert client.job(job.id).status == "succeeded"
+    resources = client.job(job.id).resources
+    assert resources is not None and resources["backend"] == "local"
+    assert resources["peak_rss_bytes"] > 0 and resources["cpu_seconds"] > 0
     assert job.id in [j.id for j in client.jobs(status="succeeded")]
     assert model.id in [m.id for m in client.models(method="gradient_boosting")]
 

@@ -36,6 +36,7 @@ export async function render(root, { params: [id] }, signal) {
       ["created", when(job.created_at)],
       ["started", when(job.started_at)],
       ["finished", when(job.finished_at)],
+      ...costFacts(job.resources),
     ]));
     if (job.status === "succeeded" && job.model_id) {
       replace(outcome, h("p", {}, h("a", { class: "button", href: `#/models/${job.model_id}`, id: "job-model" }, "Open the model")));
@@ -56,4 +57,16 @@ export async function render(root, { params: [id] }, signal) {
   // Not awaited: the page is shown (and interactive) now, and follows the job until it ends
   // or the person leaves (the signal aborts the poll in flight).
   follow({ read: () => get(`${path}?wait=${WAIT_SECONDS}`, { signal }), show, ended: () => ENDED.has(job.status), message, signal });
+}
+
+// What the ended fit cost (the job's resources; absent until it has ended).
+function costFacts(resources) {
+  if (!resources) return [];
+  const mib = (resources.peak_rss_bytes / 2 ** 20).toFixed(0);
+  const where = resources.backend === "dask" ? `dask (${resources.dask_workers ?? "?"} workers)` : "local";
+  return [
+    ["fit time", `${resources.wall_seconds.toFixed(1)} s wall, ${resources.cpu_seconds.toFixed(1)} s CPU`],
+    ["fit peak memory", `${mib} MiB`],
+    ["ran on", where],
+  ];
 }
