@@ -16,7 +16,7 @@ from __future__ import annotations
 import hashlib
 import os
 import tempfile
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from enum import StrEnum
 from pathlib import Path
@@ -106,8 +106,11 @@ class Spooled:
     sha256: str
 
 
-def spool(chunks: Iterable[bytes], directory: Path) -> Spooled:
-    """Write ``chunks`` to a new temporary file in ``directory``; the caller deletes it."""
+def spool(
+    chunks: Iterable[bytes], directory: Path, observe: Callable[[bytes], None] | None = None
+) -> Spooled:
+    """Write ``chunks`` to a new temporary file in ``directory``; the caller deletes it.
+    ``observe`` sees each chunk as it is written."""
     directory.mkdir(parents=True, exist_ok=True)
     digest = hashlib.sha256()
     size = 0
@@ -117,6 +120,8 @@ def spool(chunks: Iterable[bytes], directory: Path) -> Spooled:
             for chunk in chunks:
                 sink.write(chunk)
                 digest.update(chunk)
+                if observe is not None:
+                    observe(chunk)
                 size += len(chunk)
     except BaseException:
         Path(name).unlink(missing_ok=True)

@@ -1,9 +1,11 @@
-"""Parse uploads into columns: CSV bytes as they arrive, or a JSON body.
+"""Parse uploads into columns in memory: a JSON body, or CSV by Python's ``csv`` module.
 
 Both parsers are plain synchronous code over their input; the router runs them in a worker
-thread. ``parse_csv`` pulls byte chunks from an iterator and hands complete lines to the
-``csv`` module as they form, so a malformed file fails at its first bad row and memory holds
-the columns being built, never the whole file. Errors name what is wrong and where.
+thread. JSON bodies (at most ``COPPICE_MAX_REQUEST_BYTES``) are parsed here. CSV uploads are
+streamed into parts by ``service.datasets.csv_ingest``, which keeps to what ``parse_csv`` does
+and reads with ``csv_rows`` (the rows, and every error message about them) wherever pyarrow's
+reader could read a file otherwise; ``parse_csv`` stays as the reference its tests compare
+with. Errors name what is wrong and where.
 """
 
 from __future__ import annotations
@@ -12,7 +14,7 @@ import codecs
 import csv
 import hashlib
 import math
-from collections.abc import Collection, Iterable, Iterator, Sequence
+from collections.abc import Collection, Generator, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -58,16 +60,7 @@ class TableBuilder:
 
     def finish(self, categorical: Collection[str], *, size_bytes: int, sha256: str) -> ParsedTable:
         """Finish every column; ``categorical`` names the columns forced to be categorical."""
-        unknown = [name for name in categorical if name not in set(self.names)]
-        if unknown:
-            raise InvalidInput(
-                f"'categorical' names {_quoted(unknown)}, which the dataset does not have; "
-                f"its columns are {_quoted(self.names, limit=20)}.",
-                errors=[
-                    {"loc": ["body", "categorical"], "msg": f"unknown column '{name}'"}
-                    for name in unknown
-                ],
-            )
+        check_categorical_names(categorical, self.names)
         if self.n_rows == 0:
             raise InvalidInput("The dataset has a header but no rows; upload at least one row.")
         forced = set(categorical)
@@ -78,6 +71,20 @@ class TableBuilder:
                 str(error), errors=[{"loc": ["body", error.column], "msg": "infinite value"}]
             ) from None
         return ParsedTable(columns, self.n_rows, size_bytes, sha256)
+
+
+def check_categorical_names(categorical: Collection[str], names: Sequence[str]) -> None:
+    """422 naming the forced-categorical names the table has no column for."""
+    unknown = [name for name in categorical if name not in set(names)]
+    if unknown:
+        raise InvalidInput(
+            f"'categorical' names {_quoted(unknown)}, which the dataset does not have; "
+            f"its columns are {_quoted(names, limit=20)}.",
+            errors=[
+                {"loc": ["body", "categorical"], "msg": f"unknown column '{name}'"}
+                for name in unknown
+            ],
+        )
 
 
 def check_column_names(names: Sequence[str], *, max_columns: int, source: str) -> None:
@@ -162,36 +169,55 @@ def _lines(chunks: Iterable[bytes]) -> Iterator[str]:
 
 
 def parse_csv(chunks: Iterable[bytes], *, max_columns: int) -> tuple[TableBuilder, _HashingChunks]:
-    """Read a CSV with a header row from byte chunks into a ``TableBuilder``.
+    """Read a CSV with a header row from byte chunks into a ``TableBuilder``, in memory.
 
     Returns the builder (call ``finish`` once the forced-categorical names are known, which in
     a form may come after the file) and the chunk counter holding the upload's size and hash.
+    The service streams CSV uploads into parts instead (``service.datasets.csv_ingest``); this
+    is the reference it keeps to: same rows, same kinds, same messages.
     """
     counted = _HashingChunks(chunks)
+    rows = csv_rows(counted, max_columns=max_columns)
+    table = TableBuilder(next(rows), max_columns=max_columns, source="CSV header")
+    for cells in rows:
+        table.add_text_row(cells)
+    return table, counted
+
+
+def csv_rows(chunks: Iterable[bytes], *, max_columns: int) -> Generator[list[str], None, None]:
+    """The header (its names checked), then each data row as cells, from UTF-8 byte chunks.
+
+    Python's ``csv`` module in strict mode: blank lines are skipped, a row of another length
+    than the header, an unterminated quote, undecodable bytes or an empty file is the error
+    (400 or 422) that names it, raised when the reader reaches it.
+    """
     csv.field_size_limit(_CSV_FIELD_LIMIT)
     # strict: an unterminated quote is an error, not a cell swallowing the rest of the file.
-    reader = csv.reader(_lines(counted), strict=True)
-    table: TableBuilder | None = None
+    reader = csv.reader(_lines(chunks), strict=True)
+    width: int | None = None
+    n_rows = 0
     try:
         for cells in reader:
             if not cells:  # blank line
                 continue
-            if table is None:
-                table = TableBuilder(cells, max_columns=max_columns, source="CSV header")
+            if width is None:
+                check_column_names(cells, max_columns=max_columns, source="CSV header")
+                width = len(cells)
+                yield cells
                 continue
-            if len(cells) != len(table.names):
+            if len(cells) != width:
                 raise BadRequest(
-                    f"Row {table.n_rows + 1} (line {reader.line_num} of the file) has "
-                    f"{len(cells)} cells; the header has {len(table.names)}."
+                    f"Row {n_rows + 1} (line {reader.line_num} of the file) has "
+                    f"{len(cells)} cells; the header has {width}."
                 )
-            table.add_text_row(cells)
+            n_rows += 1
+            yield cells
     except csv.Error as error:
         raise BadRequest(
             f"The file is not valid CSV at line {reader.line_num}: {_csv_fault(error)}."
         ) from None
-    if table is None:
+    if width is None:
         raise InvalidInput("The file is empty; upload a CSV file with a header row.")
-    return table, counted
 
 
 def _csv_fault(error: csv.Error) -> str:

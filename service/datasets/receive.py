@@ -17,8 +17,9 @@ from sqlalchemy.orm import Session
 from service.bodies import check_declared_length, parse_json, read_limited
 from service.config import Settings
 from service.datasets import service
+from service.datasets.csv_ingest import spool_csv
 from service.datasets.formats import UploadFormat, body_format, form_file_format, spool, with_head
-from service.datasets.ingest import parse_csv, parse_json_upload
+from service.datasets.ingest import parse_json_upload
 from service.datasets.upload import MAX_FIELD_BYTES, FormStream, multipart_boundary
 from service.db.tables import DatasetColumnRecord, DatasetRecord
 from service.errors import PayloadTooLarge, UnsupportedMediaType
@@ -59,9 +60,20 @@ def _store_file(
     """Any format's bytes into a dataset (runs in a worker thread). ``name`` and
     ``categorical`` are asked for once the file is read: a form may send them after it."""
     if fmt == UploadFormat.CSV:
-        table, counted = parse_csv(chunks, max_columns=settings.max_columns)
-        parsed = table.finish(categorical(), size_bytes=counted.size, sha256=counted.sha256)
-        return service.create_dataset(session, parsed, name=name(), store=store)
+        # Spooled first: the file is read again if a column turns categorical late, and a
+        # form's fields (the forced-categorical names) may come after the file.
+        spooled_csv = spool_csv(chunks, settings.data_dir / "uploads")
+        try:
+            return service.create_from_csv(
+                session,
+                spooled_csv,
+                name=name(),
+                categorical=categorical(),
+                store=store,
+                max_columns=settings.max_columns,
+            )
+        finally:
+            spooled_csv.path.unlink(missing_ok=True)
     spooled = spool(chunks, settings.data_dir / "uploads")
     try:
         return service.create_from_file(

@@ -8,6 +8,7 @@ get arrays for a job: it reads only the columns the job uses, part by part.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 from collections.abc import Sequence
 from typing import Any
@@ -25,11 +26,13 @@ from service.datasets.columns import (
     decode_column,
     summarize,
 )
+from service.datasets.csv_ingest import SpooledCsv, ingest_csv
 from service.datasets.formats import Spooled, UploadFormat
 from service.datasets.ingest import ParsedTable, is_storable_text
 from service.datasets.part_reader import read_columns
 from service.datasets.parts import PartWriter, WrittenPart, dataset_prefix
 from service.datasets.register import RegisterIn, check_allowed, register
+from service.datasets.summaries import add_batch, count_histograms, summary_for
 from service.db.tables import (
     ColumnKind,
     DatasetColumnRecord,
@@ -110,15 +113,19 @@ def create_from_file(
     plans = arrow_ingest.plan(schema, categorical, max_columns=max_columns, source=source)
     dataset_id = new_id()
     writer = PartWriter(store, dataset_id, arrow_ingest.parts_schema(plans))
+    summaries = [summary_for(plan.kind) for plan in plans]
     try:
         for batch in batches:
-            writer.write(arrow_ingest.normalize(batch, plans, writer.schema, writer.n_rows))
+            normalized = arrow_ingest.normalize(batch, plans, writer.schema, writer.n_rows)
+            add_batch(summaries, normalized)
+            writer.write(normalized)
+            del normalized
         parts = writer.finish()
         if writer.n_rows == 0:
             raise InvalidInput(f"The {source} has no rows; upload at least one row.")
         kinds = [(plan.name, plan.kind) for plan in plans]
         parts_rows = part_records(dataset_id, parts)
-        summaries = summarize_parts(store, parts_rows, kinds)
+        finished = count_histograms(store, parts_rows, [plan.name for plan in plans], summaries)
     except BaseException:
         writer.abort()
         raise
@@ -131,7 +138,48 @@ def create_from_file(
         size_bytes=spooled.size,
         sha256=spooled.sha256,
     )
-    columns = column_records(dataset_id, kinds, summaries)
+    columns = column_records(dataset_id, kinds, finished)
+    repository.add(session, dataset, columns, parts_rows)
+    return dataset, columns
+
+
+def create_from_csv(
+    session: Session,
+    spooled: SpooledCsv,
+    *,
+    name: str | None,
+    categorical: Sequence[str],
+    store: DataStore,
+    max_columns: int,
+) -> tuple[DatasetRecord, list[DatasetColumnRecord]]:
+    """Store a spooled CSV upload as a dataset, a block at a time (``csv_ingest``)."""
+    name = check_name(name)
+    dataset_id = new_id()
+    table = ingest_csv(
+        spooled,
+        categorical=categorical,
+        store=store,
+        dataset_id=dataset_id,
+        max_columns=max_columns,
+    )
+    try:
+        parts_rows = part_records(dataset_id, table.parts)
+        finished = count_histograms(store, parts_rows, table.names, table.summaries)
+    except BaseException:
+        for part in table.parts:
+            with contextlib.suppress(Exception):  # best effort: store gc sweeps the rest
+                store.delete(part.stored.path)
+        raise
+    dataset = DatasetRecord(
+        id=dataset_id,
+        name=name,
+        n_rows=table.n_rows,
+        n_columns=len(table.names),
+        size_bytes=spooled.size,
+        sha256=spooled.sha256,
+    )
+    kinds = list(zip(table.names, table.kinds, strict=True))
+    columns = column_records(dataset_id, kinds, finished)
     repository.add(session, dataset, columns, parts_rows)
     return dataset, columns
 
@@ -172,31 +220,6 @@ def register_dataset(
     columns = column_records(dataset_id, found.kinds, found.summaries)
     repository.add(session, dataset, columns, found.parts)
     return dataset, columns
-
-
-# Values the summaries read back at once, in bytes (8 a row a column).
-SUMMARY_BYTES = 128 * 1024 * 1024
-
-
-def summarize_parts(
-    store: DataStore, parts: Sequence[DatasetPartRecord], kinds: Sequence[tuple[str, ColumnKind]]
-) -> list[ColumnSummary]:
-    """Each column's summary, read back from the parts a group of columns at a time.
-
-    As many columns as fit ``SUMMARY_BYTES`` are read per pass over the parts (only those
-    columns' pages: the parts were just written and hashed by this process), so memory holds
-    those columns and one part's pages of them, and the statistics are exactly the ones a CSV
-    upload gets.
-    """
-    n_rows = sum(part.n_rows for part in parts)
-    per_pass = max(1, SUMMARY_BYTES // max(1, 8 * n_rows))
-    summaries: list[ColumnSummary] = []
-    for start in range(0, len(kinds), per_pass):
-        group = [(name, kind.value) for name, kind in kinds[start : start + per_pass]]
-        loaded = read_columns(store, parts, group, n_rows, verify=False)
-        for name, _ in group:
-            summaries.append(summarize(loaded.pop(name)))
-    return summaries
 
 
 def column_records(

@@ -1,0 +1,249 @@
+"""CSV streamed into parts gives what the in-memory parser gives: kinds, cells, errors.
+
+``ingest.parse_csv`` (Python's ``csv`` module, cell by cell into ``ColumnBuilder``) is the
+reference the service kept to before CSV was streamed; ``csv_ingest.ingest_csv`` reads with
+pyarrow a block at a time. Each file here goes through both, on a real local store, with
+blocks of a few bytes (pyarrow) or rows (Python's reader) so that columns turn categorical
+after parts were written, and the cells, kinds and error messages are compared.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import math
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import numpy as np
+import pyarrow.parquet as pq
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from service.datasets.columns import CategoricalColumn, NumericColumn
+from service.datasets.csv_ingest import ingest_csv, spool_csv
+from service.datasets.ingest import parse_csv
+from service.datasets.service import part_records
+from service.datasets.summaries import count_histograms
+from service.errors import ServiceError
+from service.store import DataStore
+from tests.service.fuzz.test_ingest_fuzz import tables, write_csv
+
+Cells = tuple[str, list[Any]]
+
+
+def _chunks(data: bytes) -> Iterator[bytes]:
+    size = 5 if len(data) < 4096 else 65536  # chunk boundaries anywhere, but not too many
+    for start in range(0, len(data), size):
+        yield data[start : start + size]
+
+
+def _reference(data: bytes, categorical: tuple[str, ...]) -> dict[str, Cells] | str:
+    try:
+        table, counted = parse_csv(_chunks(data), max_columns=100)
+        parsed = table.finish(categorical, size_bytes=counted.size, sha256=counted.sha256)
+    except ServiceError as error:
+        return f"{type(error).__name__}: {error.detail}"
+    out: dict[str, Cells] = {}
+    for column in parsed.columns:
+        if isinstance(column, NumericColumn):
+            out[column.name] = ("numeric", column.values.tolist())
+        else:
+            assert isinstance(column, CategoricalColumn)
+            out[column.name] = (
+                "categorical",
+                [column.categories[code] if code >= 0 else None for code in column.codes],
+            )
+    return out
+
+
+def _streamed(
+    data: bytes,
+    categorical: tuple[str, ...],
+    root: Path,
+    *,
+    block_bytes: int = 1 << 20,
+    block_rows: int = 16384,
+) -> dict[str, Cells] | str:
+    store = DataStore(str(root / "store"))
+    spooled = spool_csv(_chunks(data), root / "uploads")
+    try:
+        table = ingest_csv(
+            spooled,
+            categorical=categorical,
+            store=store,
+            dataset_id="d",
+            max_columns=100,
+            block_bytes=block_bytes,
+            block_rows=block_rows,
+        )
+    except ServiceError as error:
+        assert not list((root / "store").rglob("*.parquet")), "a refused upload left parts"
+        return f"{type(error).__name__}: {error.detail}"
+    finally:
+        spooled.path.unlink()
+    assert spooled.size == len(data)
+    out: dict[str, Cells] = {
+        name: (kind.value, []) for name, kind in zip(table.names, table.kinds, strict=True)
+    }
+    for part in table.parts:
+        read = pq.read_table(store.full_path(part.stored.path))
+        for name in table.names:
+            out[name][1].extend(read.column(name).to_pylist())
+    for name, (kind, values) in out.items():
+        if kind == "numeric":
+            out[name] = (kind, [math.nan if v is None else v for v in values])
+    count_histograms(store, part_records("d", table.parts), table.names, table.summaries)
+    store.delete_prefix("datasets/")
+    return out
+
+
+def _same(reference: dict[str, Cells] | str, streamed: dict[str, Cells] | str) -> None:
+    if isinstance(reference, str) or isinstance(streamed, str):
+        assert streamed == reference
+        return
+    assert list(streamed) == list(reference)
+    for name, (kind, values) in reference.items():
+        assert streamed[name][0] == kind, name
+        got = streamed[name][1]
+        if kind == "numeric":
+            expected = np.array(values, dtype=np.float64)
+            actual = np.array(got, dtype=np.float64)
+            np.testing.assert_array_equal(actual, expected, err_msg=name)
+            assert np.signbit(actual).tolist() == np.signbit(expected).tolist(), name
+        else:
+            assert got == values, name
+
+
+def _check(
+    data: bytes, tmp_path: Path, categorical: tuple[str, ...] = (), *, small: bool = True
+) -> None:
+    reference = _reference(data, categorical)
+    # pyarrow in blocks of 1 MiB, then of a few bytes (a row may straddle them: Python's
+    # reader takes over); Python's reader in blocks of two rows (a lone CR sends files there).
+    sizes: list[dict[str, int]] = [{}]
+    if small:
+        sizes += [{"block_bytes": 32, "block_rows": 2}, {"block_bytes": 4096, "block_rows": 1}]
+    for size in sizes:
+        _same(reference, _streamed(data, categorical, tmp_path, **size))
+
+
+CASES = {
+    "kinds and missing": b"num,cat,blank\n1,red,\n2.5,blue,NA\nNaN,red, \nnull,N/A,nan\n-3e2,NULL,\n",
+    "BOM, quotes, CRLF": '\ufeffname,note\r\n"Zoë","a, b"\r\n"Ærø","two\nlines"\r\n'.encode(),
+    "numbers keep their text": b"zip\n02139\n1.50\n1e3\n-0\n7\nK1A0B1\n",
+    "odd texts": b"n\n1.50\n2\nNA\n3.0\n\xd9\xa1\xd9\xa2\n4\n005\nword\n",
+    "infinity named as written": b"x\n1.50\n2\n3.0\n+Infinity\n5.0\n",
+    "infinity in a text column": b"w\nalpha\ninf\n",
+    "infinity before a text": b"w\n1\ninf\n2\nword\n",
+    "underscores": b"v\n1_000\n",
+    "an overflowing number among padded ones": b"a\n 1 \n1e400\n",
+    "NaN spellings before and after the first text": b"v\n1\n-nan\nNAN\nword\n+nan\nnan\n",
+    "whitespace Python strips": b"v,w\n\x1c 1 \xe3\x80\x80,\x1fa\n2\t, b \n",
+    "late turn": b"a,b\n" + b"".join(b"%d,%d\n" % (i, i) for i in range(40)) + b"x,1\n",
+    "two late turns": b"a,b,c\n"
+    + b"".join(b"%d,%d,%d\n" % (i, i, i) for i in range(30))
+    + b"1.0,y,2\n3,4,z\n",
+    "quoted numbers": b'a,b\n"1","2.50"\n" 3 ",4\n',
+    "ragged": b"a,b\n1,2\n3,4,5\n",
+    "duplicate name": b"a,b,a\n1,2,3\n",
+    "unnamed": b"a,,c\n1,2,3\n",
+    "no rows": b"a,b\n",
+    "empty": b"",
+    "blank lines": b"\n\na,b\n\n1,2\n\n",
+    "undecodable": b"a\n1\n\xff\xfe\n",
+    "surrogate bytes": b"a,b\n1,\xed\xa0\x80\n",
+    "unterminated quote": b'a\n"unterminated\n',
+    "text after a closing quote": b'a,b\n"x"y,1\n',
+    "text after a doubled quote": b'a,b\n"x"""y,1\n',
+    "quote in an unquoted cell": b'a,b\nx"y,1\n',
+    "doubled quotes": b'a,b\n"say ""hi""",1\n"",2\n',
+    "lone CR": b"a,b\n1,2\r3,4\n",
+    "lone CR in quotes": b'a,b\n"1\r2",3\n',
+    "whitespace-only line": b"a\n \n2\n",
+    "NUL": b"a,b\n1,x\x00y\n",
+    "quote at the start": b'"a",b\n1,2\n',
+    "BOM and quote": b'\xef\xbb\xbf"a",b\n1,2\n',
+}
+
+
+@pytest.mark.parametrize("data", CASES.values(), ids=CASES.keys())
+def test_streamed_csv_is_what_the_reference_parser_gives(data: bytes, tmp_path: Path) -> None:
+    _check(data, tmp_path)
+
+
+@pytest.mark.parametrize(
+    ("data", "categorical"),
+    [
+        (b"code,x\n007,1\n7,2\n,3\n-nan,4\n", ("code",)),
+        (b"code,x\n007,1\nnan,2\nabc,3\n-nan,4\n", ("code",)),
+        (b"code,x\n1,1\ninf,2\n", ("code",)),
+        (b"a\n1\n", ("nope",)),
+        (b"a,b\n1,2\n3,4,5\n", ("nope",)),
+    ],
+)
+def test_forced_categorical_is_as_before(
+    data: bytes, categorical: tuple[str, ...], tmp_path: Path
+) -> None:
+    _check(data, tmp_path, categorical)
+
+
+def test_a_cell_over_the_field_limit_is_refused_as_before(tmp_path: Path) -> None:
+    _check(b"a\n" + b"x" * (1024 * 1024 + 1) + b"\n", tmp_path, small=False)
+    _check(b"a\n" + b"x" * (1024 * 1024) + b"\n", tmp_path, small=False)
+
+
+@settings(
+    max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(
+    table=tables(),
+    line_end=st.sampled_from(["\n", "\r\n"]),
+    quote_all=st.booleans(),
+)
+def test_generated_csv_is_what_the_reference_parser_gives(
+    table: tuple[list[str], list[list[str]]], line_end: str, quote_all: bool, tmp_path: Path
+) -> None:
+    header, rows = table
+    if not quote_all:
+        text = write_csv(header, rows, line_end)
+    else:
+        out = io.StringIO()
+        writer = csv.writer(out, lineterminator=line_end, quoting=csv.QUOTE_ALL)
+        writer.writerow(header)
+        writer.writerows(rows)
+        text = out.getvalue()
+    _check(text.encode("utf-8", errors="replace"), tmp_path)
+
+
+@pytest.mark.anyio
+async def test_an_upload_whose_later_rows_turn_a_column_categorical_is_as_before(
+    any_client: httpx.AsyncClient,
+) -> None:
+    # Far past the first block pyarrow reads (256 KiB), so the column's first rows are
+    # written as numbers before its text comes, and the file is read again. 5,000 distinct
+    # numbers and two texts: few enough categories for an exact distinct count.
+    n = 60_000
+    lines = [f"{i % 5000 * 0.25:.2f},{i % 3}" for i in range(n)]
+    lines[7] = "-nan,1"  # a NaN spelling before the column's first text: missing
+    lines.append("n/a-code,2")
+    lines.append("-nan,0")  # after it: a category
+    data = ("code,k\n" + "\n".join(lines) + "\n").encode()
+
+    upload = await any_client.post("/v1/datasets", files={"file": ("late.csv", data)})
+
+    assert upload.status_code == 201, upload.text
+    body = upload.json()
+    assert body["n_rows"] == n + 2
+    code, k = body["columns"]
+    assert (code["kind"], code["n_missing"], code["n_unique"]) == ("categorical", 1, 5002)
+    assert (k["kind"], k["n_unique"]) == ("numeric", 3)
+    download = await any_client.get(f"/v1/datasets/{body['id']}/data", params={"format": "csv"})
+    cells = [row.split(",")[0] for row in download.text.splitlines()[1:]]
+    expected = [line.split(",")[0] for line in lines]
+    expected[7] = ""
+    # "0.00", "0.25", "0.50", ...: the texts as written, not the numbers they were read as.
+    assert [cell.strip('"') for cell in cells] == expected
