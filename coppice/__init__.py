@@ -4,6 +4,7 @@ Needs httpx and NumPy only; pandas (DataFrames in and out), tqdm (progress bars)
 matplotlib (plots) are used when they are installed. Never imports the server or the engine.
 """
 
+from coppice.batch import BatchPrediction
 from coppice.client import Client
 from coppice.datasets import Dataset
 from coppice.errors import (
@@ -37,6 +38,7 @@ __all__ = [
     "AliasMove",
     "AuthenticationError",
     "BadRequestError",
+    "BatchPrediction",
     "Client",
     "ClientError",
     "ConflictError",

@@ -14,6 +14,7 @@ import httpx
 from coppice._http import DEFAULT_TIMEOUT, Transport
 from coppice._resource import api_path
 from coppice._upload import upload_request
+from coppice.batch import BatchPrediction
 from coppice.datasets import Dataset
 from coppice.errors import ConflictError, NotFoundError
 from coppice.jobs import Job
@@ -218,6 +219,52 @@ class Client:
         """Models, newest first; ``method`` keeps one method's."""
         answer = self._list(Model.path_for(), method=method, limit=limit, offset=offset)
         return Page.of(answer, lambda info: Model(self, info))
+
+    # Batch predictions
+
+    def batch_predict(
+        self,
+        model: Model | str,
+        dataset: Dataset | str,
+        *,
+        keep_columns: Sequence[str] = (),
+        return_proba: bool = False,
+        explain: bool = False,
+        name: str | None = None,
+    ) -> BatchPrediction:
+        """Queue the scoring of a stored dataset by ``model`` (a model, an id, or
+        ``name@alias``/``name@N``); ``batch.wait()`` returns the scored dataset: the
+        ``keep_columns``, ``prediction``, ``proba_<class>`` per class with ``return_proba``,
+        and ``contribution_<feature>`` per feature plus ``bias`` with ``explain``."""
+        reference = (model.ref or model.id) if isinstance(model, Model) else model
+        body: dict[str, Any] = {
+            "model": reference,
+            "dataset_id": dataset.id if isinstance(dataset, Dataset) else dataset,
+            "keep_columns": list(keep_columns),
+            "return_proba": return_proba,
+            "explain": explain,
+        }
+        if name is not None:
+            body["name"] = name
+        return BatchPrediction(self, self._post(BatchPrediction.path_for(), json=body))
+
+    def batch_prediction(self, batch_id: str) -> BatchPrediction:
+        return BatchPrediction(self, self._get(BatchPrediction.path_for(batch_id)))
+
+    def batch_predictions(
+        self,
+        *,
+        status: str | None = None,
+        model_id: str | None = None,
+        limit: int = 50,
+        offset: int = 0,
+    ) -> Page[BatchPrediction]:
+        """Batch predictions, newest first; ``status`` keeps one status, ``model_id`` one
+        model's."""
+        answer = self._list(
+            BatchPrediction.path_for(), status=status, model_id=model_id, limit=limit, offset=offset
+        )
+        return Page.of(answer, lambda info: BatchPrediction(self, info))
 
     # Registered models
 

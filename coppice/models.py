@@ -16,7 +16,11 @@ from coppice._resource import Resource
 from coppice._rows import Rows, predictions_out, rows_of, table_out
 
 if TYPE_CHECKING:
+    from collections.abc import Sequence
+
+    from coppice.batch import BatchPrediction
     from coppice.client import Client
+    from coppice.datasets import Dataset
     from coppice.registry import ModelVersion
 
 
@@ -324,6 +328,26 @@ class Model(Resource):
     ) -> ModelVersion:
         """Register this model as the next version of ``name`` (see :meth:`Client.register`)."""
         return self._client.register(self, name, alias=alias, description=description)
+
+    def batch_predict(
+        self,
+        dataset: Dataset | str,
+        *,
+        keep_columns: Sequence[str] = (),
+        return_proba: bool = False,
+        explain: bool = False,
+        name: str | None = None,
+    ) -> BatchPrediction:
+        """Score a stored dataset with this model as a job (see :meth:`Client.batch_predict`);
+        a model fetched by ``name@alias`` is asked for by that reference."""
+        return self._client.batch_predict(
+            self,
+            dataset,
+            keep_columns=keep_columns,
+            return_proba=return_proba,
+            explain=explain,
+            name=name,
+        )
 
     def delete(self) -> None:
         """Delete the model on the server (a registered version cannot be: 409)."""

@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from coppice.cli import commands, registry, searches
+from coppice.cli import batch, commands, registry, searches
 from coppice.cli.exits import EXIT_CODES_HELP, INTERRUPTED, STDOUT_CLOSED, exit_code_of
 from coppice.cli.parsing import Handler, common_options, list_verb, noun, verb
 from coppice.client import Client
@@ -243,6 +243,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_serving(top, common)
     registry.add_parsers(top, common)
     searches.add_parsers(top, common)
+    batch.add_parsers(top, common)
     for name, help_text in SERVER_COMMANDS.items():
         # Listed here for --help; `main` hands them to service.cli before parsing.
         top.add_parser(name, help=help_text, add_help=False)

@@ -206,3 +206,43 @@ def _new_job(client: Client, before: set[str]) -> str:
             return new[0]
         time.sleep(0.1)
     raise AssertionError("the command did not start a job")
+
+
+def test_batch_start_wait_and_download(cli: Cli, churn_csv: Path, tmp_path: Path) -> None:
+    dataset = cli.json("datasets", "upload", str(churn_csv), "--name", "cli-batch")
+    job = cli.json(
+        "train",
+        "--dataset",
+        dataset["id"],
+        "--target",
+        "churned",
+        "--method",
+        "decision_tree",
+        "--wait",
+        "--no-progress",
+    )
+    scored = tmp_path / "scored.csv"
+
+    out, _ = cli(
+        "batch",
+        "start",
+        job["id"],
+        dataset["id"],
+        "--keep",
+        "age",
+        "--proba",
+        "--wait",
+        "--no-progress",
+        "--out",
+        str(scored),
+    )
+
+    assert "succeeded" in out and "metric accuracy" in out
+    rows = list(csv.DictReader(scored.open()))
+    assert len(rows) == 150 and list(rows[0]) == ["age", "prediction", "proba_no", "proba_yes"]
+    listing = cli.json("batch", "list", "--model", job["id"])
+    assert listing["total"] == 1
+    batch_id = listing["items"][0]["id"]
+    assert cli.json("batch", "show", batch_id)["output_dataset_id"]
+    cli("batch", "cancel", batch_id, code=CONFLICT)
+    cli("batch", "start", job["id"], "nope", code=NOT_FOUND)
