@@ -24,6 +24,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 import pyarrow as pa
+import pyarrow.parquet as pq
 
 from engine.tree._binning import BinMapper
 from service.datasets.arrow_columns import ColumnCollector
@@ -97,10 +98,11 @@ class PartTable(Mapping[str, ColumnData]):
         return self._columns[target]
 
     def gather(self, rows: Rows, features: Sequence[str]) -> npt.NDArray[np.float64]:
-        """``X[rows]`` of the ``features`` (sorted global rows), one part at a time."""
+        """``X[rows]`` of the ``features`` (sorted global rows), a row group at a time."""
         out = np.empty((rows.size, len(features)))
-        for _index, part, local, positions in self._rows_by_part(rows):
-            out[positions] = self._values(part, local, features)
+        for spans, values in self._selected([rows], features):
+            (start, stop) = spans[0]
+            out[start:stop] = values
         return out
 
     def bin(
@@ -108,21 +110,13 @@ class PartTable(Mapping[str, ColumnData]):
     ) -> list[npt.NDArray[np.unsignedinteger[Any]]]:
         """``mapper.transform(X[rows])`` for each group of sorted global rows, in one pass.
 
-        Each part's selected rows are read as floats, binned and dropped before the next
-        part: the float table never exists, only one part of it at a time.
+        Each row group's selected rows are read as floats, binned into the preallocated codes
+        and dropped before the next: the float table never exists, and of the parts only the
+        one being read (its verified bytes) and one row group's floats are held.
         """
         dtype = np.uint8 if int(mapper.n_bins_.max(initial=1)) <= 255 else np.uint16
         outputs = [np.empty((group.size, len(features)), dtype=dtype) for group in groups]
-        bounds = [(part.row_offset, part.row_offset + part.n_rows) for part in self.parts]
-        for index, part in enumerate(self.parts):
-            low, high = bounds[index]
-            spans = [(int(np.searchsorted(g, low)), int(np.searchsorted(g, high))) for g in groups]
-            if all(start == stop for start, stop in spans):
-                continue
-            local = np.concatenate(
-                [g[start:stop] - low for g, (start, stop) in zip(groups, spans, strict=True)]
-            )
-            values = self._values(part, local, features)
+        for spans, values in self._selected(groups, features):
             codes = mapper.transform(values)
             del values
             taken = 0
@@ -146,24 +140,55 @@ class PartTable(Mapping[str, ColumnData]):
 
     # -- reading ---------------------------------------------------------------------------
 
-    def _rows_by_part(self, rows: Rows) -> Iterator[tuple[int, DatasetPartRecord, Rows, Rows]]:
-        for index, part in enumerate(self.parts):
-            start = int(np.searchsorted(rows, part.row_offset))
-            stop = int(np.searchsorted(rows, part.row_offset + part.n_rows))
-            if start < stop:
-                positions = np.arange(start, stop, dtype=np.intp)
-                yield index, part, rows[start:stop] - part.row_offset, positions
+    def _selected(
+        self,
+        groups: Sequence[Rows],
+        features: Sequence[str],
+        parts: Sequence[DatasetPartRecord] | None = None,
+    ) -> Iterator[tuple[list[tuple[int, int]], npt.NDArray[np.float64]]]:
+        """For each row group holding some of the groups' rows: where they sit in each group
+        (``(start, stop)`` spans) and their float values, the groups' rows one after another."""
+        for part in self.parts if parts is None else parts:
+            low, high = part.row_offset, part.row_offset + part.n_rows
+            if all(np.searchsorted(g, low) == np.searchsorted(g, high) for g in groups):
+                continue
+            parquet = self._open(part)
+            first = low
+            for index in range(parquet.num_row_groups):
+                last = first + parquet.metadata.row_group(index).num_rows
+                spans = [
+                    (int(np.searchsorted(g, first)), int(np.searchsorted(g, last))) for g in groups
+                ]
+                if any(start < stop for start, stop in spans):
+                    local = np.concatenate(
+                        [g[a:b] - first for g, (a, b) in zip(groups, spans, strict=True)]
+                    )
+                    table = parquet.read_row_group(index, columns=list(features))
+                    yield spans, self._floats(table, local, features)
+                first = last
+
+    def _open(self, part: DatasetPartRecord) -> pq.ParquetFile:
+        self.parts_read += 1
+        return open_part(self.store, part)
 
     def _read(self, part: DatasetPartRecord, names: Sequence[str]) -> pa.Table:
-        self.parts_read += 1
-        return open_part(self.store, part).read(columns=list(names))
+        return self._open(part).read(columns=list(names))
 
     def _values(
         self, part: DatasetPartRecord, local: Rows, features: Sequence[str]
     ) -> npt.NDArray[np.float64]:
-        """The float rows ``local`` of one part: numbers as they are, categories as codes."""
-        table = self._read(part, features)
-        if local.size != part.n_rows or np.any(local != np.arange(local.size)):
+        """The float rows ``local`` (sorted, of this part) of one part."""
+        out = np.empty((local.size, len(features)))
+        for spans, values in self._selected([local + part.row_offset], features, [part]):
+            out[spans[0][0] : spans[0][1]] = values
+        return out
+
+    def _floats(
+        self, table: pa.Table, local: Rows, features: Sequence[str]
+    ) -> npt.NDArray[np.float64]:
+        """Rows ``local`` of a row group's table as floats: numbers as they are, categories
+        as their dataset-wide codes, NaN for missing."""
+        if local.size != table.num_rows or np.any(local != np.arange(local.size)):
             table = table.take(pa.array(local))
         out = np.empty((local.size, len(features)))
         for j, name in enumerate(features):

@@ -41,10 +41,10 @@ def _columns(n: int = N) -> dict[str, ColumnData]:
 
 
 def _table(tmp_path: Path, columns: dict[str, ColumnData]) -> PartTable:
-    """The columns as parts of 1,024-row row groups, one group a part (three parts)."""
+    """The columns as three parts of two 512-row row groups each (the last one shorter)."""
     store = DataStore(str(tmp_path / "store"))
     ordered = list(columns.values())
-    writer = PartWriter(store, "d1", schema_of(ordered), row_group_rows=1024, groups_per_part=1)
+    writer = PartWriter(store, "d1", schema_of(ordered), row_group_rows=512, groups_per_part=2)
     for batch in column_batches(ordered, 700):
         writer.write(batch)
     parts = part_records("d1", writer.finish())
