@@ -31,7 +31,8 @@ from service.batch.scoring import InfiniteValue, TargetScore, Unseen, score
 from service.datasets import repository as datasets
 from service.datasets.part_reader import DatasetChanged, open_part
 from service.datasets.parts import PartWriter
-from service.datasets.service import part_records, summarize_parts
+from service.datasets.service import part_records
+from service.datasets.summaries import Summary, add_batch, count_histograms, summary_for
 from service.db.session import create_db_engine, reading
 from service.db.tables import BatchPredictionRecord, ColumnKind, DatasetPartRecord, new_id
 from service.errors import NotFound, ServiceError
@@ -100,6 +101,8 @@ def run_batch(
     unseen = Unseen()
     output_id = new_id()
     writer: PartWriter | None = None
+    output_kinds: list[tuple[str, ColumnKind]] = []
+    summaries: list[Summary] = []
     done = 0
     try:
         for part in parts:
@@ -124,6 +127,17 @@ def run_batch(
             del table
             if writer is None:
                 writer = PartWriter(store, output_id, scored.batch.schema)
+                output_kinds = [
+                    (
+                        field.name,
+                        ColumnKind.CATEGORICAL
+                        if pa.types.is_string(field.type)
+                        else ColumnKind.NUMERIC,
+                    )
+                    for field in writer.schema
+                ]
+                summaries = [summary_for(kind) for _, kind in output_kinds]
+            add_batch(summaries, scored.batch)
             writer.write(scored.batch)
             done += scored.batch.num_rows
             on_progress(SCORING_SHARE * done / max(1, n_rows), f"rows {done}/{n_rows}")
@@ -133,15 +147,14 @@ def run_batch(
             raise Interrupted
         written = writer.finish()
         on_progress(SCORING_SHARE, "summarising the output's columns")
-        schema = writer.schema
-        output_kinds = [
-            (
-                field.name,
-                ColumnKind.CATEGORICAL if pa.types.is_string(field.type) else ColumnKind.NUMERIC,
-            )
-            for field in schema
-        ]
-        summaries = summarize_parts(store, part_records(output_id, written), output_kinds)
+        # Counts, moments and categories were taken batch by batch; the histograms are
+        # counted from the parts just written, once each column's range is known.
+        finished = count_histograms(
+            store,
+            part_records(output_id, written),
+            [name for name, _ in output_kinds],
+            summaries,
+        )
     except BaseException:
         if writer is not None:
             writer.abort()
@@ -159,7 +172,7 @@ def run_batch(
         n_rows=done,
         parts=written,
         kinds=output_kinds,
-        summaries=summaries,
+        summaries=finished,
         size_bytes=sum(piece.stored.size for piece in written),
         sha256=digest.hexdigest(),
         metrics=metrics,
