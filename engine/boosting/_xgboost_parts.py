@@ -305,9 +305,6 @@ def _grow_round(
     spec = model._tree_spec(n_candidates, monotone)
     stage = []
     for k in range(n_outputs):
-        answers = table.each("start_tree", k)
-        totals = np.sum([answer[0] for answer in answers], axis=0)
-        counts = np.sum([answer[1] for answer in answers], axis=0)
         ctx = SplitContext(
             binned=np.zeros((0, n_features), dtype=NARROW_CODE_DTYPE),
             channels=np.zeros((0, 2)),
@@ -318,11 +315,10 @@ def _grow_round(
             min_weight_leaf=spec.limits.min_weight_leaf,
             random_splits=spec.random_splits,
             n_bins=mapper.n_bins_,
-            has_missing=any(answer[2] for answer in answers),
             monotone=spec.monotone,
         )
         tree = grow_remote_level_wise(
-            ctx, mapper.thresholds_, spec.limits, rng, subset, (totals, counts), table.tree_rows()
+            ctx, mapper.thresholds_, spec.limits, rng, subset, table.tree_rows(k)
         )
         tree.values *= model.learning_rate
         stage.append(tree)

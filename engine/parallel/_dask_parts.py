@@ -166,8 +166,11 @@ class PartsActor:
         self.weights = self.w if keep is None else self.w * keep
         self.pending: list[NDArray[np.intp]] = []
 
-    def start_tree(self, k: int) -> tuple[NDArray[np.float64], NDArray[np.int64], bool]:
-        """Output ``k``'s tree: its rows' channels; their totals, count, missing codes."""
+    def start_tree(
+        self, k: int, features: NDArray[np.int64]
+    ) -> tuple[NDArray[np.float64], NDArray[np.int64], bool, NDArray[np.float64]]:
+        """Output ``k``'s tree on ``features``: its rows' channels; their totals, count,
+        whether any has a missing code, and the root's histograms."""
         in_tree = self.weights > 0
         rows = np.flatnonzero(in_tree)
         row_weights = self.weights[rows]
@@ -180,22 +183,24 @@ class PartsActor:
         self.out_rows = np.flatnonzero(~in_tree)
         self.out_slots = np.zeros(self.out_rows.size, dtype=np.intp)
         self.leaf = np.zeros(self.y.size, dtype=np.intp)
+        self.features = np.asarray(features, dtype=np.int64)
         totals, counts = node_totals(rows, self.slots, 1, self.channels)
-        return totals, counts, bool(self.row_missing[rows].any())
+        histograms = self._histograms(rows, self.slots, 1)
+        return totals, counts, bool(self.row_missing[rows].any()), histograms
 
-    def histograms(
-        self, features: NDArray[np.int64], smaller_side: NDArray[np.intp] | None
+    def _histograms(
+        self, rows: NDArray[np.intp], slots: NDArray[np.intp], n_slots: int
     ) -> NDArray[np.float64]:
-        rows, slots, n_slots = self.rows, self.slots, 1
-        if smaller_side is not None:
-            pair = slots // 2
-            small = (slots & 1) == smaller_side[pair]
-            rows, slots, n_slots = rows[small], pair[small], smaller_side.size
-        return build_histograms(self.codes, rows, slots, n_slots, features, self.channels, 2)
+        return build_histograms(self.codes, rows, slots, n_slots, self.features, self.channels, 2)
 
     def level(
-        self, node_ids: NDArray[np.intp], splits: LevelSplits | None
-    ) -> tuple[NDArray[np.float64], NDArray[np.int64]] | None:
+        self,
+        node_ids: NDArray[np.intp],
+        splits: LevelSplits | None,
+        smaller_side: NDArray[np.intp] | None,
+    ) -> tuple[NDArray[np.float64], NDArray[np.int64], NDArray[np.float64] | None] | None:
+        """Record the level's nodes; move the rows by its splits; the children's totals,
+        counts and, with ``smaller_side``, each split's smaller child's histograms."""
         self.leaf[self.rows] = node_ids[self.slots]
         self.leaf[self.out_rows] = node_ids[self.out_slots]
         if splits is None:
@@ -223,7 +228,13 @@ class PartsActor:
             left_codes,
             n_chosen,
         )
-        return totals, counts
+        if smaller_side is None:
+            return totals, counts, None
+        # The smaller children's rows in their order, numbered by split (smaller_children).
+        pair = self.slots // 2
+        small = (self.slots & 1) == smaller_side[pair]
+        histograms = self._histograms(self.rows[small], pair[small], smaller_side.size)
+        return totals, counts, histograms
 
     def end_round(
         self, round_index: int, leaf_values: list[NDArray[np.float64]], metric: MetricTerms
@@ -364,8 +375,9 @@ class DaskPartitions(ShutsDownOnExit):
         """``method(*args)`` on every actor."""
         return self.call(method, *([arg] * len(self.actors) for arg in args))
 
-    def tree_rows(self) -> _TreeRows:
-        return _TreeRows(self)
+    def tree_rows(self, k: int) -> _TreeRows:
+        """Output ``k``'s tree of the round, on every actor's rows."""
+        return _TreeRows(self, k)
 
     def shutdown(self) -> None:
         handles = [handle for handle in self.handles if handle is not None]
@@ -377,26 +389,35 @@ class DaskPartitions(ShutsDownOnExit):
 class _TreeRows:
     """One tree's rows across the actors: sums of what each returns, in actor order."""
 
-    def __init__(self, partitions: DaskPartitions) -> None:
+    def __init__(self, partitions: DaskPartitions, k: int) -> None:
         self.partitions = partitions
+        self.k = k
 
-    def histograms(
-        self, features: NDArray[np.int64], smaller_side: NDArray[np.intp] | None
-    ) -> NDArray[np.float64]:
-        parts = self.partitions.each("histograms", np.asarray(features), smaller_side)
-        total: NDArray[np.float64] = parts[0]
-        for part in parts[1:]:
-            total += part
-        return total
-
-    def level(
-        self, node_ids: NDArray[np.intp], splits: LevelSplits | None
-    ) -> tuple[NDArray[np.float64], NDArray[np.int64]] | None:
-        parts = self.partitions.each("level", node_ids, splits)
-        if splits is None:
-            return None
-        totals, counts = parts[0]
-        for part_totals, part_counts in parts[1:]:
+    def start(
+        self, features: NDArray[np.int64]
+    ) -> tuple[NDArray[np.float64], NDArray[np.int64], bool, NDArray[np.float64]]:
+        answers = self.partitions.each("start_tree", self.k, np.asarray(features))
+        totals, counts, has_missing, histograms = answers[0]
+        for part_totals, part_counts, part_missing, part_histograms in answers[1:]:
             totals = totals + part_totals
             counts = counts + part_counts
-        return totals, counts
+            has_missing = has_missing or part_missing
+            histograms += part_histograms
+        return totals, counts, has_missing, histograms
+
+    def level(
+        self,
+        node_ids: NDArray[np.intp],
+        splits: LevelSplits | None,
+        smaller_side: NDArray[np.intp] | None,
+    ) -> tuple[NDArray[np.float64], NDArray[np.int64], NDArray[np.float64] | None] | None:
+        answers = self.partitions.each("level", node_ids, splits, smaller_side)
+        if splits is None:
+            return None
+        totals, counts, histograms = answers[0]
+        for part_totals, part_counts, part_histograms in answers[1:]:
+            totals = totals + part_totals
+            counts = counts + part_counts
+            if histograms is not None:
+                histograms += part_histograms
+        return totals, counts, histograms

@@ -17,6 +17,7 @@ per level) with XGBoost's histogram method (Chen & Guestrin 2016, §3.3).
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Protocol
 
 import numpy as np
@@ -41,20 +42,24 @@ _NO_ROWS = np.zeros(0, dtype=np.intp)
 class RemoteRows(Protocol):
     """One tree's rows, held elsewhere, grouped by the node slot of the current level."""
 
-    def histograms(
-        self, features: NDArray[np.int64], smaller_side: NDArray[np.intp] | None
-    ) -> NDArray[np.float64]:
-        """Summed histograms (S, F, 256, 1 + C) over ``features``: of the level's one slot
-        (``smaller_side`` None, the root), or of each pair's smaller child (0 left, 1 right),
-        one histogram per pair."""
+    def start(
+        self, features: NDArray[np.int64]
+    ) -> tuple[NDArray[np.float64], NDArray[np.int64], bool, NDArray[np.float64]]:
+        """Start the tree: its rows' summed channel totals (1, C) and count (1,), whether
+        any of them has a missing value, and the root's histograms (1, F, 256, 1 + C) over
+        ``features`` (the tree's candidates, in the order every histogram keeps them)."""
         ...
 
     def level(
-        self, node_ids: NDArray[np.intp], splits: LevelSplits | None
-    ) -> tuple[NDArray[np.float64], NDArray[np.int64]] | None:
-        """Record each row's node (``node_ids[slot]``), then move the rows of split slots to
-        their children (rows of the other slots leave) and return the children's summed
-        channel totals and row counts; ``splits`` None ends the tree."""
+        self,
+        node_ids: NDArray[np.intp],
+        splits: LevelSplits | None,
+        smaller_side: NDArray[np.intp] | None,
+    ) -> tuple[NDArray[np.float64], NDArray[np.int64], NDArray[np.float64] | None] | None:
+        """Record each row's node (``node_ids[slot]``); ``splits`` None ends the tree. Else
+        move the rows of split slots to their children (rows of other slots leave) and return
+        the children's summed totals and counts, and with ``smaller_side`` (per split, 0 left
+        or 1 right) the summed histograms of each split's smaller child, one per split."""
         ...
 
 
@@ -64,11 +69,16 @@ def grow_remote_level_wise(
     limits: GrowthLimits,
     rng: np.random.Generator,
     feature_subset: NDArray[np.int64] | None,
-    root: tuple[NDArray[np.float64], NDArray[np.int64]],
     rows: RemoteRows,
 ) -> Tree:
     """Grow one tree; ``ctx`` holds no rows (``binned`` of shape (0, F) gives the features
-    and code width), ``root`` the summed totals and count of the tree's rows."""
+    and code width; ``has_missing`` is taken from the rows).
+
+    One exchange per level: the smaller child of each split is known before the rows move,
+    from the parent's histogram (its bins' row counts on the split's left codes; counts are
+    exact in float64), so the rows move and the smaller children's histograms are built in
+    the same call.
+    """
     growth = Growth(ctx, None, thresholds, limits, rng, feature_subset)
     if not growth.uses_histograms() or limits.max_leaf_nodes is not None:
         raise ValueError(
@@ -76,8 +86,12 @@ def grow_remote_level_wise(
             "(no best-first growth, per-split column sampling, random cuts or exact bins)."
         )
     candidates = growth.features.candidates
-    histograms: NDArray[np.float64] | None = rows.histograms(candidates, None)
-    known = root
+    column_of = np.empty(ctx.binned.shape[1], dtype=np.intp)
+    column_of[candidates] = np.arange(candidates.size)
+    root_totals, root_counts, has_missing, root_histograms = rows.start(candidates)
+    growth.ctx = replace(growth.ctx, has_missing=has_missing)
+    histograms: NDArray[np.float64] | None = root_histograms
+    known = (root_totals, root_counts)
     n_slots, depth = 1, 0
     bounds = UNBOUNDED[None, :] if growth.monotone is not None else None
     parent_feature = np.zeros(0, dtype=np.int64)
@@ -90,7 +104,7 @@ def grow_remote_level_wise(
             totals, counts, values, impurities, depth, _NO_ROWS, _NO_ROWS, None
         )
         if slots.size == 0:
-            rows.level(node_ids, None)
+            rows.level(node_ids, None, None)
             break
         assert histograms is not None  # only the last depth drops them, and it splits nothing
         slot_bounds = None if bounds is None else bounds[slots]
@@ -99,25 +113,35 @@ def grow_remote_level_wise(
         )
         chosen = growth.accepted(splits)
         if not chosen.any():
-            rows.level(node_ids, None)
+            rows.level(node_ids, None, None)
             break
         growth.records.apply_splits(node_ids[slots], splits, chosen)
         if slot_bounds is not None:
             bounds, parent_feature = slot_bounds[chosen], splits.feature[chosen]
         split_of_slot, rank_of_slot, n_chosen = split_maps(n_slots, slots, chosen)
-        children = rows.level(
-            node_ids, (split_of_slot, rank_of_slot, splits.feature, splits.left_codes, n_chosen)
-        )
-        assert children is not None
-        known = children
-        n_slots = 2 * n_chosen
+        parents = slots[chosen]
         depth += 1
-        if limits.max_depth is not None and depth >= limits.max_depth:
-            histograms = None  # the children are leaves: no split search reads them
-        else:
-            child_counts = known[1]
-            # The smaller child by rows, the left on a tie, as smaller_children chooses.
-            smaller_side = (child_counts[1::2] < child_counts[0::2]).astype(np.intp)
-            small = rows.histograms(candidates, smaller_side)
-            histograms = sibling_histograms(histograms, slots[chosen], small, smaller_side)
+        leaves_next = limits.max_depth is not None and depth >= limits.max_depth
+        left_counts = np.einsum(
+            "pc,pc->p",
+            histograms[parents, column_of[splits.feature[chosen]], :, 0],
+            splits.left_codes[chosen].astype(np.float64),
+        )
+        # The smaller child by rows, the left on a tie, as smaller_children chooses.
+        smaller_side = (counts[parents] - left_counts < left_counts).astype(np.intp)
+        answer = rows.level(
+            node_ids,
+            (split_of_slot, rank_of_slot, splits.feature, splits.left_codes, n_chosen),
+            None if leaves_next else smaller_side,
+        )
+        assert answer is not None
+        child_totals, child_counts, small = answer
+        if not np.array_equal(child_counts[0::2], left_counts):
+            raise RuntimeError("The rows' children disagree with their parents' histograms.")
+        known = (child_totals, child_counts)
+        n_slots = 2 * n_chosen
+        # At the last depth the children are leaves: no split search reads their histograms.
+        histograms = (
+            None if small is None else sibling_histograms(histograms, parents, small, smaller_side)
+        )
     return growth.records.finish()

@@ -286,16 +286,16 @@ def test_a_worker_killed_mid_fit_is_replaced_and_the_model_is_the_same(
 
     monkeypatch.setattr(_dask_parts.DaskPartitions, "replace", replace)
     if at_round == 0:
-        histograms = _dask_parts._TreeRows.histograms
+        level = _dask_parts._TreeRows.level
         calls = []
 
         def kill_in_tree(self: Any, *args: Any) -> Any:
             calls.append(1)
             if len(calls) == 2:
                 os.kill(pid_of[victim], signal.SIGKILL)
-            return histograms(self, *args)
+            return level(self, *args)
 
-        monkeypatch.setattr(_dask_parts._TreeRows, "histograms", kill_in_tree)
+        monkeypatch.setattr(_dask_parts._TreeRows, "level", kill_in_tree)
         callbacks: list[Any] = []
     else:
 
