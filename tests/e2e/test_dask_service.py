@@ -210,6 +210,9 @@ def test_train_and_predict_on_the_cluster(service: Service) -> None:
     assert job["status"] == "succeeded", (job, service.logs())
     address = service.cluster.address
     assert any(stage.startswith(f"[dask {address}] tree") for stage in stages), stages
+    # What the fit cost says where it ran: on Dask, with the cluster's two workers.
+    assert job["resources"]["backend"] == "dask", job["resources"]
+    assert job["resources"]["dask_workers"] == 2, job["resources"]
     assert service.cluster.tasks_run() >= 20  # a task per tree, at least
     if seen_metrics:  # scraped while the job ran: it counts as running on Dask
         assert 'coppice_jobs_running_by_backend{backend="dask"} 1.0' in seen_metrics[0]
