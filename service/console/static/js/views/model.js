@@ -1,13 +1,14 @@
 // One model: what it is, its metrics, learning curves, confusion matrix, importances, and
-// (from model-diagnostics.js, model-monitoring.js, model-predict.js and model-batch.js) its
-// validation ROC curves or residuals, live drift and performance, predictions, explanations
-// and batch scoring.
+// (from model-diagnostics.js, model-monitoring.js, model-predict.js, model-batch.js and
+// model-batch-jobs.js) its validation ROC curves or residuals, live drift and performance,
+// predictions, explanations, batch scoring of a CSV and of a stored dataset.
 
 import { ApiError, del, get, getFile, isAdmin } from "../api.js";
 import { barChart, confusionMatrix } from "../charts/bars.js";
 import { lineChart } from "../charts/lines.js";
 import { bytes, card, download, errorBox, facts, h, number, replace, select, shortId, table, when } from "../dom.js";
 import { batchCard } from "./model-batch.js";
+import { batchJobsCard } from "./model-batch-jobs.js";
 import { diagnosticsCard } from "./model-diagnostics.js";
 import { monitoringCard } from "./model-monitoring.js";
 import { predictCard } from "./model-predict.js";
@@ -149,6 +150,7 @@ export async function render(root, { params: [id] }, signal) {
     monitoringCard(model, signal),
     predictCard(model),
     batchCard(model),
+    batchJobsCard(model, signal),
     registerCard(model),
   );
   // Both fetched at once; each card takes its place when its answer comes.
