@@ -32,12 +32,7 @@ from service.datasets.ingest import ParsedTable, is_storable_text
 from service.datasets.part_reader import read_columns
 from service.datasets.parts import PartWriter, WrittenPart, dataset_prefix
 from service.datasets.register import RegisterIn, check_allowed, register
-from service.datasets.summaries import (  # noqa: F401 (summarize_parts: batch predictions)
-    add_batch,
-    count_histograms,
-    summarize_parts,
-    summary_for,
-)
+from service.datasets.summaries import add_batch, count_histograms, summary_for
 from service.db.tables import (
     ColumnKind,
     DatasetColumnRecord,

@@ -340,25 +340,3 @@ def count_histograms(
                     del table
     return [summary.finish() for summary in summaries]
 
-
-def summarize_parts(
-    store: DataStore,
-    parts: Sequence[DatasetPartRecord],
-    kinds: Sequence[tuple[str, ColumnKind]],
-) -> list[ColumnSummary]:
-    """Each column's summary, read back from parts this process has just written: a column of
-    a row group at a time into the merged summaries, then the histograms."""
-    names = [name for name, _ in kinds]
-    summaries = [summary_for(kind) for _, kind in kinds]
-    for part in parts:
-        parquet = open_part(store, part, verify=False)
-        for group in range(parquet.num_row_groups):
-            for name, summary in zip(names, summaries, strict=True):
-                column = parquet.read_row_group(group, columns=[name], use_threads=False)
-                for chunk in column.column(0).chunks:
-                    if isinstance(summary, NumericSummary):
-                        summary.add(chunk.to_numpy(zero_copy_only=False))  # nulls become NaN
-                    else:
-                        summary.add(chunk)
-                del column
-    return count_histograms(store, parts, names, summaries)
