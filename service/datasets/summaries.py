@@ -339,4 +339,3 @@ def count_histograms(
                     summary.count_batch(table.column(0).to_numpy())  # nulls become NaN
                     del table
     return [summary.finish() for summary in summaries]
-
