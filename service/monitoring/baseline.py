@@ -102,9 +102,11 @@ def numeric_bins(column: npt.NDArray[np.float64], edges: Sequence[float]) -> npt
 def categorical_bins(
     codes: npt.NDArray[np.float64], n_categories: int, unseen: npt.NDArray[np.bool_]
 ) -> npt.NDArray[np.intp]:
-    """Bin of each code: the code itself, ``n_categories`` for missing, ``n_categories + 1``
-    where ``unseen`` (the encoder made the value missing because training never saw it)."""
-    bins = np.where(np.isnan(codes), n_categories, np.nan_to_num(codes)).astype(np.intp)
+    """Bin of each code: the code itself, ``n_categories`` for missing (or a code outside
+    ``[0, n_categories)``, which the encoder never makes), ``n_categories + 1`` where
+    ``unseen`` (the encoder made the value missing because training never saw it)."""
+    known = (codes >= 0) & (codes < n_categories)  # False for NaN
+    bins = np.where(known, np.nan_to_num(codes), n_categories).astype(np.intp)
     bins[unseen] = n_categories + 1
     return bins
 

@@ -198,8 +198,11 @@ class PredictionLog:
         try:
             rows: list[dict[str, Any]] = []
             tally = Tally()
+            by_model: dict[str, list[LoggedRequest]] = {}
             for request in batch:
-                rows.extend(self._rows(request, tally))
+                by_model.setdefault(request.model_id, []).append(request)
+            for requests in by_model.values():
+                rows.extend(self._rows(requests, tally))
             n_rows = len(rows)
             with transaction(self.engine) as session:
                 # The rows and their hourly counts commit together, or neither does.
@@ -272,45 +275,69 @@ class PredictionLog:
                     _, self._baselines[model_id] = repository.model_baseline(fresh, model_id)
         return self._baselines[model_id]
 
-    def _rows(self, request: LoggedRequest, tally: Tally) -> list[dict[str, Any]]:
-        n = len(request.ids)
-        if self.rate >= 1:
-            chosen = np.arange(n)
-        else:
-            chosen = np.flatnonzero(self._random.random(n) < self.rate)
-        if chosen.size == 0:
+    def _rows(self, requests: list[LoggedRequest], tally: Tally) -> list[dict[str, Any]]:
+        """The log rows of one model's ``requests`` (sampled), their counts added to ``tally``.
+
+        The requests' rows are stacked and binned at once: under load a batch holds many
+        one-row requests, and binning each alone cost a NumPy call per feature per request."""
+        parts = []
+        for request in requests:
+            n = len(request.ids)
+            if self.rate >= 1:
+                chosen = np.arange(n)
+            else:
+                chosen = np.flatnonzero(self._random.random(n) < self.rate)
+            if chosen.size:
+                parts.append((request, chosen))
+        if not parts:
             return []
-        X = request.X[chosen]
-        unseen = self._unseen(request, X, chosen)
-        baseline = self._baseline(request.model_id)
-        predictions = _coded(request.predictions, request.classes)[chosen]
-        bins = _bins(X, unseen, predictions, baseline, request)
-        position = {name: j for j, name in enumerate(request.features)}
-        tally.add(
-            request.model_id,
-            hour_of(request.logged_at),
-            int(chosen.size),
-            bins,
-            [(position[name], v) for values in unseen.values() for name, v in values.items()],
+        first = parts[0][0]
+        X = np.concatenate([request.X[chosen] for request, chosen in parts])
+        predictions = np.concatenate(
+            [_coded(request.predictions, request.classes)[chosen] for request, chosen in parts]
         )
+        unseen: dict[int, dict[str, str]] = {}
+        offset = 0
+        for request, chosen in parts:
+            for k, values in self._unseen(request, request.X[chosen], chosen).items():
+                unseen[offset + k] = values
+            offset += chosen.size
+        bins = _bins(X, unseen, predictions, self._baseline(first.model_id), first)
+        position = {name: j for j, name in enumerate(first.features)}
         features = X.astype(np.float32)
-        proba = None if request.proba is None else request.proba[chosen].astype(np.float32)
-        rows = []
-        for k, i in enumerate(chosen.tolist()):
-            value = float(predictions[k])
-            rows.append(
-                {
-                    "model_id": request.model_id,
-                    "row_id": request.ids[i],
-                    "logged_at": request.logged_at,
-                    "features": features[k].tobytes(),
-                    "bins": None if bins is None else bins[k].tobytes(),
-                    "unseen": unseen.get(k),
-                    "prediction": value if math.isfinite(value) else None,
-                    "proba": None if proba is None else proba[k].tobytes(),
-                    "actual": None,
-                }
+        rows: list[dict[str, Any]] = []
+        offset = 0
+        for request, chosen in parts:
+            end = offset + chosen.size
+            found = [
+                (position[name], text)
+                for k in range(offset, end)
+                for name, text in unseen.get(k, {}).items()
+            ]
+            tally.add(
+                request.model_id,
+                hour_of(request.logged_at),
+                int(chosen.size),
+                None if bins is None else bins[offset:end],
+                found,
             )
+            proba = None if request.proba is None else request.proba[chosen].astype(np.float32)
+            for k, i in enumerate(chosen.tolist()):
+                value = float(predictions[offset + k])
+                rows.append(
+                    {
+                        "model_id": request.model_id,
+                        "row_id": request.ids[i],
+                        "logged_at": request.logged_at,
+                        "features": features[offset + k].tobytes(),
+                        "bins": None if bins is None else bins[offset + k].tobytes(),
+                        "unseen": unseen.get(offset + k),
+                        "prediction": value if math.isfinite(value) else None,
+                        "proba": None if proba is None else proba[k].tobytes(),
+                        "actual": None,
+                    }
+                )
+            offset = end
         return rows
 
     @staticmethod

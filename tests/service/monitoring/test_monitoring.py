@@ -172,14 +172,18 @@ async def test_the_log_is_sampled_and_capped(open_service: OpenService) -> None:
         assert logged_ids(svc, model_id) == []
 
 
-async def test_a_failing_log_never_fails_a_predict(svc: Service) -> None:
+@pytest.mark.parametrize("table", ["prediction_log", "prediction_counts"])
+async def test_a_failing_log_never_fails_a_predict(svc: Service, table: str) -> None:
+    # Either table refusing its batch rolls the other back: rows and counts go together.
     model_id = await svc.train("random_forest")
     with svc.db_engine.begin() as connection:
-        connection.execute(text("DROP TABLE prediction_log"))
+        connection.execute(text(f"DROP TABLE {table}"))
     for _ in range(3):
         await predict(svc, model_id, records=RECORDS)
     log = written(svc)
     assert log.counts.failed == 12
+    if table == "prediction_counts":
+        assert logged_ids(svc, model_id) == []
     metrics = (await svc.client.get("/metrics")).text
     assert 'coppice_prediction_log_dropped_total{reason="write_failed"} 12.0' in metrics
 
