@@ -236,3 +236,19 @@ async def test_gauges_carry_the_latest_report(svc: Service) -> None:
     assert f'coppice_prediction_psi{{model="{model_id}"}}' in metrics
     assert f'coppice_predictions_logged_total{{model="{model_id}"}} 4.0' in metrics
     assert prediction_log(svc).counts.logged[model_id] == 4
+
+
+async def test_gauges_follow_the_log_without_a_report(svc: Service) -> None:
+    model_id = await svc.train("random_forest")
+    await predict(svc, model_id, records=RECORDS)
+    log = written(svc)
+
+    metrics = (await svc.client.get("/metrics")).text
+
+    # Set by the writer from the last day's hourly counts, as the default report reads them.
+    assert set(log.feature_psi[model_id]) == {"x", "z", "colour"}
+    x = log.feature_psi[model_id]["x"]
+    assert f'coppice_feature_psi{{feature="x",model="{model_id}"}} {x}' in metrics
+    assert f'coppice_prediction_psi{{model="{model_id}"}}' in metrics
+    body = await report(svc, model_id)
+    assert next(f["psi"] for f in body["features"] if f["name"] == "x") == pytest.approx(x)
