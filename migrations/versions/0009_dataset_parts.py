@@ -12,8 +12,10 @@ went away) is resumed by running the upgrade again: datasets already moved are s
 objects a failed run wrote but no row names are swept by ``coppice store gc``. The column is
 kept (empty) rather than dropped: on SQLite dropping it would copy the whole table.
 
-This revision uses the service's column decoder and part writer: the BLOB format they read is
-frozen (format 1 stays readable by the service for as long as this revision exists).
+The BLOB decoder and the part writer this revision uses are its own copies, frozen as they were
+when it was written (the parts' layout and types of ``notes/distributed-data.md``): a later
+change to the service's must not change what an old revision does. Only the store's interface
+(``writer``, ``delete``), like Alembic's, is shared.
 
 Revision ID: 0009_dataset_parts
 Revises: 0008_prediction_log
@@ -22,10 +24,17 @@ Create Date: 2026-11-28 16:30:00
 
 from __future__ import annotations
 
+import contextlib
+import json
 import logging
+import struct
+import zlib
 from collections.abc import Sequence
 from typing import Any
 
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
 import sqlalchemy as sa
 from alembic import context, op
 
@@ -123,17 +132,15 @@ def move_blobs_to_parts(connection: sa.Connection, store: Any = None) -> int:
         logger.info("moved %d datasets' columns into the data store", moved)
 
 
-def _decoded(connection: sa.Connection, dataset_id: str) -> list[Any] | None:
-    from service.datasets.columns import ColumnDataError, decode_column
-
+def _decoded(connection: sa.Connection, dataset_id: str) -> list[tuple[str, pa.Array]] | None:
     rows = connection.execute(
         sa.select(_columns.c.name, _columns.c.kind, _columns.c.data, _columns.c.data_format)
         .where(_columns.c.dataset_id == dataset_id)
         .order_by(_columns.c.position)
     ).all()
     try:
-        return [decode_column(r.name, r.kind, r.data, r.data_format) for r in rows]
-    except ColumnDataError as error:
+        return [(r.name, _decode(r.name, r.kind, r.data, r.data_format)) for r in rows]
+    except _Unreadable as error:
         logger.warning("dataset %s left in the database, unreadable: %s", dataset_id, error)
         return None
 
@@ -148,36 +155,30 @@ def _store() -> Any:
     return store_from_settings(Settings())
 
 
-def _move_one(connection: sa.Connection, store: Any, dataset_id: str, columns: list[Any]) -> None:
-    from service.datasets.arrow_columns import column_batches, schema_of
-    from service.datasets.parts import PartWriter
-
+def _move_one(
+    connection: sa.Connection, store: Any, dataset_id: str, columns: list[tuple[str, pa.Array]]
+) -> None:
     # A run that stopped after inserting parts but before emptying the columns: start again.
     connection.execute(sa.delete(_parts).where(_parts.c.dataset_id == dataset_id))
-    writer = PartWriter(store, dataset_id, schema_of(columns))
-    try:
-        for batch in column_batches(columns, writer.row_group_rows):
-            writer.write(batch)
-        written = writer.finish()
-    except BaseException:
-        writer.abort()
-        raise
+    table = pa.table(dict(columns))
     del columns
+    written = _write_parts(store, dataset_id, table)
+    del table
     if written:
         connection.execute(
             sa.insert(_parts),
             [
                 {
                     "dataset_id": dataset_id,
-                    "part": part.index,
-                    "row_offset": part.row_offset,
-                    "n_rows": part.n_rows,
-                    "path": part.stored.path,
-                    "size": part.stored.size,
-                    "sha256": part.stored.sha256,
+                    "part": index,
+                    "row_offset": row_offset,
+                    "n_rows": n_rows,
+                    "path": stored.path,
+                    "size": stored.size,
+                    "sha256": stored.sha256,
                     "source_stamp": None,
                 }
-                for part in written
+                for index, row_offset, n_rows, stored in written
             ],
         )
     connection.execute(
@@ -185,6 +186,95 @@ def _move_one(connection: sa.Connection, store: Any, dataset_id: str, columns: l
         .where(_columns.c.dataset_id == dataset_id)
         .values(data=b"", data_format=2)
     )
+
+
+# --- frozen: the format-1 BLOBs, and the parts as this revision writes them -------------------
+
+_LENGTH = struct.Struct("<I")
+_MAX_GROUP_ROWS = 1 << 17
+_MIN_GROUP_ROWS = 1 << 10
+_GROUP_BYTES = 32 * 1024 * 1024
+_PART_BYTES = 128 * 1024 * 1024
+
+
+class _Unreadable(ValueError):
+    """A column BLOB that does not decode."""
+
+
+def _decode(name: str, kind: str, data: bytes, data_format: int) -> pa.Array:
+    """A format-1 BLOB (zlib of little-endian float64, NaN missing; or of a 4-byte length, a
+    JSON list of categories and int32 codes, -1 missing) as the parts' column: float64 or
+    strings, null missing."""
+    if data_format != 1:
+        raise _Unreadable(f"column '{name}' has unknown data format {data_format}")
+    try:
+        payload = zlib.decompress(data)
+    except zlib.error as error:
+        raise _Unreadable(f"column '{name}' data is not zlib-compressed: {error}") from None
+    if kind == "numeric":
+        if len(payload) % 8:
+            raise _Unreadable(f"column '{name}' data is not a whole number of float64 values")
+        values = np.frombuffer(payload, dtype="<f8").astype(np.float64)
+        return pa.array(values, type=pa.float64(), from_pandas=True)
+    if kind != "categorical":
+        raise _Unreadable(f"column '{name}' has unknown kind '{kind}'")
+    try:
+        (length,) = _LENGTH.unpack_from(payload)
+        categories = json.loads(payload[_LENGTH.size : _LENGTH.size + length])
+        codes_bytes = payload[_LENGTH.size + length :]
+    except (struct.error, ValueError) as error:
+        raise _Unreadable(f"column '{name}' categories are unreadable: {error}") from None
+    if not isinstance(categories, list) or not all(isinstance(c, str) for c in categories):
+        raise _Unreadable(f"column '{name}' categories are not a list of strings")
+    if len(codes_bytes) % 4:
+        raise _Unreadable(f"column '{name}' data is not a whole number of int32 codes")
+    codes = np.frombuffer(codes_bytes, dtype="<i4").astype(np.int32)
+    if codes.size and (codes.min() < -1 or codes.max() >= len(categories)):
+        raise _Unreadable(f"column '{name}' has codes outside its categories")
+    indices = pa.array(codes, type=pa.int32(), mask=codes < 0)
+    dictionary = pa.array(categories, type=pa.string())
+    return pa.DictionaryArray.from_arrays(indices, dictionary).cast(pa.string())
+
+
+def _layout(table: pa.Table) -> tuple[int, int]:
+    """Rows a row group, row groups a part: the largest power of two of rows (2^17 down to
+    2^10) whose group fits 32 MiB, as many groups a part as fit 128 MiB."""
+    first = table.slice(0, _MAX_GROUP_ROWS).combine_chunks()
+    row_bytes = max(1.0, first.nbytes / first.num_rows) if first.num_rows else 1.0
+    rows = _MAX_GROUP_ROWS
+    while rows > _MIN_GROUP_ROWS and rows * row_bytes > _GROUP_BYTES:
+        rows //= 2
+    return rows, max(1, int(_PART_BYTES // max(1.0, rows * row_bytes)))
+
+
+def _write_parts(store: Any, dataset_id: str, table: pa.Table) -> list[tuple[int, int, int, Any]]:
+    """``datasets/<id>/part-NNNNN.parquet``, zstd, strings dictionary-encoded, statistics on;
+    ``(index, row_offset, n_rows, stored object)`` each. Written parts are deleted on failure."""
+    group_rows, groups = _layout(table)
+    part_rows = group_rows * groups
+    strings = [field.name for field in table.schema if not pa.types.is_floating(field.type)]
+    written: list[tuple[int, int, int, Any]] = []
+    try:
+        for index, offset in enumerate(range(0, table.num_rows, part_rows)):
+            rows = table.slice(offset, part_rows)
+            path = f"datasets/{dataset_id}/part-{index:05d}.parquet"
+            with store.writer(path) as sink:
+                parquet = pq.ParquetWriter(
+                    sink,
+                    table.schema,
+                    compression="zstd",
+                    use_dictionary=strings,
+                    write_statistics=True,
+                )
+                parquet.write_table(rows, row_group_size=group_rows)
+                parquet.close()
+            written.append((index, offset, rows.num_rows, sink.stored()))
+    except BaseException:
+        for _, _, _, stored in written:
+            with contextlib.suppress(Exception):  # what is left, store gc sweeps
+                store.delete(stored.path)
+        raise
+    return written
 
 
 def downgrade() -> None:

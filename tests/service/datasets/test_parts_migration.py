@@ -132,3 +132,12 @@ async def test_column_blobs_move_into_parts_on_sqlite(tmp_path: Path) -> None:
 @pytest.mark.postgres
 async def test_column_blobs_move_into_parts_on_postgres(postgres_url: str, tmp_path: Path) -> None:
     await _upgrade_and_check(postgres_url, tmp_path)
+
+
+def test_the_revision_keeps_its_own_decoder_and_part_writer() -> None:
+    # A later change to the service's column decoder or part writer must not change what this
+    # revision does: it imports neither (only the store, whose interface it shares).
+    source = (Path(__file__).parents[3] / "migrations/versions/0009_dataset_parts.py").read_text()
+
+    imports = [line.strip() for line in source.splitlines() if "import" in line]
+    assert not [line for line in imports if "service.datasets" in line], imports
