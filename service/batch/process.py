@@ -119,6 +119,7 @@ def run_batch(
                     explain=request.explain,
                     first_row=int(part.row_offset),
                     unseen=unseen,
+                    with_proba=target is not None,
                 )
             except InfiniteValue as error:
                 raise BatchFailed("invalid_value", str(error)) from None

@@ -170,8 +170,10 @@ def score(
     explain: bool,
     first_row: int,
     unseen: Unseen,
+    with_proba: bool = False,
 ) -> Scored:
-    """Score one part's rows: the output batch (kept columns first) and what metrics need."""
+    """Score one part's rows: the output batch (kept columns first) and what metrics need
+    (``with_proba``: the class probabilities even when not written, for the metrics)."""
     X = feature_matrix(model, table, kinds, first_row, unseen)
     estimator = model.estimator
     names: list[str] = []
@@ -187,15 +189,21 @@ def score(
     proba: npt.NDArray[np.float64] | None = None
     classes = model.classes or []
     if model.task == "classification":
-        labels = np.asarray(estimator.predict(X)).tolist()
-        texts = [str(label) for label in labels]  # /v1's predictions, exactly
+        # /v1's predictions are str() of each label; taken once per distinct label here.
+        distinct, inverse = np.unique(np.asarray(estimator.predict(X)), return_inverse=True)
+        texts = [str(label) for label in distinct.tolist()]
         position = {label: i for i, label in enumerate(classes)}
+        inverse = inverse.reshape(-1)
         predicted: npt.NDArray[Any] = np.array(
             [position.get(text, -1) for text in texts], dtype=np.int64
-        )
+        )[inverse]
         names.append(PREDICTION)
-        arrays.append(pa.array(texts, type=pa.string()))
-        if hasattr(estimator, "predict_proba"):
+        arrays.append(
+            pa.DictionaryArray.from_arrays(
+                pa.array(inverse.astype(np.int32)), pa.array(texts, type=pa.string())
+            ).cast(pa.string())
+        )
+        if hasattr(estimator, "predict_proba") and (return_proba or with_proba):
             proba = class_probabilities(estimator, X, classes)
             if return_proba:
                 for j, label in enumerate(classes):
