@@ -193,6 +193,14 @@ class BaseXGBoost(PackedStagesMixin, BaseEstimator):
         categorical = categorical_mask(self.categorical_features, n_features)
         return plan_binning(self._mapper(binning_seed), categorical, n_rows, weights > 0)
 
+    def out_of_core_refusals(self) -> list[str]:
+        """The settings that keep :meth:`fit_parts` from fitting out of core on a cluster
+        (it raises ValueError naming them); empty when it can."""
+        from engine.boosting._xgboost_parts import out_of_core_refusals
+
+        self._validate_params()
+        return out_of_core_refusals(self)
+
     def fit_parts(
         self,
         parts: Sequence[DataPart],
@@ -208,7 +216,9 @@ class BaseXGBoost(PackedStagesMixin, BaseEstimator):
         process never holds them; otherwise the parts are read here and :meth:`fit` runs.
         Either way the model is the one ``fit`` learns on the whole table with the same seed
         (up to the order of floating-point additions; see
-        :mod:`engine.boosting._xgboost_parts`).
+        :mod:`engine.boosting._xgboost_parts`), except that on a cluster rows of weight 0 take
+        no part at all: a classifier's classes and the reported training metric are those of
+        the rows of positive weight (a validation split can ride along with weight 0).
         """
         from engine.boosting._xgboost_parts import fit_parts
 

@@ -46,7 +46,7 @@ if TYPE_CHECKING:
     from engine.boosting._xgboost_base import BaseXGBoost
     from engine.parallel._dask_parts import DaskPartitions, Replay
 
-__all__ = ["fit_parts"]
+__all__ = ["fit_parts", "out_of_core_refusals"]
 
 FloatArray = NDArray[np.float64]
 # Objectives whose base score is a weighted mean of the targets (or zero): formed from the
@@ -84,8 +84,14 @@ def fit_parts(
             ) from lost
 
 
-def _check_out_of_core(model: BaseXGBoost, objective: Objective | None) -> None:
-    """Refuse what needs every row in one place (``objective`` once the classes are known)."""
+def out_of_core_refusals(model: BaseXGBoost) -> list[str]:
+    """What in ``model``'s settings needs every row in one place (empty: it fits out of
+    core). A classifier's objective follows its classes, and both of its fit."""
+    objective = None if model._classification else model._objective()
+    return _refusals(model, objective)
+
+
+def _refusals(model: BaseXGBoost, objective: Objective | None) -> list[str]:
     name = "" if objective is None else objective.name
     refused = {
         "tree_method='exact'": model.tree_method == "exact",
@@ -96,7 +102,12 @@ def _check_out_of_core(model: BaseXGBoost, objective: Objective | None) -> None:
         and model.base_score is None
         and name not in MEAN_BASE,
     }
-    named = [name for name, refuse in refused.items() if refuse]
+    return [name for name, refuse in refused.items() if refuse]
+
+
+def _check_out_of_core(model: BaseXGBoost, objective: Objective | None) -> None:
+    """Refuse what needs every row in one place (``objective`` once the classes are known)."""
+    named = _refusals(model, objective)
     if named:
         raise ValueError(
             "An out-of-core fit (fit_parts on a cluster) cannot use " + ", ".join(named) + "."
@@ -114,7 +125,8 @@ def _fit_on(
         [table.read] * len(table.groups),
         [model._classification] * len(table.groups),
     )
-    n_rows = sum(info["n_rows"] for info in infos)
+    # The training metric's mean is over the rows the fit learns from (positive weight).
+    n_rows = sum(info["n_positive"] for info in infos)
     n_features = infos[0]["n_features"]
     if any(info["bad_targets"] for info in infos):
         raise ValueError("The target holds NaN or infinite values.")

@@ -94,7 +94,9 @@ class PartsActor:
             "n_positive": int(np.count_nonzero(self.w > 0)),
             "bad_targets": int(np.count_nonzero(~np.isfinite(self.y))),
             "bad_weights": int(np.count_nonzero(~np.isfinite(self.w) | (self.w < 0))),
-            "labels": np.unique(self.y) if classification else None,
+            # The classes of the rows the fit learns from: rows of weight 0 (a validation
+            # split passed along as such) add none.
+            "labels": np.unique(self.y[self.w > 0]) if classification else None,
         }
 
     def gather(self, positive: NDArray[np.intp]) -> NDArray[np.float64]:
@@ -240,7 +242,8 @@ class PartsActor:
         self, round_index: int, leaf_values: list[NDArray[np.float64]], metric: MetricTerms
     ) -> float:
         """Add each tree's leaf values to the scores, once per round (a repeated call, after
-        another actor was lost, only sums again); the sum of the metric's row terms."""
+        another actor was lost, only sums again); the sum of the metric's terms over the rows
+        of positive weight."""
         if round_index > self.committed:
             for k, (leaf, values) in enumerate(zip(self.pending, leaf_values, strict=True)):
                 self.raw[:, k] += values[leaf]
@@ -248,7 +251,8 @@ class PartsActor:
         self.pending = []
         self.rows = self.out_rows = self.slots = self.out_slots = _NO_ROWS
         self.channels = self.gradient = self.hessian = np.zeros((0, 0))
-        return float(np.sum(metric(self.y, self.raw)))
+        learns = self.w > 0  # rows of weight 0 (a validation split) are not training rows
+        return float(np.sum(metric(self.y[learns], self.raw[learns])))
 
 
 class PartitionsLost(Exception):

@@ -33,6 +33,7 @@ from service.training.metrics import (
 from service.training.part_table import PartTable
 from service.training.spec import TrainingError, TrainingOutcome, TrainingSpec
 from service.training.split import fold_assignments, holdout_split
+from service.training.worker_parts import read_worker_part, worker_parts
 
 ProgressReport = Callable[[float, str], None]
 StopCheck = Callable[[], bool]
@@ -279,6 +280,8 @@ def _fit(
     try:
         if data.parts is None:
             estimator.fit(data.X[rows], y, callbacks=[progress])
+        elif fits_out_of_core(estimator):
+            _fit_out_of_core(estimator, data, data.parts, rows, evaluated, spec, progress)
         else:
             binned = _bin_from_parts(estimator, data, data.parts, rows, evaluated, progress)
             estimator.fit(binned, y, callbacks=[progress])
@@ -506,6 +509,59 @@ def _bin_from_parts(
     codes = parts.bin(mapper, groups)
     parts.coded[id(estimator)] = _Coded(mapper, groups, codes, sample)
     return Binned(codes[0], mapper)
+
+
+def fits_out_of_core(estimator: Any) -> bool:
+    """Whether ``estimator`` fits from the parts on the Dask cluster, out of core: inside
+    ``engine.parallel_backend`` (COPPICE_DASK_SCHEDULER), XGBoost-style boosting with the
+    settings :meth:`fit_parts` takes (histogram bins, depth-wise trees, …)."""
+    return (
+        engine.parallel.active_backend() is not None
+        and hasattr(estimator, "fit_parts")
+        and not estimator.out_of_core_refusals()
+    )
+
+
+def _fit_out_of_core(
+    estimator: Any,
+    data: TrainingData,
+    parts: PartRows,
+    rows: Rows,
+    evaluated: Rows | None,
+    spec: TrainingSpec,
+    progress: _Progress,
+) -> None:
+    """Fit on the Dask workers, each reading its own parts (``engine``'s ``fit_parts``): the
+    training rows learn, the others ride along with weight 0. This process then reads what
+    the run's metrics need, as a fit from the parts keeps it (:class:`_Coded`): the codes of
+    the rows the metrics score (at most ``TRAIN_SCORE_ROWS`` training rows, and ``evaluated``)
+    and the values of the rows the edges were placed by (at most the binner's subsample)."""
+    table = parts.table
+    classification = data.classes is not None
+    sources = worker_parts(
+        table.store,
+        table.parts,
+        parts.features,
+        spec.target,
+        table.kinds,
+        table.categories,
+        data.classes,
+        np.sort(parts.rows[rows]),
+    )
+    progress.note("reading and binning the parts on the Dask workers")
+    estimator.fit_parts(sources, read_worker_part, callbacks=[progress])
+    if classification:
+        # The workers' targets are indices into the run's classes: back to the labels.
+        assert data.classes is not None
+        codes = np.asarray(estimator.classes_).astype(np.intp)
+        estimator.classes_ = np.asarray(data.classes)[codes]
+    mapper = estimator.bin_mapper_
+    scored = np.sort(scored_training_rows(data.y, rows, classification, spec.seed))
+    plan = estimator.binning_plan(int(rows.size), len(data.features))
+    groups = [scored] if evaluated is None else [scored, evaluated]
+    parts.coded[id(estimator)] = _Coded(
+        mapper, groups, parts.bin(mapper, groups), parts.values(rows[plan.rows])
+    )
 
 
 def _codes_of(data: TrainingData, model: Any) -> _Coded | None:

@@ -55,6 +55,9 @@ class WorkerPart:
     kinds: dict[str, str]
     categories: dict[str, tuple[str, ...]] = field(default_factory=dict)
     classes: tuple[str, ...] | None = None
+    # The part's rows the fit learns from (part-local, ascending); None: every row with a
+    # target. The others get weight 0: a validation split or a fold's held-out rows.
+    rows: npt.NDArray[np.int64] | None = None
 
 
 def worker_parts(
@@ -65,9 +68,18 @@ def worker_parts(
     kinds: Mapping[str, str],
     categories: Mapping[str, Sequence[str]],
     classes: Sequence[str] | None = None,
+    rows: npt.NDArray[np.intp] | None = None,
 ) -> list[DataPart]:
-    """The engine's parts of a dataset, first row first."""
+    """The engine's parts of a dataset, first row first; ``rows`` (global, ascending) the
+    rows to learn from, None for every row with a target."""
     ordered = sorted(parts, key=lambda part: part.row_offset)
+
+    def local(part: DatasetPartRecord) -> npt.NDArray[np.int64] | None:
+        if rows is None:
+            return None
+        low, high = np.searchsorted(rows, [part.row_offset, part.row_offset + part.n_rows])
+        return (rows[low:high] - part.row_offset).astype(np.int64)
+
     return [
         DataPart(
             WorkerPart(
@@ -83,6 +95,7 @@ def worker_parts(
                 kinds={name: str(kinds[name]) for name in (*features, target)},
                 categories={name: tuple(union) for name, union in categories.items()},
                 classes=None if classes is None else tuple(classes),
+                rows=local(part),
             ),
             part.row_offset,
             part.n_rows,
@@ -109,6 +122,10 @@ def read_worker_part(source: WorkerPart) -> PartRows:
     X = table.part_values(record, source.features)
     column = open_part(store, record).read(columns=[source.target]).column(source.target)
     y, known = _target(column, source.kinds[source.target], source.classes)
+    if source.rows is not None:
+        chosen = np.zeros(source.n_rows, dtype=bool)
+        chosen[source.rows] = True
+        known &= chosen
     return X, np.where(known, y, 0.0), known.astype(np.float64)
 
 

@@ -225,7 +225,7 @@ def test_train_and_predict_on_the_cluster(service: Service) -> None:
     assert predicted.status_code == 200, predicted.text
 
 
-def test_boosting_builds_its_histograms_on_the_cluster(service: Service) -> None:
+def test_boosting_reads_and_keeps_its_rows_on_the_cluster(service: Service) -> None:
     client = service.client
     dataset_id = _upload(client, 2500)
     job_id = submit_job(
@@ -238,8 +238,11 @@ def test_boosting_builds_its_histograms_on_the_cluster(service: Service) -> None
     )
     job, _ = _follow(service, job_id)
     assert job["status"] == "succeeded", (job, service.logs())
-    # The rows' partitions lived in actors on the Dask workers (data-parallel histograms).
-    assert "PartitionActor" in service.cluster.task_prefixes()
+    # Out of core (issue 27): the rows lived in actors on the Dask workers, which read the
+    # dataset's parts from the store themselves; the fit process never scattered them.
+    assert "PartsActor" in service.cluster.task_prefixes()
+    assert "PartitionActor" not in service.cluster.task_prefixes()
+    assert job["resources"]["backend"] == "dask", job["resources"]
     predicted = client.post(
         f"/v1/models/{job['model_id']}/predict",
         json={"records": [{"a": 1.0, "b": 1.0, "c": 1.0, "d": 0.0}]},

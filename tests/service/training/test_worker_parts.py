@@ -96,3 +96,84 @@ def test_workers_read_the_stored_parts_into_the_in_memory_model(
         np.testing.assert_allclose(
             remote_c.predict_proba(X), local_c.predict_proba(X), rtol=0, atol=1e-12
         )
+
+
+def _approx(a: Any, b: Any) -> None:
+    """Two metric trees equal, their numbers within 1e-9 (sums in another order)."""
+    if isinstance(a, dict):
+        assert isinstance(b, dict) and a.keys() == b.keys(), (a, b)
+        for key in a:
+            _approx(a[key], b[key])
+    elif isinstance(a, list | tuple):
+        assert isinstance(b, list | tuple) and len(a) == len(b), (a, b)
+        for x, y in zip(a, b, strict=True):
+            _approx(x, y)
+    elif isinstance(a, float) and isinstance(b, float):
+        assert a == pytest.approx(b, rel=1e-9, abs=1e-12), (a, b)
+    else:
+        assert a == b, (a, b)
+
+
+@pytest.mark.parametrize(
+    ("task", "target", "validation"),
+    [
+        ("classification", "label", {"holdout": 0.2}),
+        ("regression", "amount", {"folds": 3}),
+    ],
+)
+def test_run_training_on_a_cluster_fits_xgboost_out_of_core(
+    client: Any,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    task: str,
+    target: str,
+    validation: dict[str, Any],
+) -> None:
+    """A job's fits from parts on a Dask cluster read the parts on the workers; the outcome
+    is the in-memory run's (metrics within 1e-9: sums in another order)."""
+    import engine
+    from service.training import TrainingSpec, run_training
+    from service.training import run as run_module
+
+    fitted: list[int] = []
+    original = run_module._fit_out_of_core
+
+    def counted(*args: Any) -> None:
+        fitted.append(1)
+        original(*args)
+
+    monkeypatch.setattr(run_module, "_fit_out_of_core", counted)
+    columns = _columns()
+    store = DataStore(str(tmp_path / "store"))
+    ordered = list(columns.values())
+    writer = PartWriter(store, "d1", schema_of(ordered), row_group_rows=1024, groups_per_part=1)
+    for batch in column_batches(ordered, 700):
+        writer.write(batch)
+    records = part_records("d1", writer.finish())
+    table = PartTable(store, records, {c.name: c.kind.value for c in ordered}, N)
+    spec = TrainingSpec(
+        method="xgboost",
+        task=task,
+        target=target,
+        features=FEATURES,
+        params={"n_estimators": 6, "max_depth": 4},
+        validation=validation,
+        seed=7,
+    )
+    with engine.parallel_backend(client):
+        from_parts = run_training(spec, table, lambda f, s: None, lambda: False)
+    in_memory = run_training(spec, columns, lambda f, s: None, lambda: False)
+    assert len(fitted) == (3 + 1 if "folds" in validation else 1)
+    _approx(from_parts.metrics, in_memory.metrics)
+    _approx(from_parts.importances, in_memory.importances)
+    _approx(from_parts.curves, in_memory.curves)
+    assert from_parts.encoding == in_memory.encoding
+    X = np.column_stack([columns[name].as_float() for name in FEATURES])
+    remote, local = engine.load_model(from_parts.artifact), engine.load_model(in_memory.artifact)
+    if task == "classification":
+        np.testing.assert_array_equal(remote.classes_, local.classes_)
+        np.testing.assert_allclose(
+            remote.predict_proba(X), local.predict_proba(X), rtol=0, atol=1e-12
+        )
+    else:
+        np.testing.assert_allclose(remote.predict(X), local.predict(X), rtol=0, atol=1e-12)
