@@ -565,10 +565,13 @@ class SearchCandidateRecord(Base):
 class OutOfFoldRecord(Base):
     """A candidate's out-of-fold predictions: the level-one data of the stacked ensemble.
 
-    ``data`` is zlib-compressed little-endian float64 of shape (n_rows, n_columns): class
-    probabilities (in the model's class order) or the regression prediction, each row
-    predicted by the fold model that did not train on it (``service.searches.predictions``).
-    Kept with the model, so a search can be stacked again later (H2O's lost frames:
+    Float64 of shape (n_rows, n_columns): class probabilities (in the model's class order) or
+    the regression prediction, each row predicted by the fold model that did not train on it
+    (``service.searches.predictions``). The bytes are an object in the data store
+    (``models/<model id>/out_of_fold.f8``, raw little-endian, row-major) named by ``path``,
+    ``size`` and ``sha256``; ``data`` is empty then. Before revision ``0010_oof_store`` they
+    were zlib-compressed here in ``data`` (that revision moves them; the reader still takes
+    both). Kept with the model, so a search can be stacked again later (H2O's lost frames:
     h2oai/h2o-tutorials#168).
     """
 
@@ -582,3 +585,6 @@ class OutOfFoldRecord(Base):
     n_columns: Mapped[int] = mapped_column(Integer)
     folds: Mapped[int] = mapped_column(Integer)
     data: Mapped[bytes] = mapped_column(LargeBinary, deferred=True)
+    path: Mapped[str | None] = mapped_column(Text, nullable=True, info={"store_path": True})
+    size: Mapped[int | None] = mapped_column(BigInteger, nullable=True)
+    sha256: Mapped[str | None] = mapped_column(String(64), nullable=True)

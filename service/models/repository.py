@@ -11,7 +11,13 @@ from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
 from service.db.pages import newest_first, page_of
-from service.db.tables import ImportanceRecord, JobRecord, ModelArtifactRecord, ModelRecord
+from service.db.tables import (
+    ImportanceRecord,
+    JobRecord,
+    ModelArtifactRecord,
+    ModelRecord,
+    OutOfFoldRecord,
+)
 from service.store import StoredObject
 
 
@@ -155,6 +161,14 @@ def delete_model(session: Session, model_id: str) -> list[str] | None:
             select(ModelArtifactRecord.path).where(ModelArtifactRecord.model_id == model_id)
         )
     )
+    # A search candidate's out-of-fold predictions are an object of their own.
+    paths += [
+        path
+        for path in session.scalars(
+            select(OutOfFoldRecord.path).where(OutOfFoldRecord.model_id == model_id)
+        )
+        if path
+    ]
     session.execute(
         update(JobRecord)
         .where(JobRecord.model_id == model_id)

@@ -71,7 +71,7 @@ def build(
 ) -> BuiltStack:
     """Fit the meta-learner and assemble the ensemble; reads only (the caller stores it)."""
     chosen = members_of(ranked)
-    kept = predictions.load(session, [entry.model.id for entry in chosen])
+    kept = predictions.load(session, store, [entry.model.id for entry in chosen])
     chosen = [entry for entry in chosen if entry.model.id in kept]
     if len(chosen) < 2:
         raise StackingSkipped(

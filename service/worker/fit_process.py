@@ -40,6 +40,7 @@ from service.db.session import create_db_engine, reading
 from service.db.tables import JobRecord, new_id
 from service.errors import InvalidInput, NotFound, ServiceError
 from service.models.artifacts import write_artifact
+from service.searches import predictions
 from service.store import DataStore, ObjectCorrupt, StoreUnavailable
 from service.training.spec import TrainingError
 from service.worker.messages import (
@@ -305,7 +306,10 @@ def store_outcome(store: DataStore, outcome: TrainingOutcomeLike) -> StoredOutco
     """Write the outcome's artifact to the store under a new model id; what the worker gets."""
     model_id = new_id()
     artifact = write_artifact(store, model_id, outcome.artifact)
-    return StoredOutcome.of(outcome, model_id, artifact)
+    # A search candidate's out-of-fold predictions go to the store beside it, never the pipe.
+    values = getattr(outcome, "out_of_fold", None)
+    kept = None if values is None else predictions.write(store, model_id, values)
+    return StoredOutcome.of(outcome, model_id, artifact, kept)
 
 
 def warm_up_process() -> None:

@@ -453,7 +453,9 @@ class JobRun(threading.Thread):
 
     def _forget(self, outcome: StoredOutcome) -> None:
         """Delete an artifact no row will name (best effort: `coppice store gc` sweeps it)."""
-        delete_objects(self.context.store, [outcome.artifact.path])
+        kept = outcome.out_of_fold
+        paths = [outcome.artifact.path] + ([] if kept is None else [kept.stored.path])
+        delete_objects(self.context.store, paths)
 
     def _retry_or_fail(self, now: datetime, code: str, reason: str) -> None:
         with transaction(self.context.engine) as session:

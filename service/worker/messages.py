@@ -65,12 +65,17 @@ class StoredOutcome:
     curves: Any
     importances: Mapping[str, Any]
     n_estimators: int | None
-    # A search candidate's out-of-fold predictions (float64 array), or None.
+    # A search candidate's out-of-fold predictions, written to the store by the fit process
+    # (``service.searches.predictions.StoredPredictions``), or None.
     out_of_fold: Any = None
 
     @classmethod
     def of(
-        cls, outcome: TrainingOutcomeLike, model_id: str, artifact: StoredObject
+        cls,
+        outcome: TrainingOutcomeLike,
+        model_id: str,
+        artifact: StoredObject,
+        out_of_fold: Any = None,
     ) -> StoredOutcome:
         return cls(
             model_id=model_id,
@@ -83,7 +88,7 @@ class StoredOutcome:
             curves=outcome.curves,
             importances=outcome.importances,
             n_estimators=outcome.n_estimators,
-            out_of_fold=getattr(outcome, "out_of_fold", None),
+            out_of_fold=out_of_fold,
         )
 
 

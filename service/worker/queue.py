@@ -171,6 +171,8 @@ def finish_succeeded(
     """
     try:
         verify_artifact(store, outcome.artifact)
+        if outcome.out_of_fold is not None:
+            verify_artifact(store, outcome.out_of_fold.stored)
     except ObjectCorrupt as error:
         raise ArtifactMismatch(error.detail) from None
     model_id = outcome.model_id
@@ -198,14 +200,13 @@ def finish_succeeded(
         created_at=now,
     )
     # A search's candidate keeps its held-out predictions for the stacked ensemble.
-    out_of_fold = outcome.out_of_fold
-    if out_of_fold is not None:
+    if outcome.out_of_fold is not None:
         predictions.add(
             session,
             model_id=model_id,
             job_id=job.id,
             folds=int(job.validation.get("folds", 0)),
-            values=out_of_fold,
+            kept=outcome.out_of_fold,
         )
     session.flush()
     return model_id

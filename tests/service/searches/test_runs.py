@@ -183,7 +183,10 @@ async def test_a_worker_killed_mid_search_loses_no_candidate(
     try:
         with Session(db) as session:
             kept = session.scalars(select(OutOfFoldRecord.model_id)).all()
-            assert len(predictions.load(session, kept)) == 3
+            assert len(predictions.load(session, store_from_settings(settings), kept)) == 3
+            # In the data store, beside each model; nothing left in SQL.
+            named = session.execute(select(OutOfFoldRecord.path, OutOfFoldRecord.data)).all()
+            assert all(path.endswith("/out_of_fold.f8") and not data for path, data in named)
     finally:
         db.dispose()
 
