@@ -83,6 +83,9 @@ def test_upload_train_watch_and_use_a_model(tab: Watched, data_file: Path) -> No
     page.wait_for_selector("[role=progressbar][aria-valuenow='100']", timeout=180_000)
     assert page.inner_text("#job-status") == "succeeded"
     assert page.inner_text("#job-percent") == "100%"
+    # What the ended fit cost, from the job's resources.
+    page.wait_for_selector("text=fit peak memory")
+    assert "MiB" in page.inner_text("main")
 
     page.click("#job-model")
     page.wait_for_selector("#curves svg path.line")
