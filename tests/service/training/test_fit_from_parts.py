@@ -142,3 +142,45 @@ def test_predictions_from_codes_in_small_chunks_are_the_same(
     in_memory = run_training(spec, columns, lambda f, s: None, lambda: False)
     assert from_parts.metrics == in_memory.metrics
     np.testing.assert_array_equal(from_parts.out_of_fold, in_memory.out_of_fold)
+
+
+def test_past_the_binner_subsample_the_model_is_the_same_and_the_baseline_a_sample(
+    tmp_path: Path,
+) -> None:
+    # 210,000 rows: the binning reads a seeded 200,000 of them for the edges, and those rows
+    # (not all) give the monitoring baseline's feature proportions.
+    n = 210_000
+    rng = np.random.default_rng(5)
+    x = rng.normal(size=n)
+    colour = rng.integers(-1, 4, size=n).astype(np.int32)
+    columns: dict[str, ColumnData] = {
+        "x": NumericColumn("x", x),
+        "colour": CategoricalColumn("colour", colour, ("blue", "green", "red", "teal")),
+        "amount": NumericColumn("amount", x * 2 + (colour == 1) + rng.normal(size=n)),
+    }
+    store = DataStore(str(tmp_path / "store"))
+    writer = PartWriter(store, "d2", schema_of(list(columns.values())), row_group_rows=1 << 15)
+    for batch in column_batches(list(columns.values()), 50_000):
+        writer.write(batch)
+    parts = part_records("d2", writer.finish())
+    table = PartTable(store, parts, {c.name: c.kind.value for c in columns.values()}, n)
+    spec = TrainingSpec(
+        method="decision_tree",
+        task="regression",
+        target="amount",
+        features=("x", "colour"),
+        params={"max_depth": 4},
+        validation={"holdout": 0},
+        seed=2,
+    )
+    from_parts = run_training(spec, table, lambda f, s: None, lambda: False)
+    in_memory = run_training(spec, columns, lambda f, s: None, lambda: False)
+    assert from_parts.sha256 == in_memory.sha256
+    monitoring = from_parts.metrics.pop("monitoring")
+    expected = in_memory.metrics.pop("monitoring")
+    assert from_parts.metrics == in_memory.metrics
+    assert monitoring["rows"] == expected["rows"] == n
+    assert monitoring["prediction"] == expected["prediction"]
+    for found, full in zip(monitoring["features"], expected["features"], strict=True):
+        # A 200,000-row uniform sample's proportions: within a point of all rows'.
+        assert np.allclose(found["proportions"], full["proportions"], atol=0.01)
