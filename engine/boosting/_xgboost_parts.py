@@ -52,6 +52,8 @@ FloatArray = NDArray[np.float64]
 # Objectives whose base score is a weighted mean of the targets (or zero): formed from the
 # workers' sums. The others need base_score set.
 MEAN_BASE = ("reg:squarederror", "count:poisson", "binary:logistic", "multi:softprob", "custom")
+# Objectives whose leaves are reset to residual quantiles after each tree: refused.
+QUANTILE_LEAVES = ("reg:absoluteerror", "reg:quantileerror")
 
 
 def fit_parts(
@@ -97,10 +99,10 @@ def _refusals(model: BaseXGBoost, objective: Objective | None) -> list[str]:
         "tree_method='exact'": model.tree_method == "exact",
         "grow_policy='lossguide'": model.grow_policy == "lossguide",
         "colsample_bynode < 1": model.colsample_bynode < 1.0,
-        f"objective {name!r}": name in ("reg:absoluteerror", "reg:quantileerror"),
+        f"objective {name!r}": name in QUANTILE_LEAVES,
         f"objective {name!r} without base_score": objective is not None
         and model.base_score is None
-        and name not in MEAN_BASE,
+        and name not in (*MEAN_BASE, *QUANTILE_LEAVES),
     }
     return [name for name, refuse in refused.items() if refuse]
 

@@ -319,3 +319,33 @@ def test_a_worker_killed_mid_fit_is_replaced_and_the_model_is_the_same(
     assert time.monotonic() - start < 120
     assert replaced == [[sorted(pid_of).index(victim)]]
     np.testing.assert_allclose(remote.predict(X), local.predict(X), rtol=0, atol=1e-12)
+
+
+def test_monotone_constraints_and_level_sampling_out_of_core(client: Any, tmp_path: Path) -> None:
+    """Monotone bounds (the driver's, from the summed totals) and colsample_bylevel (the
+    driver's draws, level by level) give the local model too."""
+    X, y = _table(seed=4)
+    parts = write_parts(tmp_path, X, y, SIZES)
+    params = {
+        **PARAMS,
+        "monotone_constraints": [1, 0, -1, 0, 0, 0],
+        "colsample_bylevel": 0.7,
+        "reg_alpha": 0.1,
+        "gamma": 0.01,
+    }
+    local = XGBoostRegressor(**params).fit(X, y)
+    with parallel_backend(client):
+        remote = XGBoostRegressor(**params).fit_parts(parts, read_part)
+    np.testing.assert_allclose(remote.predict(X), local.predict(X), rtol=0, atol=1e-12)
+
+
+def test_what_needs_every_row_in_one_place_is_refused(client: Any, tmp_path: Path) -> None:
+    X, y = _table()
+    parts = write_parts(tmp_path, X, y, SIZES)
+    model = XGBoostRegressor(grow_policy="lossguide", max_leaves=8, objective="reg:absoluteerror")
+    assert model.out_of_core_refusals() == [
+        "grow_policy='lossguide'",
+        "objective 'reg:absoluteerror'",
+    ]
+    with parallel_backend(client), pytest.raises(ValueError, match="lossguide"):
+        model.fit_parts(parts, read_part)
