@@ -18,8 +18,11 @@ import pytest
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
+from service.batch import process
+from service.batch.process import outcome_of
 from service.datasets import parts as parts_module
 from service.db.tables import DatasetPartRecord, DatasetRecord
+from service.worker.messages import Failed, Stopped
 from tests.service.models.helpers import COLUMNS, Service, dataset_rows
 
 pytestmark = pytest.mark.anyio
@@ -276,3 +279,55 @@ async def test_cancel_a_queued_batch_and_an_ended_one(open_service: Any) -> None
         assert "already ended" in again.json()["detail"]
         # A dataset in use by a queued batch cannot be deleted; a cancelled one frees it.
         assert (await svc.client.delete(f"/v1/datasets/{dataset}")).status_code == 204
+
+
+async def test_a_stop_between_parts_leaves_no_output(
+    open_service: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A cancel is obeyed between parts, and what was written of the output is removed."""
+    async with open_service(embedded_worker=False) as svc:
+        model = await svc.train("random_forest", params={"n_estimators": 3})
+        monkeypatch.setattr(parts_module, "layout", lambda row_bytes: SMALL_PARTS)
+        dataset = await upload(svc, COLUMNS, dataset_rows(64))
+        before = {info.path for info in svc.store.walk()}
+        created = await svc.client.post(
+            "/v1/batch-predictions", json={"model": model, "dataset_id": dataset}
+        )
+        batch_id = created.json()["id"]
+        progress: list[str] = []
+
+        result = outcome_of(
+            lambda: process.run_batch(
+                svc.settings.resolved_database_url,
+                svc.store,
+                batch_id,
+                lambda fraction, stage: progress.append(stage),
+                lambda: len(progress) >= 2,
+            )
+        )
+
+        assert isinstance(result, Stopped)
+        assert progress == ["rows 16/64", "rows 32/64"]
+        assert {info.path for info in svc.store.walk()} == before
+
+
+async def test_a_model_deleted_before_its_batch_ran_fails_it(open_service: Any) -> None:
+    async with open_service(embedded_worker=False) as svc:
+        model = await svc.train("decision_tree", params={})
+        dataset = await upload(svc, COLUMNS, dataset_rows(10))
+        created = await svc.client.post(
+            "/v1/batch-predictions", json={"model": model, "dataset_id": dataset}
+        )
+        assert (await svc.client.delete(f"/v1/models/{model}")).status_code == 204
+
+        result = outcome_of(
+            lambda: process.run_batch(
+                svc.settings.resolved_database_url,
+                svc.store,
+                created.json()["id"],
+                lambda fraction, stage: None,
+                lambda: False,
+            )
+        )
+
+        assert isinstance(result, Failed) and result.code == "model_not_found"
