@@ -30,6 +30,7 @@ from __future__ import annotations
 import contextlib
 from collections.abc import Generator, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import BinaryIO
 
@@ -217,10 +218,12 @@ def _fast_blocks_of(
         if reader.schema.names != list(names):
             raise _Inexact
         for batch in reader:
-            columns = [column.cast(pa.string()) for column in batch.columns]
-            for column in columns:
-                if len(column) and pc.max(pc.binary_length(column)).as_py() > FIELD_LIMIT:
-                    raise _Inexact
+            columns = list(batch.columns)
+            # Only a batch of more bytes than the limit can hold a cell over it.
+            if batch.nbytes > FIELD_LIMIT:
+                for column in columns:
+                    if len(column) and pc.max(pc.binary_length(column)).as_py() > FIELD_LIMIT:
+                        raise _Inexact
             yield columns
     except (pa.ArrowException, OSError, ValueError) as error:
         if "straddling" in str(error):
@@ -413,11 +416,12 @@ def _pass(
                 schema = pa.schema(
                     [pa.field(name, array.type) for name, array in zip(names, arrays, strict=True)]
                 )
-                writer = PartWriter(store, dataset_id, schema)
                 summaries = [summary_for(column.kind) for column in columns]
+                writer = PartWriter(
+                    store, dataset_id, schema, on_group=partial(add_batch, summaries)
+                )
             batch = pa.RecordBatch.from_arrays(arrays, schema=writer.schema)
             del arrays
-            add_batch(summaries, batch)
             writer.write(batch)
             start += batch.num_rows
             del batch

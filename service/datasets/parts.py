@@ -22,7 +22,7 @@ removes what was written, and a crash leaves objects no row names, which ``store
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
 
@@ -89,7 +89,11 @@ class PartWriter:
         *,
         row_group_rows: int | None = None,
         groups_per_part: int | None = None,
+        on_group: Callable[[pa.Table], None] | None = None,
     ) -> None:
+        """``on_group`` sees each row group once it is written (the column summaries are
+        merged there: a row group of rows at a time, the rows already in memory)."""
+        self._on_group = on_group
         self._store = store
         self._dataset_id = dataset_id
         self.schema = schema
@@ -158,6 +162,10 @@ class PartWriter:
         assert self._parquet is not None
         # One row group of exactly n_rows, whatever the batches' sizes were.
         self._parquet.write_table(group, row_group_size=n_rows)
+        if self._on_group is not None:
+            # After the write: its encoding buffers are gone by now, so the peaks do not add.
+            self._on_group(group)
+        del group
         self._part_rows += n_rows
         self._part_groups += 1
         if self._part_groups >= (self._groups_per_part or 1):

@@ -11,6 +11,7 @@ from __future__ import annotations
 import contextlib
 import hashlib
 from collections.abc import Sequence
+from functools import partial
 from typing import Any
 
 from pydantic import ValidationError
@@ -112,14 +113,16 @@ def create_from_file(
     schema, batches = arrow_ingest.open_source(str(spooled.path), fmt)
     plans = arrow_ingest.plan(schema, categorical, max_columns=max_columns, source=source)
     dataset_id = new_id()
-    writer = PartWriter(store, dataset_id, arrow_ingest.parts_schema(plans))
     summaries = [summary_for(plan.kind) for plan in plans]
+    writer = PartWriter(
+        store,
+        dataset_id,
+        arrow_ingest.parts_schema(plans),
+        on_group=partial(add_batch, summaries),
+    )
     try:
         for batch in batches:
-            normalized = arrow_ingest.normalize(batch, plans, writer.schema, writer.n_rows)
-            add_batch(summaries, normalized)
-            writer.write(normalized)
-            del normalized
+            writer.write(arrow_ingest.normalize(batch, plans, writer.schema, writer.n_rows))
         parts = writer.finish()
         if writer.n_rows == 0:
             raise InvalidInput(f"The {source} has no rows; upload at least one row.")
