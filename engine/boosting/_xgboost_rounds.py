@@ -23,7 +23,8 @@ from engine.early_stopping import EarlyStopping
 from engine.parallel import HistogramSource, active_backend
 from engine.tree._binned import Binned, apply_codes
 from engine.tree._tree import Tree
-from engine.tree.grow.build import BinnedData, build_newton_tree
+from engine.tree.grow.build import BinnedData, build_newton_trees
+from engine.tree.grow.whole_tree import TreeWorkspace
 
 if TYPE_CHECKING:
     from engine.boosting._xgboost import BaseXGBoost
@@ -93,6 +94,9 @@ class Rounds:
         n_rows, n_features = self.X_encoded.shape
         n_outputs = self.raw.shape[1]
         listeners = [*(callbacks or ()), *([self.tracker] if self.tracker else [])]
+        # One fit's histograms, row partitions and node arrays; one per output when the K
+        # trees of a round grow side by side on threads.
+        workspaces = [TreeWorkspace() for _ in range(n_outputs if threads is not None else 1)]
         for round_index in range(model.n_estimators):
             gradient, hessian = self.objective(self.target, self.raw)
             gradient = gradient.reshape(n_rows, -1)
@@ -106,31 +110,31 @@ class Rounds:
                 n_candidates = max(1, round(model.colsample_bytree * n_features))
                 subset = np.sort(rng.choice(n_features, n_candidates, replace=False))
             spec = model._tree_spec(n_candidates, self.monotone)
-            stage = []
-            leaves = np.empty(n_rows, dtype=np.intp)
-            for k in range(n_outputs):
-                tree = build_newton_tree(
-                    self.data,
-                    gradient[:, k],
-                    hessian[:, k],
-                    weights,
-                    spec,
-                    rng,
-                    subset,
-                    threads,
-                    leaves,
-                    histograms,
-                )
+            leaves = np.empty((n_outputs, n_rows), dtype=np.intp)
+            stage = build_newton_trees(
+                self.data,
+                gradient,
+                hessian,
+                weights,
+                spec,
+                rng,
+                subset,
+                threads,
+                leaves,
+                histograms,
+                workspaces,
+            )
+            for k, tree in enumerate(stage):
                 self._refresh_leaves(tree, weights)
                 tree.values *= model.learning_rate
                 # Rows the tree grew on are routed by their bins exactly as predict routes
                 # their values, so the grower's leaves spare descending the tree again.
-                if leaves.min() < 0:
-                    leaves = self._apply(tree)
-                self.raw[:, k] += tree.values[leaves, 0]
+                tree_leaves = leaves[k]
+                if tree_leaves.min() < 0:
+                    tree_leaves = self._apply(tree)
+                self.raw[:, k] += tree.values[tree_leaves, 0]
                 for _, X_eval, _, raw_eval in self.evaluations:
                     raw_eval[:, k] += tree.predict(X_eval)[:, 0]
-                stage.append(tree)
             self.trees.append(stage)
             metrics = self._evaluate()
             event = ProgressEvent(

@@ -18,14 +18,23 @@ from numpy.typing import NDArray
 from engine.tree._binning import BinMapper, has_missing_codes
 from engine.tree._criteria import Criterion
 from engine.tree._tree import Tree
-from engine.tree.grow.grower import grow_tree
+from engine.tree.grow.grower import grow, grow_tree, grows_in_one_call
+from engine.tree.grow.growth import Growth
 from engine.tree.grow.limits import GrowthLimits
+from engine.tree.grow.whole_tree import TreeWorkspace, grow_whole
 from engine.tree.split.context import SplitContext
 
 if TYPE_CHECKING:
     from engine.parallel._backend_protocols import HistogramSource
 
-__all__ = ["BinnedData", "TreeSpec", "build_tree", "resolve_max_features"]
+__all__ = [
+    "BinnedData",
+    "TreeSpec",
+    "build_newton_tree",
+    "build_newton_trees",
+    "build_tree",
+    "resolve_max_features",
+]
 
 
 @dataclass(frozen=True)
@@ -156,6 +165,7 @@ def build_newton_tree(
     threads: Executor | None = None,
     leaves: NDArray[np.intp] | None = None,
     histograms: HistogramSource | None = None,
+    workspace: TreeWorkspace | None = None,
 ) -> Tree:
     """Grow one second-order tree (``spec.criterion`` a :class:`Newton`) on ``(g, h)``.
 
@@ -171,27 +181,103 @@ def build_newton_tree(
     histograms : HistogramSource, optional
         Builds the tree's histograms from partitions of ``data.binned`` held elsewhere (a
         Dask cluster's workers; :mod:`engine.parallel`); None builds them here.
+    workspace : TreeWorkspace, optional
+        Arrays the fit's trees reuse when each grows in one compiled call
+        (:mod:`engine.tree.grow.whole_tree`).
+    """
+    (tree,) = build_newton_trees(
+        data,
+        gradient[:, None],
+        hessian[:, None],
+        weights,
+        spec,
+        rng,
+        feature_subset,
+        threads,
+        None if leaves is None else leaves[None, :],
+        histograms,
+        [workspace or TreeWorkspace()],
+    )
+    return tree
+
+
+def build_newton_trees(
+    data: BinnedData,
+    gradient: NDArray[np.float64],
+    hessian: NDArray[np.float64],
+    weights: NDArray[np.float64],
+    spec: TreeSpec,
+    rng: np.random.Generator,
+    feature_subset: NDArray[np.int64] | None,
+    threads: Executor | None,
+    leaves: NDArray[np.intp] | None,
+    histograms: HistogramSource | None,
+    workspaces: list[TreeWorkspace],
+) -> list[Tree]:
+    """The K second-order trees of one boosting round, one per output (column of ``(g, h)``).
+
+    The trees share the round's rows and their codes. Each takes its random draws from
+    ``rng`` in output order, before the next one's, as K calls of :func:`build_newton_tree`
+    would; when the trees grow in one compiled call each (which draws nothing while it grows,
+    :func:`~engine.tree.grow.grower.grows_in_one_call`), they then grow side by side on
+    ``threads``, each on its own workspace (``workspaces[k % len(workspaces)]``; give one per
+    output when threads are given), so the K trees of a multiclass round are the serial
+    ones to the bit whatever the number of threads.
+
+    Parameters
+    ----------
+    gradient, hessian : ndarray of float64, shape (n_samples, K)
+    leaves : ndarray of intp, shape (K, n_samples), optional
+        Row ``k`` takes each row's leaf in tree ``k`` (see :func:`build_newton_tree`).
     """
     rows = np.flatnonzero(weights > 0)
     row_weights = weights[rows]
-    channels = np.stack([gradient[rows] * row_weights, hessian[rows] * row_weights], axis=1)
     binned = _rows_of(data.binned, rows)
-    ctx = SplitContext(
-        binned=binned,
-        channels=channels,
-        criterion=spec.criterion,
-        is_categorical=data.is_categorical,
-        bin_values=data.bin_values,
-        min_samples_leaf=spec.limits.min_samples_leaf,
-        min_weight_leaf=spec.limits.min_weight_leaf,
-        random_splits=spec.random_splits,
-        n_bins=data.n_bins,
-        has_missing=has_missing_codes(binned),
-        monotone=spec.monotone,
-        threads=threads,
-        remote_histograms=None if histograms is None else histograms.tree(rows, channels),
-    )
-    return _grow(ctx, None, data, spec, rng, feature_subset, rows, leaves)
+    has_missing = has_missing_codes(binned)
+    n_outputs = gradient.shape[1]
+    grown = np.empty((n_outputs, rows.size), dtype=np.intp)
+    trees: list[Tree | None] = [None] * n_outputs
+    deferred: list[tuple[int, Growth]] = []
+    for k in range(n_outputs):
+        channels = np.stack(
+            [gradient[rows, k] * row_weights, hessian[rows, k] * row_weights], axis=1
+        )
+        ctx = SplitContext(
+            binned=binned,
+            channels=channels,
+            criterion=spec.criterion,
+            is_categorical=data.is_categorical,
+            bin_values=data.bin_values,
+            min_samples_leaf=spec.limits.min_samples_leaf,
+            min_weight_leaf=spec.limits.min_weight_leaf,
+            random_splits=spec.random_splits,
+            n_bins=data.n_bins,
+            has_missing=has_missing,
+            monotone=spec.monotone,
+            threads=threads,
+            remote_histograms=None if histograms is None else histograms.tree(rows, channels),
+        )
+        growth = Growth(ctx, None, data.thresholds, spec.limits, rng, feature_subset)
+        workspace = workspaces[k % len(workspaces)]
+        if threads is not None and n_outputs > 1 and grows_in_one_call(growth):
+            deferred.append((k, growth))
+        else:  # grown now: its growth may still draw from rng, before the next tree's draws
+            trees[k] = grow(growth, grown[k], workspace)
+    if deferred:
+        assert threads is not None
+        for growth in (growth for _, growth in deferred):
+            _ = growth.columns  # the shared feature-major codes, made once before the threads
+        # grow_whole itself, never the level loop, whose histograms would wait on this pool.
+        futures = [
+            (k, threads.submit(grow_whole, growth, grown[k], workspaces[k % len(workspaces)]))
+            for k, growth in deferred
+        ]
+        for k, future in futures:
+            trees[k] = future.result()
+    if leaves is not None:
+        leaves[:] = -1
+        leaves[:, rows] = grown
+    return [tree for tree in trees if tree is not None]
 
 
 def _grow(

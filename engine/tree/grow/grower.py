@@ -5,6 +5,10 @@ searched in one vectorised batch (:func:`engine.tree.split.vectorised.find_split
 overhead is per level, not per node. With ``max_leaf_nodes`` it grows best-first: the open
 leaf whose split decreases impurity most is split next, until the leaf budget is spent. The
 tree's state and the work of each step live in :mod:`engine.tree.grow.growth`.
+
+The second-order histogram trees of XGBoost-style boosting run the level loop in one compiled
+call instead (:mod:`engine.tree.grow.whole_tree`); the loop here is that kernel's twin, which
+grows the same tree to the last bit.
 """
 
 from __future__ import annotations
@@ -30,9 +34,10 @@ from engine.tree.grow.growth import (
 )
 from engine.tree.grow.partition_kernels import partition_rows
 from engine.tree.grow.random_levels import grow_random_level_wise, grows_random_levels
+from engine.tree.grow.whole_tree import TreeWorkspace, grow_whole, grows_whole
 from engine.tree.split.context import SplitContext, Splits
 
-__all__ = ["grow_tree"]
+__all__ = ["grow", "grow_tree", "grows_in_one_call"]
 
 
 def grow_tree(
@@ -43,6 +48,7 @@ def grow_tree(
     rng: np.random.Generator,
     feature_subset: NDArray[np.int64] | None = None,
     leaves: NDArray[np.intp] | None = None,
+    workspace: TreeWorkspace | None = None,
 ) -> Tree:
     """Grow one tree on all rows of ``ctx.binned`` (rows of zero weight must be dropped first).
 
@@ -63,14 +69,35 @@ def grow_tree(
         Filled with the leaf each row ends in, as the level-wise grower learns it for free
         (boosting then updates its training scores without descending the tree); best-first
         growth leaves it at −1.
+    workspace : TreeWorkspace, optional
+        Arrays a fit's trees reuse when they grow in one compiled call
+        (:mod:`engine.tree.grow.whole_tree`); None allocates them for this tree.
     """
-    growth = Growth(ctx, targets, thresholds, limits, rng, feature_subset)
+    return grow(Growth(ctx, targets, thresholds, limits, rng, feature_subset), leaves, workspace)
+
+
+def grows_in_one_call(growth: Growth) -> bool:
+    """Whether :func:`grow` grows this tree in one compiled call, drawing nothing more from its
+    random stream while it grows."""
+    return grows_whole(growth)
+
+
+def grow(
+    growth: Growth, leaves: NDArray[np.intp] | None = None, workspace: TreeWorkspace | None = None
+) -> Tree:
+    """Grow the tree ``growth`` holds (see :func:`grow_tree`): the tree's random draws made
+    when ``growth`` was built are all it takes from its stream when it grows in one compiled
+    call (:func:`~engine.tree.grow.whole_tree.grows_whole`), so such trees can grow side by
+    side on threads."""
+    if grows_in_one_call(growth):
+        return grow_whole(growth, leaves, workspace)
     if leaves is not None:
         leaves[:] = -1
-    if limits.max_leaf_nodes is None:
+    max_leaf_nodes = growth.limits.max_leaf_nodes
+    if max_leaf_nodes is None:
         _grow_level_wise(growth, leaves)
     else:
-        _grow_best_first(growth, limits.max_leaf_nodes)
+        _grow_best_first(growth, max_leaf_nodes)
     return growth.records.finish()
 
 

@@ -1,0 +1,140 @@
+"""A boosted tree grown in one compiled call is the Python level loop's tree, to the bit.
+
+:mod:`engine.tree.grow.whole_tree` runs the level loop of
+:func:`engine.tree.grow.grower.grow_tree` inside one kernel; the loop stays as its twin. Both
+run here in one process with the compiled kernels on (the loop by declining the whole-tree
+call), over every task, with and without missing values and a categorical feature, on data
+small enough that deep levels fall back from histograms to rows and large enough that they do
+not, with subsampling, column sampling per tree and the regularisation options. The twin tests
+(``test_twins_grow_alike.py``) hold the NumPy twins to the same models.
+"""
+
+from __future__ import annotations
+
+import itertools
+from typing import Any
+
+import numpy as np
+import pytest
+
+import engine
+import engine.tree.grow.grower as grower
+from engine._kernels import compiled_kernels
+from engine.tree.grow.whole_tree import TreeWorkspace, grows_whole
+
+pytestmark = pytest.mark.skipif(not compiled_kernels(), reason="the kernel is what is tested")
+
+OPTIONS: dict[str, dict[str, Any]] = {
+    "default": {},
+    "sampled": {"max_depth": 7, "subsample": 0.7, "colsample_bytree": 0.6},
+    "regularised": {"gamma": 0.5, "min_child_weight": 5, "reg_alpha": 0.3, "max_delta_step": 0.7},
+    "stumps": {"max_depth": 1},
+}
+
+
+def _data(n: int, p: int, task: str, missing: bool) -> tuple[np.ndarray, np.ndarray]:
+    rng = np.random.default_rng(n + p)
+    X = rng.normal(size=(n, p))
+    X[:, 5] = rng.integers(0, 6, n)
+    signal = X[:, 0] + 0.5 * X[:, 1] ** 2 - 0.7 * (X[:, 5] % 3 == 1)
+    if missing:
+        X[rng.random(X.shape) < 0.06] = np.nan
+    y = {
+        "binary": (signal > 0.3).astype(int),
+        "multiclass": np.digitize(signal, [-0.2, 0.8]),
+        "regression": signal + 0.1 * rng.normal(size=n),
+    }[task]
+    return X, y
+
+
+def _fit(model: Any, X: np.ndarray, y: np.ndarray) -> np.ndarray:
+    model.fit(X, y)
+    out = model.predict_proba(X) if hasattr(model, "predict_proba") else model.predict(X)
+    return np.asarray(out)
+
+
+@pytest.mark.parametrize(
+    ("shape", "task", "missing", "categorical"),
+    list(
+        itertools.product(
+            ((700, 6), (4000, 12)),
+            ("binary", "multiclass", "regression"),
+            (False, True),
+            (False, True),
+        )
+    ),
+)
+def test_the_whole_tree_call_grows_the_level_loops_model(
+    monkeypatch: pytest.MonkeyPatch,
+    shape: tuple[int, int],
+    task: str,
+    missing: bool,
+    categorical: bool,
+) -> None:
+    X, y = _data(*shape, task, missing)
+    cls = engine.XGBoostRegressor if task == "regression" else engine.XGBoostClassifier
+    for name, options in OPTIONS.items():
+        params = {"n_estimators": 4, "max_depth": 4, "random_state": 1, **options}
+        if categorical:
+            params["categorical_features"] = [5]
+        calls: list[bool] = []
+
+        def counted(growth: Any, calls: list[bool] = calls) -> bool:
+            calls.append(grows_whole(growth))
+            return calls[-1]
+
+        monkeypatch.setattr(grower, "grows_in_one_call", counted)
+        whole = _fit(cls(**params), X, y)
+        assert calls and all(calls), name  # every tree took the compiled call
+        monkeypatch.setattr(grower, "grows_in_one_call", lambda growth: False)
+        loop = _fit(cls(**params), X, y)
+        np.testing.assert_array_equal(whole, loop, err_msg=name)
+
+
+@pytest.mark.parametrize(
+    "options",
+    [
+        {"monotone_constraints": [1, 0, 0, 0, 0, 0]},
+        {"colsample_bylevel": 0.5},
+        {"colsample_bynode": 0.5},
+        {"grow_policy": "lossguide", "max_leaves": 8},
+        {"tree_method": "exact"},
+    ],
+)
+def test_trees_the_kernel_does_not_cover_keep_the_level_loop(
+    monkeypatch: pytest.MonkeyPatch, options: dict[str, Any]
+) -> None:
+    X, y = _data(700, 6, "regression", False)
+    calls: list[bool] = []
+
+    def counted(growth: Any) -> bool:
+        calls.append(grows_whole(growth))
+        return calls[-1]
+
+    monkeypatch.setattr(grower, "grows_in_one_call", counted)
+    engine.XGBoostRegressor(n_estimators=2, max_depth=3, random_state=0, **options).fit(X, y)
+    assert not any(calls)
+
+
+@pytest.mark.parametrize("subsample", [1.0, 0.7])
+def test_a_rounds_class_trees_grown_side_by_side_on_threads_are_the_serial_ones(
+    monkeypatch: pytest.MonkeyPatch, subsample: float
+) -> None:
+    X, y = _data(4000, 12, "multiclass", True)
+    params: dict[str, Any] = {"n_estimators": 4, "max_depth": 5, "subsample": subsample}
+    params["random_state"] = 3
+    threaded = _fit(engine.XGBoostClassifier(n_jobs=2, **params), X, y)
+    serial = _fit(engine.XGBoostClassifier(n_jobs=1, **params), X, y)
+    monkeypatch.setattr(grower, "grows_in_one_call", lambda growth: False)
+    loop = _fit(engine.XGBoostClassifier(n_jobs=1, **params), X, y)
+    np.testing.assert_array_equal(threaded, serial)
+    np.testing.assert_array_equal(threaded, loop)
+
+
+def test_a_workspace_serves_trees_of_any_size_in_turn() -> None:
+    workspace = TreeWorkspace()
+    first = workspace.reserve(1000, 10, 6)
+    assert workspace.reserve(500, 10, 4) is first  # smaller trees reuse the arrays
+    larger = workspace.reserve(2000, 10, 6)
+    assert larger["rows"].size == 2000 and larger is not first
+    assert workspace.reserve(1500, 10, 8)["node_totals"].shape[0] == 2**9 - 1
