@@ -17,7 +17,6 @@ import pytest
 
 from engine import XGBoostClassifier, XGBoostRegressor, load_model, save_model
 from engine.tree._binning import MAX_EXACT_BINS, BinMapper
-from engine.tree.grow import grower as _grower
 from engine.tree.grow import growth as _growth
 from engine.tree.grow.features import FeatureSampler
 
@@ -143,10 +142,10 @@ def record_candidates(monkeypatch: pytest.MonkeyPatch) -> list[tuple[Any, ...]]:
         return record
 
     monkeypatch.setattr(FeatureSampler, "level_pool", level_pool)
-    # Rows are searched by the tree's state, histograms by the level-wise grower.
+    # Both searches, from rows and from histograms, are run by the tree's state.
     for module, name, position in (
         (_growth, "best_splits", 2),
-        (_grower, "best_splits_in_histograms", 1),
+        (_growth, "best_splits_in_histograms", 1),
     ):
         monkeypatch.setattr(module, name, recorder(module, name, position))
     return calls
