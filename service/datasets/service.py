@@ -132,18 +132,9 @@ def create_from_file(
     except BaseException:
         writer.abort()
         raise
-    n_rows = writer.n_rows
-    dataset = DatasetRecord(
-        id=dataset_id,
-        name=name,
-        n_rows=n_rows,
-        n_columns=len(kinds),
-        size_bytes=spooled.size,
-        sha256=spooled.sha256,
+    return _add_uploaded(
+        session, dataset_id, name, writer.n_rows, kinds, finished, parts_rows, spooled
     )
-    columns = column_records(dataset_id, kinds, finished)
-    repository.add(session, dataset, columns, parts_rows)
-    return dataset, columns
 
 
 def create_from_csv(
@@ -173,17 +164,33 @@ def create_from_csv(
             with contextlib.suppress(Exception):  # best effort: store gc sweeps the rest
                 store.delete(part.stored.path)
         raise
+    kinds = list(zip(table.names, table.kinds, strict=True))
+    return _add_uploaded(
+        session, dataset_id, name, table.n_rows, kinds, finished, parts_rows, spooled
+    )
+
+
+def _add_uploaded(
+    session: Session,
+    dataset_id: str,
+    name: str,
+    n_rows: int,
+    kinds: Sequence[tuple[str, ColumnKind]],
+    summaries: Sequence[ColumnSummary],
+    parts: list[DatasetPartRecord],
+    spooled: Spooled | SpooledCsv,
+) -> tuple[DatasetRecord, list[DatasetColumnRecord]]:
+    """The rows of a dataset whose parts are written: the dataset, its columns, its parts."""
     dataset = DatasetRecord(
         id=dataset_id,
         name=name,
-        n_rows=table.n_rows,
-        n_columns=len(table.names),
+        n_rows=n_rows,
+        n_columns=len(kinds),
         size_bytes=spooled.size,
         sha256=spooled.sha256,
     )
-    kinds = list(zip(table.names, table.kinds, strict=True))
-    columns = column_records(dataset_id, kinds, finished)
-    repository.add(session, dataset, columns, parts_rows)
+    columns = column_records(dataset_id, kinds, summaries)
+    repository.add(session, dataset, columns, parts)
     return dataset, columns
 
 
