@@ -2,7 +2,7 @@
 
 LightGBM's serial tree learner grows a tree from root to leaves in one C++ call over buffers
 allocated once per fit (``SerialTreeLearner::Train``; Ke et al. 2017), and WildWood grows a
-whole tree in one Numba function (Gaillard and Gaïffas 2021). pygbm, scikit-learn's Numba
+whole tree in one Numba function (Gaïffas, Merad and Yu 2021). pygbm, scikit-learn's Numba
 prototype of its histogram boosting, showed why that matters: its kernels matched C++ one
 thread against one, and the per-node Python around them is where it lost. Here the level
 loop of :func:`engine.tree.grow.grower.grow_tree` — record the level, search its open nodes,
