@@ -75,6 +75,46 @@ def _fit_small_models() -> None:
     columns = np.asfortranarray(X)
     for model, target in models[:3] + models[6:7]:
         model.fit(columns, target).predict(columns[:3])
+    _fit_read_only_and_in_processes(X, two, three, value)
+
+
+def _fit_read_only_and_in_processes(
+    X: np.ndarray, two: np.ndarray, three: np.ndarray, value: np.ndarray
+) -> None:
+    # Numba types a read-only array apart from a writable one, so each is a compilation of its
+    # own. Read-only arrays are common: a forest's worker processes map the binned codes from
+    # shared memory read-only, Arrow hands NumPy read-only views of a table's columns, and a
+    # memory-mapped file is read-only. Warming them here keeps those compilations out of the
+    # first fit or predict (and out of `make test`, whose two workers would each compile them).
+    from engine import (
+        BaggingClassifier,
+        ExtraTreesClassifier,
+        ExtraTreesRegressor,
+        RandomForestClassifier,
+        RandomForestRegressor,
+        XGBoostClassifier,
+    )
+
+    read_only = X.copy()
+    read_only.setflags(write=False)
+    models: list[tuple[Any, np.ndarray]] = [
+        (RandomForestClassifier(n_estimators=2, n_jobs=2), two),
+        (RandomForestRegressor(n_estimators=2, n_jobs=2), value),
+        (ExtraTreesClassifier(n_estimators=2, n_jobs=2), three),
+        (ExtraTreesRegressor(n_estimators=2, n_jobs=2), value),
+        (ExtraTreesClassifier(n_estimators=2), two),
+        (RandomForestClassifier(n_estimators=2), three),
+        (XGBoostClassifier(n_estimators=2), two),
+        (
+            BaggingClassifier(
+                estimator=ExtraTreesClassifier(n_estimators=2), max_features=0.5, n_estimators=2
+            ),
+            two,
+        ),
+    ]
+    for model, target in models:
+        model.set_params(random_state=0).fit(read_only, target).predict(read_only[:3])
+        model.predict(X[:3])
 
 
 @functools.cache

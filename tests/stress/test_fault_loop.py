@@ -1,4 +1,5 @@
-"""A short fault loop in ``make test``; ``make faults`` runs 50 rounds of every fault on both.
+"""A short fault loop (SQLite in ``make test``, PostgreSQL in ``make long``); ``make faults``
+runs 50 rounds of every fault on both.
 
 Each kind of fault is struck once, on the database of the deployment it belongs to: a fit and
 the whole ``coppice serve`` (API and embedded worker) on SQLite, the single-host default; a
@@ -24,9 +25,14 @@ def test_every_fault_is_struck_here() -> None:
 
 
 # Two rounds of up to ROUND_TIMEOUT each, and the processes' starts: past the suite's 300 s.
+# The PostgreSQL rounds (a standalone worker and an API replica struck) run in `make long`, as
+# `make test` must stay under 15 minutes on a loaded 2-core machine (issue 28); `make test`
+# still kills a worker on PostgreSQL (tests/service/worker/test_worker_processes.py) and
+# stops the database under a running service (tests/e2e/test_postgres_restart.py).
 @pytest.mark.timeout(900)
 @pytest.mark.parametrize(
-    "database", ["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)]
+    "database",
+    ["sqlite", pytest.param("postgres", marks=[pytest.mark.postgres, pytest.mark.long])],
 )
 def test_no_job_is_lost_to_killed_processes(database: str, tmp_path: Path) -> None:
     faults = FAULTS_BY_DATABASE[database]
