@@ -21,6 +21,7 @@ from fsspec.core import url_to_fs
 from service.datasets.arrow_columns import ColumnCollector
 from service.db.tables import ColumnKind, DatasetPartRecord
 from service.errors import ServiceError
+from service.models.artifacts import read_artifact
 from service.store import DataStore, StoredObject
 
 
@@ -61,8 +62,10 @@ def open_part(store: DataStore, part: DatasetPartRecord, *, verify: bool = True)
     if part.sha256 is not None and not verify:
         return pq.ParquetFile(store.fs.open(store.full_path(part.path), "rb"))
     if part.sha256 is not None:
-        data = store.get(StoredObject(part.path, part.size, part.sha256))
-        return pq.ParquetFile(pa.BufferReader(data))
+        # One buffer of the part's size, filled in place as it is verified: the part's bytes
+        # are held once (store.get would join them and copy them again).
+        data = read_artifact(store, StoredObject(part.path, part.size, part.sha256))
+        return pq.ParquetFile(pa.BufferReader(pa.py_buffer(data)))
     filesystem, path = check_source(store, part)
     return pq.ParquetFile(filesystem.open(path, "rb"))
 
