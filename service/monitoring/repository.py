@@ -53,6 +53,12 @@ def trim(
     return found
 
 
+def count_rows(session: Session, model_id: str) -> int:
+    return int(
+        session.scalar(select(func.count()).select_from(LOG).where(LOG.c.model_id == model_id)) or 0
+    )
+
+
 def _adding_upsert(session: Session, table: Table, keys: list[str]) -> Any:
     """``INSERT … ON CONFLICT (keys) DO UPDATE SET count = count + excluded.count``: adding is
     atomic in the database, so API replicas writing the same hour never lose a count."""

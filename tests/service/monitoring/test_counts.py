@@ -21,7 +21,7 @@ from service.db.migrate import alembic_config, upgrade_to_head
 from service.db.session import reading
 from service.db.tables import ModelRecord, PredictionCountRecord
 from service.monitoring import log as log_module
-from service.monitoring import service
+from service.monitoring import repository, service
 from service.monitoring.aggregates import hour_of, steps, whole_hours
 from service.monitoring.log import LoggedRequest
 from service.monitoring.schemas import MonitoringReport
@@ -204,3 +204,22 @@ async def test_the_migration_counts_rows_logged_before_it(svc: Service) -> None:
 
     after, from_rows = both(svc, model_id, now - timedelta(hours=24), now)
     assert after == before == from_rows
+
+
+async def test_the_cap_is_applied_past_one_percent_of_it(open_service: OpenService) -> None:
+    async with open_service(prediction_log_max_rows=100) as svc:
+        model_id = await svc.train("random_forest")
+        held = []
+        for n in (104, 1, 1):
+            if n == 1:
+                await predict(svc, model_id, records=RECORDS[:1])
+            else:
+                submit_past(svc, model_id, 0.0, n=n, seed=5)
+            written(svc)
+            with reading(svc.db_engine) as session:
+                held.append(repository.count_rows(session, model_id))
+            now = datetime.now(UTC)
+            counted, from_rows = both(svc, model_id, now - timedelta(hours=24), now)
+            assert counted == from_rows
+        # 104 rows trimmed to 100 at once; 101 is within 1% of the cap; 102 is past it.
+        assert held == [100, 101, 100]
