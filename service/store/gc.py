@@ -50,6 +50,10 @@ def store_path_columns() -> list[tuple[Table, Column[str]]]:
         for column in table.columns:
             if column.info.get("store_path"):
                 found.append((table, column))
+    if not found:
+        # A sweep that knows no naming column would take every object for an orphan; refuse
+        # rather than delete a store's whole contents on a schema it cannot see.
+        raise RuntimeError("no column of the schema names store objects; refusing to sweep")
     return found
 
 
