@@ -11,6 +11,7 @@ import contextlib
 import gc
 import logging
 import sys
+import time
 from collections.abc import Callable, Sequence
 from datetime import timedelta
 
@@ -163,7 +164,29 @@ def _cmd_store_gc(args: argparse.Namespace, settings: Settings) -> int:
         f"{report.named} named and {report.recent} unnamed but younger than "
         f"{args.older_than} ({store.url})"
     )
+    _sweep_spooled_uploads(settings, args.older_than, dry_run=args.dry_run, verb=verb)
     return 0
+
+
+def _sweep_spooled_uploads(
+    settings: Settings, older_than: timedelta, *, dry_run: bool, verb: str
+) -> None:
+    """Uploads spooled to disk by a server killed before it could delete them."""
+    from service.datasets.formats import stale_spools
+
+    directory = settings.data_dir / "uploads"
+    stale = stale_spools(directory, time.time() - older_than.total_seconds())
+    swept_bytes = 0
+    for path in stale:
+        try:
+            size = path.stat().st_size
+            if not dry_run:
+                path.unlink()
+        except FileNotFoundError:
+            continue
+        swept_bytes += size
+        print(f"{verb} {path}")
+    print(f"{verb} {len(stale)} spooled upload(s), {swept_bytes} bytes ({directory})")
 
 
 Command = Callable[[argparse.Namespace, Settings], int]

@@ -106,6 +106,27 @@ class Spooled:
     sha256: str
 
 
+SPOOL_PATTERN = "upload-*.spool"
+
+
+def stale_spools(directory: Path, older_than: float) -> list[Path]:
+    """Spooled uploads last written before ``older_than`` (a POSIX time).
+
+    A request deletes its spool when it ends, however it ends; one that outlives its request
+    was left by a process killed mid-upload. Age, not ownership, tells them apart, because API
+    replicas on one host share the directory (``coppice store gc`` takes its grace period)."""
+    if not directory.is_dir():
+        return []
+    stale = []
+    for path in sorted(directory.glob(SPOOL_PATTERN)):
+        try:
+            if path.stat().st_mtime < older_than:
+                stale.append(path)
+        except FileNotFoundError:  # its request ended while we looked
+            continue
+    return stale
+
+
 def spool(
     chunks: Iterable[bytes], directory: Path, observe: Callable[[bytes], None] | None = None
 ) -> Spooled:

@@ -14,6 +14,7 @@ import pytest
 
 from service import cli
 from service.cli import main
+from service.datasets.formats import spool
 from service.store.gc import DEFAULT_GRACE
 
 
@@ -92,3 +93,39 @@ def test_gc_in_a_process_of_its_own_keeps_what_rows_name(coppice_env: Path) -> N
 
     assert "deleted 0 object(s), 0 bytes; kept 1 named" in swept
     assert named.exists()
+
+
+def test_gc_sweeps_uploads_a_killed_server_left_spooled(
+    coppice_env: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A spooled upload outlives its request only if its process died mid-upload; the sweep
+    deletes those past the grace and leaves younger ones (another replica's upload in flight)
+    and anything else in the directory alone."""
+    assert main(["migrate"]) == 0
+    uploads = coppice_env / "uploads"
+    abandoned = spool([b"a,b\n", b"1,2\n"], uploads).path
+    in_flight = spool([b"x\n"], uploads).path
+    other = uploads / "notes.txt"
+    other.write_text("not a spool")
+    two_hours_ago = time.time() - 7200
+    for path in (abandoned, other):
+        os.utime(path, (two_hours_ago, two_hours_ago))
+    capsys.readouterr()
+
+    assert main(["store", "gc", "--older-than", "1h", "--dry-run"]) == 0
+    dry = capsys.readouterr().out
+    assert f"would delete {abandoned}" in dry and abandoned.exists()
+    assert "would delete 1 spooled upload(s), 8 bytes" in dry
+
+    assert main(["store", "gc", "--older-than", "1h"]) == 0
+    assert f"deleted {abandoned}" in capsys.readouterr().out
+    assert not abandoned.exists() and in_flight.exists() and other.exists()
+
+
+def test_gc_without_an_uploads_directory_says_none(
+    coppice_env: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["migrate"]) == 0
+    capsys.readouterr()
+    assert main(["store", "gc"]) == 0
+    assert "deleted 0 spooled upload(s), 0 bytes" in capsys.readouterr().out
