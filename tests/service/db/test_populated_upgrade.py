@@ -9,11 +9,13 @@ revision at a time, checking the foreign keys and the rows after each step.
 from __future__ import annotations
 
 import hashlib
+import io
 from pathlib import Path
 from typing import Any
 
 import httpx
 import numpy as np
+import pyarrow.parquet as pq
 import pytest
 from alembic import command
 from alembic.script import ScriptDirectory
@@ -22,9 +24,11 @@ from sqlalchemy import Connection, MetaData, insert, text
 import engine
 from service.app import create_app
 from service.config import Settings
+from service.datasets.columns import DATA_FORMAT, encode_column, summarize
 from service.db.migrate import alembic_config, upgrade_to_head
 from service.db.session import create_db_engine
 from service.store import DataStore
+from tests.service.datasets.test_parts_migration import COLUMNS as DATASET_COLUMNS
 from tests.service.db.test_migrations import _differences, _row
 
 FIRST_WITH_TABLES = "0002_schema"
@@ -134,7 +138,23 @@ def _populate_models(connection: Connection, fitted: dict[str, tuple[str, Any]])
         table = tables.tables[table_name]
         connection.execute(insert(table).values(_row(table, **values)))
 
-    add("datasets", id="d")
+    # The dataset the models were trained on, its columns as BLOBs (moved into parts by 0009).
+    add("datasets", id="d", name="d", n_rows=5, n_columns=len(DATASET_COLUMNS))
+    for position, column in enumerate(DATASET_COLUMNS):
+        summary = summarize(column)
+        add(
+            "dataset_columns",
+            dataset_id="d",
+            position=position,
+            name=column.name,
+            kind=column.kind.value,
+            n_missing=summary.n_missing,
+            n_unique=summary.n_unique,
+            stats=summary.stats,
+            distribution=summary.distribution,
+            data_format=DATA_FORMAT,
+            data=bytes(encode_column(column)),
+        )
     for model_id, (task, model) in [*fitted.items(), ("damaged", fitted["forest"])]:
         data = engine.save_model(model)
         classes = ["no", "yes"] if task == "classification" else None
@@ -242,9 +262,21 @@ async def _check_models_upgrade(database_url: str, tmp_path: Path) -> None:
             assert damaged.status_code == 409, damaged.text
             assert damaged.json()["type"] == "urn:coppice:problem:artifact-corrupt"
             assert "models/damaged/model.cpm" in damaged.json()["detail"]
-    assert {info.path for info in store.walk()} == {
+            # The same database's dataset, moved through both revisions, downloads as it was.
+            download = await client.get("/v1/datasets/d/data?format=parquet")
+            assert download.status_code == 200, download.text
+            table = pq.read_table(io.BytesIO(download.content))
+            assert table.column_names == ["x", "colour"]
+            np.testing.assert_array_equal(
+                table.column("x").to_numpy(zero_copy_only=False), DATASET_COLUMNS[0].values
+            )
+            assert table.column("colour").to_pylist() == ["blue", "red", None, "red", "é"]
+    paths = {info.path for info in store.walk()}
+    assert {path for path in paths if path.startswith("models/")} == {
         f"models/{model_id}/model.cpm" for model_id in [*fitted, "damaged"]
     }
+    assert [path for path in paths if path.startswith("datasets/d/")] != []
+    assert {path.split("/")[0] for path in paths} == {"models", "datasets"}
 
 
 @pytest.mark.anyio
