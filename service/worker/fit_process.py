@@ -18,11 +18,11 @@ process never writes to the jobs table: every transition of the job is the worke
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
 import os
 import resource
 import signal
+import threading
 import time
 import traceback
 from collections.abc import Callable, Mapping
@@ -228,18 +228,22 @@ def child_process(conn: Connection, stop: Event) -> tuple[StopCheck, ProgressRep
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     # One BLAS thread: the service runs fits side by side and each fit's n_jobs are processes.
     limit_blas_threads()
-    # The worker, or the fork server that dies with it: a new parent means the worker is gone.
+    # The parent is the worker, or the fork server: a new parent means the worker is gone. The
+    # fork server alone does not tell, because it outlives a killed worker for as long as any
+    # child it forked runs (each child holds the write end of its "alive" pipe, CPython's
+    # multiprocessing.forkserver), so a progress message the worker's end no longer reads does.
     parent_pid = os.getppid()
     throttle = ProgressThrottle(CHILD_PROGRESS_INTERVAL)
+    worker_gone = threading.Event()
 
     def should_stop() -> bool:
         # Nobody would record this fit once the worker died, so stop.
-        return stop.is_set() or os.getppid() != parent_pid
+        return stop.is_set() or worker_gone.is_set() or os.getppid() != parent_pid
 
     def on_progress(fraction: float, stage: str) -> None:
         now = time.monotonic()
-        if throttle.offer(fraction, stage, now):
-            _send(conn, Progress(*throttle.take(now)))
+        if throttle.offer(fraction, stage, now) and not _send(conn, Progress(*throttle.take(now))):
+            worker_gone.set()
 
     return should_stop, on_progress
 
@@ -316,7 +320,10 @@ def warm_up_process() -> None:
     """Does nothing: started once so the fork server is up before the first job."""
 
 
-def _send(conn: Connection, message: FitMessage) -> None:
-    # A closed pipe means the worker is gone; should_stop() notices it.
-    with contextlib.suppress(BrokenPipeError, ConnectionResetError):
+def _send(conn: Connection, message: FitMessage) -> bool:
+    """Send ``message``; False when the pipe is closed, which means the worker is gone."""
+    try:
         conn.send(message)
+    except (BrokenPipeError, ConnectionResetError):
+        return False
+    return True
