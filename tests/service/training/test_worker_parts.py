@@ -12,36 +12,17 @@ import pytest
 
 from engine import XGBoostClassifier, XGBoostRegressor, parallel_backend
 from service.datasets.arrow_columns import column_batches, schema_of
-from service.datasets.columns import CategoricalColumn, ColumnData, NumericColumn
+from service.datasets.columns import CategoricalColumn
 from service.datasets.parts import PartWriter
 from service.datasets.service import part_records
 from service.store import DataStore
 from service.training.part_table import PartTable
 from service.training.worker_parts import read_worker_part, worker_parts
+from tests.service.training.test_fit_from_parts import N, _columns
 
 distributed = pytest.importorskip("distributed")
 
-N = 3_000
 FEATURES = ("x", "colour", "wide")
-
-
-def _columns() -> dict[str, ColumnData]:
-    rng = np.random.default_rng(0)
-    x = rng.normal(size=N)
-    x[::13] = np.nan
-    wide = np.round(rng.lognormal(size=N), 3)
-    colour = rng.integers(-1, 4, size=N).astype(np.int32)  # -1: missing category
-    amount = np.nan_to_num(x) * 2 + (colour == 1) * 1.5 - 0.3 * wide + rng.normal(size=N) * 0.3
-    label = (amount > 0.3).astype(np.int32) + (amount > 2).astype(np.int32)
-    label[5] = -1  # rows whose target is missing are left out
-    amount[[7, 8]] = np.nan
-    return {
-        "x": NumericColumn("x", x),
-        "wide": NumericColumn("wide", wide),
-        "colour": CategoricalColumn("colour", colour, ("blue", "green", "red", "teal")),
-        "amount": NumericColumn("amount", amount),
-        "label": CategoricalColumn("label", label, ("high", "low", "mid")),
-    }
 
 
 @pytest.fixture(scope="module")
