@@ -6,6 +6,7 @@ The table is written as real Parquet parts; the reader the workers call is this 
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
@@ -79,7 +80,11 @@ def cluster() -> Iterator[Any]:
         n_workers=2, threads_per_worker=1, processes=True, dashboard_address=":0"
     )
     yield cluster
-    cluster.close()
+    # The tests kill workers; distributed's status watcher can then see a dead worker's removal
+    # after the cluster forgot it, and close() raises KeyError on the address (a teardown race in
+    # distributed.deploy.spec, seen once in three full runs). The fit checks ran before it.
+    with contextlib.suppress(KeyError):
+        cluster.close()
 
 
 @pytest.fixture
