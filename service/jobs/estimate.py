@@ -18,7 +18,8 @@ fit and one cross-validation fold's fit in flight).
 
 The constants come from the peak RSS of real fits (``tests/service/jobs/test_estimate.py``
 measures some and holds the estimate between 1× and 4× of each): a fit process with the
-service's modules loaded takes ~70 MiB before any data; the decoded columns, ``X`` and the
+service's modules loaded takes ~240 MiB before any data (Numba with LLVM ~150 MiB of it, pyarrow
+~35 MiB), and a signature compiled on the spot adds LLVM's working memory on top; the decoded columns, ``X`` and the
 holdout split take ~32 bytes a cell; a tree grower's per-level gathers, keys and histograms
 took up to ~70 more bytes a cell (per process, as every process grows its own trees); a
 fitted node with its share of the model's bookkeeping took up to ~170 bytes.
@@ -31,7 +32,7 @@ from collections.abc import Mapping
 from typing import Any
 
 MIB = 1024 * 1024
-BASE = 256 * MIB
+BASE = 384 * MIB
 PROCESS = 128 * MIB
 DATA_PER_CELL = 32
 WORK_PER_CELL = 96
