@@ -106,6 +106,9 @@ def test_a_model_never_predicted_says_so(tab: Watched, models: dict[str, Any]) -
     )
     expect(tab.page.locator("#drift-badge")).to_have_text("no reading")
     expect(tab.page.locator("#no-feedback")).to_be_visible()
+    # No point to draw: a sentence, not bare axes that would read as "no drift".
+    expect(tab.page.locator("#no-prediction-psi")).to_be_visible()
+    expect(tab.page.locator("#monitoring-timeline svg path.line")).to_have_count(0)
     tab.page.select_option("#monitoring-window", "7 days")
     expect(tab.page.locator("#monitoring-summary")).to_contain_text("0 predictions logged")
     tab.page.wait_for_load_state("networkidle")

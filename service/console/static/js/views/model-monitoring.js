@@ -66,9 +66,12 @@ function timeline(report, model) {
       ? lineChart([{ name: metric, xs, ys: periods.map((p) => p[metric] ?? null) }], { xLabel: "hours before the window's end", yLabel: metric, label: `${metric} over time`, dots: true })
       : h("p", { class: "muted", id: "no-feedback" }, "No feedback in this window: send the true values with POST /v1/models/{ref}/feedback (model.feedback(ids, actuals)) to see performance here."),
     h("h3", {}, "Predictions over time"),
-    lineChart([
-      { name: "prediction PSI", xs, ys: periods.map((p) => p.prediction_psi) },
-    ], { xLabel: "hours before the window's end", yLabel: "PSI", label: "prediction PSI over time", dots: true }),
+    // A chart of no point draws bare axes that read as "zero drift"; say why it is empty instead.
+    periods.some((p) => p.prediction_psi !== null && p.prediction_psi !== undefined)
+      ? lineChart([
+        { name: "prediction PSI", xs, ys: periods.map((p) => p.prediction_psi) },
+      ], { xLabel: "hours before the window's end", yLabel: "PSI", label: "prediction PSI over time", dots: true })
+      : h("p", { class: "muted", id: "no-prediction-psi" }, "No prediction PSI in this window: no logged predictions to compare with the model's training baseline."),
     h("div", { class: "row small muted", id: "monitoring-volume" }, "Rows logged per period",
       miniBars(periods.map((p) => p.n_predictions), periods.map((p) => `${new Date(p.since).toLocaleString("en", { dateStyle: "short", timeStyle: "short" })}`))));
 }
