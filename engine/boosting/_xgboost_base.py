@@ -28,7 +28,7 @@ from engine.boosting._packed_stages import PackedStagesMixin
 from engine.boosting._xgboost_rounds import Rounds
 from engine.callbacks import Callback, eval_set_name
 from engine.parallel import resolve_n_jobs
-from engine.parallel._parts import DataPart, PartReader
+from engine.parallel._parts import DataPart, KeptRows, PartReader
 from engine.tree._binned import Binned, BinningPlan, check_binned, plan_binning
 from engine.tree._binning import MAX_BINS, BinMapper, categorical_mask
 from engine.tree._criteria import Newton
@@ -206,6 +206,7 @@ class BaseXGBoost(PackedStagesMixin, BaseEstimator):
         parts: Sequence[DataPart],
         read: PartReader,
         callbacks: list[Callback] | None = None,
+        keep: KeptRows | None = None,
     ) -> Any:
         """Fit on a table held as parts that ``read`` opens, out of core on a cluster.
 
@@ -219,10 +220,14 @@ class BaseXGBoost(PackedStagesMixin, BaseEstimator):
         :mod:`engine.boosting._xgboost_parts`), except that on a cluster rows of weight 0 take
         no part at all: a classifier's classes and the reported training metric are those of
         the rows of positive weight (a validation split can ride along with weight 0).
+
+        ``keep`` (:class:`engine.parallel.KeptRows`) names global rows whose bin codes the
+        caller wants after the fit; the fit fills it in, with the float values of the rows
+        the bin edges were placed by, so a caller scoring the model never opens a part.
         """
         from engine.boosting._xgboost_parts import fit_parts
 
-        fit_parts(self, parts, read, callbacks)
+        fit_parts(self, parts, read, callbacks, keep)
         return self
 
     def _prepare_target(

@@ -35,7 +35,7 @@ from engine.boosting._objectives import Objective, softmax
 from engine.boosting._xgboost_rounds import _default_metric
 from engine.callbacks import Callback, ProgressEvent, notify, train_metric
 from engine.parallel import WorkerCrashedError, active_backend
-from engine.parallel._parts import DataPart, PartReader, check_parts, read_parts
+from engine.parallel._parts import DataPart, KeptRows, PartReader, check_parts, read_parts
 from engine.tree._binning import BinMapper, categorical_mask
 from engine.tree._common import NARROW_CODE_DTYPE
 from engine.tree._tree import Tree
@@ -61,13 +61,16 @@ def fit_parts(
     parts: Sequence[DataPart],
     read: PartReader,
     callbacks: list[Callback] | None = None,
+    keep: KeptRows | None = None,
 ) -> None:
-    """Fit ``model`` on the table of ``parts`` (see the module's docstring)."""
+    """Fit ``model`` on the table of ``parts`` (see the module's docstring); fill ``keep``."""
     check_parts(parts)
     backend = active_backend()
     if backend is None:
         X, y, w = read_parts(parts, read)
         model._fit(X, y, w, None, callbacks)
+        if keep is not None:
+            _keep_local(model, X, w, keep)
         return
     model._validate_params()
     _check_out_of_core(model, None)
@@ -78,7 +81,7 @@ def fit_parts(
 
     with DaskPartitions(backend.client, parts, read) as table:  # type: ignore[attr-defined]
         try:
-            _fit_on(model, table, callbacks)
+            _fit_on(model, table, callbacks, keep)
         except PartitionsLost as lost:  # before the rounds: nothing to replay onto yet
             raise WorkerCrashedError(
                 f"Lost the Dask workers of partitions {lost.lost} while the workers read and "
@@ -120,6 +123,7 @@ def _fit_on(
     model: BaseXGBoost,
     table: DaskPartitions,
     callbacks: list[Callback] | None,
+    keep: KeptRows | None,
 ) -> None:
     infos = table.call(
         "load",
@@ -154,10 +158,12 @@ def _fit_on(
     root = resolve_seed_sequence(model.random_state)
     binning_seed, rounds_seed = root.spawn(2)
     mapper = model._mapper(binning_seed)  # the mapper fit() builds: its bins, its seed
-    mapper.fit_sample(
-        _gather(table, infos, mapper), categorical_mask(model.categorical_features, n_features)
-    )
+    sample = _gather(table, infos, mapper)
+    mapper.fit_sample(sample, categorical_mask(model.categorical_features, n_features))
     table.each("bin", mapper)
+    if keep is not None:
+        keep.sample = sample
+    del sample
 
     base = (
         np.full(n_outputs, float(model.base_score))
@@ -184,6 +190,8 @@ def _fit_on(
         callbacks,
         n_outputs,
     )
+    if keep is not None:
+        keep.codes = _codes_of(table, [info["n_rows"] for info in infos], keep.rows, replay)
     model.estimators_ = trees
     model.base_score_ = base
     model.bin_mapper_ = mapper
@@ -207,6 +215,42 @@ def _gather(table: DaskPartitions, infos: list[dict[str, Any]], mapper: BinMappe
     ]
     blocks = [block for block in table.call("gather", positions) if block.size]
     return np.concatenate(blocks)
+
+
+def _codes_of(
+    table: DaskPartitions, sizes: list[int], groups: list[NDArray[np.intp]], replay: Replay
+) -> list[NDArray[Any]]:
+    """The bin codes of each group of global rows (any order), from the actors holding them:
+    actor ``i`` holds the global rows ``[Σ sizes[:i], Σ sizes[:i+1])`` in order."""
+    from engine.parallel._dask_parts import PartitionsLost
+
+    if not groups:
+        return []
+    starts = np.concatenate(([0], np.cumsum(sizes)))
+    everything = np.concatenate([np.asarray(group, dtype=np.intp) for group in groups])
+    order = np.argsort(everything, kind="stable")
+    ordered = everything[order]
+    first = np.searchsorted(ordered, starts)
+    local = [ordered[first[i] : first[i + 1]] - starts[i] for i in range(len(sizes))]
+    while True:
+        try:
+            blocks = table.call("codes_of", local)
+            break
+        except PartitionsLost as lost:  # a new actor re-reads and re-bins the same rows
+            _replace(table, lost.lost, replay)
+    n_features = replay.mapper.n_bins_.size
+    codes = np.empty((everything.size, n_features), dtype=NARROW_CODE_DTYPE)
+    codes[order] = np.concatenate(blocks) if blocks else codes[:0]
+    bounds = np.cumsum([0] + [len(group) for group in groups])
+    return [codes[bounds[i] : bounds[i + 1]] for i in range(len(groups))]
+
+
+def _keep_local(model: BaseXGBoost, X: FloatArray, w: FloatArray | None, keep: KeptRows) -> None:
+    """``keep`` of a fit on the table in this process: what the workers would have given."""
+    mapper = model.bin_mapper_
+    positive = np.arange(X.shape[0]) if w is None else np.flatnonzero(w > 0)
+    keep.sample = X[positive[mapper.sample_rows(positive.size)]]
+    keep.codes = [mapper.transform(X[np.asarray(group, dtype=np.intp)]) for group in keep.rows]
 
 
 def _base_score(name: str, weighted_sum: float, weight: float, n_outputs: int) -> FloatArray:

@@ -41,7 +41,7 @@ from engine.parallel._executor import (
     SharedData,
     WorkerCrashedError,
 )
-from engine.parallel._parts import DataPart, PartReader, PartRows
+from engine.parallel._parts import DataPart, KeptRows, PartReader, PartRows
 from engine.parallel._process import ProcessExecutor
 from engine.process_setup import default_start_method as default_start_method
 
@@ -50,6 +50,7 @@ __all__ = [
     "DataPart",
     "Executor",
     "HistogramSource",
+    "KeptRows",
     "PartReader",
     "PartRows",
     "ProcessExecutor",

@@ -128,6 +128,10 @@ class PartsActor:
             self.row_missing[start : start + y.size] = (codes == missing_code(codes.dtype)).any(1)
             start += y.size
 
+    def codes_of(self, local: NDArray[np.intp]) -> NDArray[Any]:
+        """The bin codes of this range's rows ``local``, row-major (n, F)."""
+        return np.ascontiguousarray(self.codes[:, local].T)
+
     def encode(self, classes: NDArray[np.float64] | None, positive_scale: float) -> list[float]:
         """Targets as class indices (classification); ``Σ w·y`` and ``Σ w`` after it."""
         if classes is not None:

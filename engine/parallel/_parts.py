@@ -19,13 +19,13 @@ each keeping its own slice.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
 
-__all__ = ["DataPart", "PartReader", "PartRows", "Piece", "deal_rows", "read_parts"]
+__all__ = ["DataPart", "KeptRows", "PartReader", "PartRows", "Piece", "deal_rows", "read_parts"]
 
 # One part's rows: features (n, F) float64 with NaN missing, target (n,) float64, and row
 # weights (n,) float64 or None for all ones.
@@ -41,6 +41,19 @@ class DataPart:
     source: Any
     row_offset: int
     n_rows: int
+
+
+@dataclass
+class KeptRows:
+    """What a caller of an out-of-core fit keeps of the rows, so that it never reads a part
+    itself: the bin codes of the global rows in each of ``rows`` (fetched from the workers
+    before they let the rows go) and the float values of the rows the bin edges were placed
+    by (``sample``: the rows :meth:`engine.tree._binning.BinMapper.sample_rows` names among
+    the rows of positive weight, which the fit gathered anyway). Filled in by the fit."""
+
+    rows: list[NDArray[np.intp]]
+    codes: list[NDArray[Any]] = field(default_factory=list)
+    sample: NDArray[np.float64] | None = None
 
 
 @dataclass(frozen=True)

@@ -12,7 +12,7 @@ import numpy.typing as npt
 from engine.tree._binning import BinMapper
 from service.datasets.columns import CategoricalColumn, ColumnData, NumericColumn
 from service.db.tables import ColumnKind
-from service.training.part_table import PartTable
+from service.training.part_table import PartTable, PassAnswer
 from service.training.spec import TrainingError, TrainingSpec
 
 # The engine bins a categorical feature into at most this many categories.
@@ -56,16 +56,19 @@ class PartRows:
         return self.table.bin(mapper, [self.rows[g] for g in groups], self.features)
 
 
-def prepare_from_parts(spec: TrainingSpec, table: PartTable) -> TrainingData:
+def prepare_from_parts(
+    spec: TrainingSpec, table: PartTable, answers: Sequence[PassAnswer] | None = None
+) -> TrainingData:
     """As :func:`prepare`, with the feature values left in the parts: one pass reads the
-    target and the categorical features' categories, nothing else."""
+    target and the categorical features' categories, nothing else (``answers``: that pass
+    made on the Dask workers, :meth:`PartTable.first_pass`)."""
     missing = [name for name in spec.columns if name not in table]
     if missing:
         raise TrainingError(
             "missing_columns",
             "The dataset lacks the columns " + ", ".join(f"'{m}'" for m in missing) + ".",
         )
-    target = table.first_pass(spec.target, spec.features)
+    target = table.first_pass(spec.target, spec.features, answers)
     y, keep = _target(spec, target)
     features: list[dict[str, str]] = []
     categorical: list[int] = []

@@ -78,21 +78,33 @@ class PartTable(Mapping[str, ColumnData]):
 
     # -- part by part ----------------------------------------------------------------------
 
-    def first_pass(self, target: str, features: Sequence[str]) -> ColumnData:
+    def first_pass(
+        self,
+        target: str,
+        features: Sequence[str],
+        answers: Sequence[PassAnswer] | None = None,
+    ) -> ColumnData:
         """The target column, whole, and the categories of the categorical ``features``, in
-        one pass over the parts (the categories are the dictionaries only, no cells)."""
+        one pass over the parts (the categories are the dictionaries only, no cells).
+
+        ``answers``: each part's :func:`pass_answer`, in part order, when the parts were read
+        elsewhere (on the Dask workers, ``service.training.worker_parts``); this process then
+        opens none of them.
+        """
         categorical = [n for n in features if self.kinds[n] == ColumnKind.CATEGORICAL]
+        if answers is None:
+            answers = [pass_answer(self._open(part), target, categorical) for part in self.parts]
+        if len(answers) != len(self.parts):
+            raise ValueError(f"{len(answers)} first-pass answers for {len(self.parts)} parts")
         collector = ColumnCollector(target, self.kinds[target], self.n_rows)
         dictionaries: dict[str, list[list[str]]] = {name: [] for name in categorical}
-        names = list(dict.fromkeys([target, *categorical]))
-        for part in self.parts:
-            table = self._read(part, names)
-            collector.add(table.column(target))
+        for column, per_part in answers:
+            collector.add(column)
             for name in categorical:
-                dictionaries[name].append(_dictionary(table.column(name)))
+                dictionaries[name].append(per_part[name])
         self._columns[target] = collector.finish()
-        for name, per_part in dictionaries.items():
-            union = sorted({text for dictionary in per_part for text in dictionary})
+        for name, found in dictionaries.items():
+            union = sorted({text for dictionary in found for text in dictionary})
             self.categories[name] = tuple(union)
             self._positions[name] = {text: float(code) for code, text in enumerate(union)}
         return self._columns[target]
@@ -137,6 +149,26 @@ class PartTable(Mapping[str, ColumnData]):
     ) -> npt.NDArray[np.float64]:
         """Every row of one part as floats: numbers as they are, categories as codes."""
         return self._values(part, np.arange(part.n_rows, dtype=np.intp), features)
+
+    def part_rows(
+        self, part: DatasetPartRecord, features: Sequence[str], column: str
+    ) -> tuple[npt.NDArray[np.float64], pa.ChunkedArray]:
+        """Every row of one part as :meth:`part_values` gives them, and its ``column`` as
+        stored, from one open of the part (a row group's columns at a time)."""
+        parquet = self._open(part)
+        out = np.empty((part.n_rows, len(features)))
+        chunks: list[pa.Array] = []
+        names = list(dict.fromkeys([*features, column]))
+        start = 0
+        for index in range(parquet.num_row_groups):
+            table = parquet.read_row_group(index, columns=names)
+            n = table.num_rows
+            out[start : start + n] = self._floats(table, np.arange(n, dtype=np.intp), features)
+            chunks.extend(table.column(column).chunks)
+            start += n
+        if start != part.n_rows:
+            raise ValueError(f"The part '{part.path}' holds {start} rows, not {part.n_rows}.")
+        return out, pa.chunked_array(chunks, type=parquet.schema_arrow.field(column).type)
 
     # -- reading ---------------------------------------------------------------------------
 
@@ -217,6 +249,18 @@ class PartTable(Mapping[str, ColumnData]):
         indices = chunk.indices.fill_null(-1).to_numpy(zero_copy_only=False).astype(np.intp)
         result: npt.NDArray[np.float64] = known[indices]
         return result
+
+
+# One part's first pass: its target column as stored, and each categorical feature's
+# distinct strings.
+PassAnswer = tuple[pa.ChunkedArray, dict[str, list[str]]]
+
+
+def pass_answer(parquet: pq.ParquetFile, target: str, categorical: Sequence[str]) -> PassAnswer:
+    """One part's share of :meth:`PartTable.first_pass`, read from the opened part."""
+    names = list(dict.fromkeys([target, *categorical]))
+    table = parquet.read(columns=names)
+    return table.column(target), {name: _dictionary(table.column(name)) for name in categorical}
 
 
 def _dictionary(column: pa.ChunkedArray) -> list[str]:

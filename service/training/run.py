@@ -33,7 +33,7 @@ from service.training.metrics import (
 from service.training.part_table import PartTable
 from service.training.spec import TrainingError, TrainingOutcome, TrainingSpec
 from service.training.split import fold_assignments, holdout_split
-from service.training.worker_parts import read_worker_part, worker_parts
+from service.training.worker_parts import first_pass_on_workers, read_worker_part, worker_parts
 
 ProgressReport = Callable[[float, str], None]
 StopCheck = Callable[[], bool]
@@ -59,7 +59,21 @@ def run_training(
     """
     method, task, resolved = _resolve(spec)
     if isinstance(columns, PartTable) and bins_from_parts(method.name, resolved):
-        data = prepare_from_parts(spec, columns)
+        # A fit out of core on the cluster: the workers make the first pass too, so this
+        # process opens no part at all (issue 27).
+        answers = (
+            first_pass_on_workers(
+                engine.parallel.active_backend().client,  # type: ignore[union-attr]
+                columns.store,
+                columns.parts,
+                spec.features,
+                spec.target,
+                columns.kinds,
+            )
+            if _out_of_core(method, task, resolved, spec)
+            else None
+        )
+        data = prepare_from_parts(spec, columns, answers)
     else:
         data = prepare(spec, columns)
     classification = task == Task.CLASSIFICATION
@@ -269,14 +283,7 @@ def _fit(
             f"A training split holds only one class ({y[0]!r}); use fewer folds, a smaller "
             "holdout, or more rows of the other classes.",
         )
-    estimator = build_estimator(
-        method.name,
-        task,
-        resolved,
-        random_state=spec.seed,
-        n_jobs=spec.n_jobs,
-        categorical_features=data.categorical_features,
-    )
+    estimator = _estimator(method, task, resolved, spec, data.categorical_features)
     try:
         if data.parts is None:
             estimator.fit(data.X[rows], y, callbacks=[progress])
@@ -522,6 +529,35 @@ def fits_out_of_core(estimator: Any) -> bool:
     )
 
 
+def _out_of_core(
+    method: Method, task: Task, resolved: Mapping[str, Any], spec: TrainingSpec
+) -> bool:
+    """Whether the run's fits will be out of core (:func:`fits_out_of_core`), before any
+    data is read: the estimator as :func:`_fit` builds it (its categorical features aside,
+    which no refusal depends on)."""
+    if engine.parallel.active_backend() is None:
+        return False
+    return fits_out_of_core(_estimator(method, task, resolved, spec, []))
+
+
+def _estimator(
+    method: Method,
+    task: Task,
+    resolved: Mapping[str, Any],
+    spec: TrainingSpec,
+    categorical_features: list[int],
+) -> Any:
+    """The job's estimator, unfitted."""
+    return build_estimator(
+        method.name,
+        task,
+        resolved,
+        random_state=spec.seed,
+        n_jobs=spec.n_jobs,
+        categorical_features=categorical_features,
+    )
+
+
 def _fit_out_of_core(
     estimator: Any,
     data: TrainingData,
@@ -548,20 +584,18 @@ def _fit_out_of_core(
         data.classes,
         np.sort(parts.rows[rows]),
     )
+    scored = np.sort(scored_training_rows(data.y, rows, classification, spec.seed))
+    groups = [scored] if evaluated is None else [scored, evaluated]
+    keep = engine.parallel.KeptRows([parts.rows[group] for group in groups])
     progress.note("reading and binning the parts on the Dask workers")
-    estimator.fit_parts(sources, read_worker_part, callbacks=[progress])
+    estimator.fit_parts(sources, read_worker_part, callbacks=[progress], keep=keep)
     if classification:
         # The workers' targets are indices into the run's classes: back to the labels.
         assert data.classes is not None
         codes = np.asarray(estimator.classes_).astype(np.intp)
         estimator.classes_ = np.asarray(data.classes)[codes]
-    mapper = estimator.bin_mapper_
-    scored = np.sort(scored_training_rows(data.y, rows, classification, spec.seed))
-    plan = estimator.binning_plan(int(rows.size), len(data.features))
-    groups = [scored] if evaluated is None else [scored, evaluated]
-    parts.coded[id(estimator)] = _Coded(
-        mapper, groups, parts.bin(mapper, groups), parts.values(rows[plan.rows])
-    )
+    assert keep.sample is not None
+    parts.coded[id(estimator)] = _Coded(estimator.bin_mapper_, groups, keep.codes, keep.sample)
 
 
 def _codes_of(data: TrainingData, model: Any) -> _Coded | None:

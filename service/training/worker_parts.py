@@ -34,9 +34,9 @@ from service.datasets.part_reader import open_part
 from service.db.tables import ColumnKind, DatasetPartRecord
 from service.store import DataStore
 from service.training.data import _label
-from service.training.part_table import PartTable
+from service.training.part_table import PartTable, PassAnswer, pass_answer
 
-__all__ = ["WorkerPart", "read_worker_part", "worker_parts"]
+__all__ = ["WorkerPart", "first_pass_on_workers", "read_worker_part", "worker_parts"]
 
 
 @dataclass(frozen=True)
@@ -104,8 +104,34 @@ def worker_parts(
     ]
 
 
-def read_worker_part(source: WorkerPart) -> PartRows:
-    """A part's ``(X, y, weights)`` for ``fit_parts`` (see the module's docstring)."""
+def first_pass_on_workers(
+    client: Any,
+    store: DataStore,
+    parts: Sequence[DatasetPartRecord],
+    features: Sequence[str],
+    target: str,
+    kinds: Mapping[str, str],
+) -> list[PassAnswer]:
+    """Each part's share of :meth:`PartTable.first_pass` (its target column and categorical
+    features' categories), read on the Dask workers of ``client``, in part order: the fit
+    process of an out-of-core fit opens no part."""
+    sources = [
+        part.source for part in worker_parts(store, parts, features, target, kinds, categories={})
+    ]
+    futures = client.map(first_pass_part, sources, pure=False)
+    answers: list[PassAnswer] = client.gather(futures)
+    return answers
+
+
+def first_pass_part(source: WorkerPart) -> PassAnswer:
+    """On a worker: one part's share of :meth:`PartTable.first_pass`."""
+    store, record = _opened(source)
+    categorical = [n for n in source.features if source.kinds[n] == ColumnKind.CATEGORICAL]
+    return pass_answer(open_part(store, record), source.target, categorical)
+
+
+def _opened(source: WorkerPart) -> tuple[DataStore, DatasetPartRecord]:
+    """The store and the part's record a worker reads ``source`` through."""
     store = DataStore(source.store_url, source.store_options)
     record = DatasetPartRecord(
         dataset_id="",
@@ -117,10 +143,16 @@ def read_worker_part(source: WorkerPart) -> PartRows:
         sha256=source.sha256,
         source_stamp=source.source_stamp,
     )
+    return store, record
+
+
+def read_worker_part(source: WorkerPart) -> PartRows:
+    """A part's ``(X, y, weights)`` for ``fit_parts`` (see the module's docstring), from one
+    open of the part."""
+    store, record = _opened(source)
     table = PartTable(store, [record], source.kinds, source.n_rows)
     table.use_categories(source.categories)
-    X = table.part_values(record, source.features)
-    column = open_part(store, record).read(columns=[source.target]).column(source.target)
+    X, column = table.part_rows(record, source.features, source.target)
     y, known = _target(column, source.kinds[source.target], source.classes)
     if source.rows is not None:
         chosen = np.zeros(source.n_rows, dtype=bool)

@@ -188,6 +188,32 @@ def test_out_of_core_boosting_equals_the_single_machine_fit_on_1_2_3_workers(
         np.testing.assert_array_equal(remote_m.classes_, local_m.classes_)
 
 
+def test_kept_rows_are_the_codes_and_edge_sample_a_local_fit_gives(
+    client: Any, tmp_path: Path
+) -> None:
+    """``keep``: the codes of named rows (any order, across the workers' ranges and parts)
+    and the edges' sample (rows of positive weight) come back from the workers as the same
+    fit on the table in this process gives them."""
+    from engine.parallel import KeptRows
+
+    X, y = _table()
+    w = np.ones(y.size)
+    w[::7] = 0.0
+    parts = write_parts(tmp_path, X, y, SIZES, w=w)
+    groups = [np.array([2999, 0, 1500, 1499, 700]), np.arange(990, 1010)]
+    local_keep, remote_keep = KeptRows(groups), KeptRows(groups)
+    local = XGBoostRegressor(**PARAMS).fit_parts(parts, read_part, keep=local_keep)
+    with parallel_backend(client):
+        XGBoostRegressor(**PARAMS).fit_parts(parts, read_part, keep=remote_keep)
+    for group, codes in zip(groups, remote_keep.codes, strict=True):
+        np.testing.assert_array_equal(codes, local.bin_mapper_.transform(X[group]))
+    for a, b in zip(local_keep.codes, remote_keep.codes, strict=True):
+        np.testing.assert_array_equal(a, b)
+    assert remote_keep.sample is not None
+    np.testing.assert_array_equal(remote_keep.sample, X[w > 0])
+    np.testing.assert_array_equal(local_keep.sample, X[w > 0])
+
+
 def test_parts_are_opened_only_in_worker_processes(
     client: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

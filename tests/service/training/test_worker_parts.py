@@ -3,11 +3,14 @@ engine's out-of-core boosting: the model is the one fitted on the columns in mem
 
 from __future__ import annotations
 
+import os
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import numpy as np
+import pyarrow.parquet as pq
 import pytest
 
 from engine import XGBoostClassifier, XGBoostRegressor, parallel_backend
@@ -21,6 +24,10 @@ from service.training.worker_parts import read_worker_part, worker_parts
 from tests.service.training.test_fit_from_parts import N, _columns
 
 distributed = pytest.importorskip("distributed")
+cloudpickle = pytest.importorskip("cloudpickle")
+
+# The workers do not import the tests: the open logger below travels by value.
+cloudpickle.register_pickle_by_value(sys.modules[__name__])
 
 FEATURES = ("x", "colour", "wide")
 
@@ -35,10 +42,8 @@ def client() -> Iterator[Any]:
     cluster.close()
 
 
-@pytest.mark.parametrize("target", ["amount", "label"])
-def test_workers_read_the_stored_parts_into_the_in_memory_model(
-    client: Any, tmp_path: Path, target: str
-) -> None:
+def _stored(tmp_path: Path) -> tuple[dict[str, Any], PartTable]:
+    """The test table's columns, and the same as stored parts (one 1,024-row group each)."""
     columns = _columns()
     store = DataStore(str(tmp_path / "store"))
     ordered = list(columns.values())
@@ -46,8 +51,15 @@ def test_workers_read_the_stored_parts_into_the_in_memory_model(
     for batch in column_batches(ordered, 700):
         writer.write(batch)
     records = part_records("d1", writer.finish())
-    kinds = {c.name: c.kind.value for c in ordered}
-    table = PartTable(store, records, kinds, N)
+    return columns, PartTable(store, records, {c.name: c.kind.value for c in ordered}, N)
+
+
+@pytest.mark.parametrize("target", ["amount", "label"])
+def test_workers_read_the_stored_parts_into_the_in_memory_model(
+    client: Any, tmp_path: Path, target: str
+) -> None:
+    columns, table = _stored(tmp_path)
+    store, records, kinds = table.store, table.parts, table.kinds
     table.first_pass(target, FEATURES)
     X = np.column_stack([columns[name].as_float() for name in FEATURES])
     params: dict[str, Any] = {"n_estimators": 5, "max_depth": 4, "random_state": 3}
@@ -124,14 +136,7 @@ def test_run_training_on_a_cluster_fits_xgboost_out_of_core(
         original(*args)
 
     monkeypatch.setattr(run_module, "_fit_out_of_core", counted)
-    columns = _columns()
-    store = DataStore(str(tmp_path / "store"))
-    ordered = list(columns.values())
-    writer = PartWriter(store, "d1", schema_of(ordered), row_group_rows=1024, groups_per_part=1)
-    for batch in column_batches(ordered, 700):
-        writer.write(batch)
-    records = part_records("d1", writer.finish())
-    table = PartTable(store, records, {c.name: c.kind.value for c in ordered}, N)
+    columns, table = _stored(tmp_path)
     spec = TrainingSpec(
         method="xgboost",
         task=task,
@@ -158,3 +163,62 @@ def test_run_training_on_a_cluster_fits_xgboost_out_of_core(
         )
     else:
         np.testing.assert_allclose(remote.predict(X), local.predict(X), rtol=0, atol=1e-12)
+
+
+def _log_opens(log: str | None) -> None:
+    """In this process: log the pid of every ``pq.ParquetFile`` made (``log`` None: stop)."""
+    original = getattr(pq, "_unlogged_parquet_file", pq.ParquetFile)
+    if log is None:
+        pq.ParquetFile = original  # type: ignore[misc]
+        return
+    pq._unlogged_parquet_file = original  # type: ignore[attr-defined]
+
+    def logged(*args: Any, **kwargs: Any) -> Any:
+        with open(log, "a") as handle:
+            handle.write(f"{os.getpid()}\n")
+        return original(*args, **kwargs)
+
+    pq.ParquetFile = logged  # type: ignore[misc]
+
+
+def test_an_out_of_core_job_opens_parts_only_in_worker_processes(
+    client: Any, tmp_path: Path
+) -> None:
+    """The whole job (first pass, edges, fit, metrics) with the table in parts: every Parquet
+    open is logged with its pid, and none is this (the fit) process's. Each part is opened
+    once for the first pass, then three times by each worker holding rows of it (targets,
+    the edges' sample, codes)."""
+    from engine.parallel._parts import deal_rows
+    from service.training import TrainingSpec, run_training
+
+    _, table = _stored(tmp_path)
+    store, records, kinds = table.store, table.parts, table.kinds
+    spec = TrainingSpec(
+        method="xgboost",
+        task="classification",
+        target="label",
+        features=FEATURES,
+        params={"n_estimators": 4, "max_depth": 3},
+        validation={"holdout": 0.2},
+        seed=5,
+    )
+    log = tmp_path / "opens.log"
+    workers = set(client.run(os.getpid).values())
+    client.run(_log_opens, str(log))
+    _log_opens(str(log))
+    try:
+        import engine
+
+        with engine.parallel_backend(client):
+            outcome = run_training(spec, table, lambda f, s: None, lambda: False)
+    finally:
+        _log_opens(None)
+        client.run(_log_opens, None)
+    pids = [int(line) for line in log.read_text().split()]
+    assert os.getpid() not in pids
+    assert set(pids) <= workers
+    assert table.parts_read == 0
+    dealt = deal_rows(worker_parts(store, records, FEATURES, "label", kinds, {}), len(workers))
+    assert len(pids) == len(records) + 3 * sum(len(group) for group in dealt)
+    assert outcome.metrics["validation"] is not None
+    assert outcome.metrics["monitoring"] is not None
