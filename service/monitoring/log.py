@@ -4,8 +4,16 @@ A predict hands its rows over with :meth:`PredictionLog.submit`, which never blo
 raises: when the queue is full the rows are counted as dropped. Everything else — sampling,
 binning against the model's baseline, finding unseen categories, the insert and the per-model
 cap — happens on the writer thread, and a batch the database refuses is counted as failed and
-logged, then forgotten. So logging adds a queue ``put`` to a predict, and a broken log costs
+logged, then forgotten. So logging adds a ``deque.append`` to a predict, and a broken log costs
 its rows, never an answer.
+
+The writer shares the API process's GIL with the requests, so what it costs a busy server is
+its CPU time and how often it takes the GIL (issue 26 measured a fifth of the process at 1,500
+one-row requests a second). Hence: the queue is a ``deque`` the writer empties every
+``linger`` seconds, so a request never wakes it (a ``queue.Queue`` wakes a waiting consumer
+on every ``put``: a GIL hand-over per request); a batch is counted per hour in one NumPy pass,
+not per request; and rows go to the database as tuples through the driver's ``executemany``
+(``repository.insert_rows``), without SQLAlchemy's per-row dict and bind processing.
 """
 
 from __future__ import annotations
@@ -13,10 +21,9 @@ from __future__ import annotations
 import contextlib
 import logging
 import math
-import queue
 import threading
 import time
-from collections import Counter
+from collections import Counter, deque
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
@@ -42,10 +49,11 @@ from service.monitoring.baseline import categorical_bins, numeric_bins, psi
 
 logger = logging.getLogger(__name__)
 
-# Requests written per transaction at most; a batch is what came within LINGER_SECONDS of its
-# first request, up to this.
-BATCH_REQUESTS = 500
-LINGER_SECONDS = 0.2
+# Requests written per transaction at most; a batch is what came in the LINGER_SECONDS since
+# the writer last looked, up to this. Half a second: a batch's counts upsert and commit cost
+# about the same whatever its size, so at 2,000 requests a second longer batches are cheaper.
+BATCH_REQUESTS = 2000
+LINGER_SECONDS = 0.5
 LINGER_STEP = 0.02
 Cell = Callable[[int, str], Any]
 # The writer refreshes a model's PSI gauges from the hourly counts (the last 24 hours) at most
@@ -97,22 +105,29 @@ class PredictionLog:
         linger: float = LINGER_SECONDS,
     ) -> None:
         self.engine = engine
+        self._binders = repository.row_binders(engine.dialect)
         self.rate = rate
         self.max_rows = max_rows
         self.counts = LogCounts(Counter())
         # The latest report's PSI by model (and feature), for the gauges.
         self.feature_psi: dict[str, dict[str, float]] = {}
         self.prediction_psi: dict[str, float] = {}
-        self._queue: queue.Queue[LoggedRequest | None] = queue.Queue(maxsize=queue_size)
+        # Requests waiting for the writer. A deque, not a queue.Queue: appending takes no lock
+        # and wakes nobody; the writer looks every ``linger`` seconds (or when woken by a
+        # drain or stop).
+        self._pending: deque[LoggedRequest] = deque()
+        self.queue_size = queue_size
         self._random = np.random.default_rng(seed)
         self._baselines: dict[str, dict[str, Any] | None] = {}
         self._thread: threading.Thread | None = None
+        # Guards ``_writing``; notified when the writer has nothing left in hand or pending.
         self._idle = threading.Condition()
-        self._busy = 0
+        self._writing = False
+        self._stopping = False
         self.linger = linger
         # Rows each model's log holds, as this process counted them (for the cap).
         self._held: dict[str, int] = {}
-        self._flush = threading.Event()
+        self._wake = threading.Event()
         # When each model's gauges were last set (monotonic seconds).
         self._refreshed: dict[str, float] = {}
         self.gauge_seconds = gauge_seconds
@@ -124,18 +139,19 @@ class PredictionLog:
     # --- the request side -----------------------------------------------------------------
 
     def submit(self, request: LoggedRequest) -> None:
-        """Queue ``request``'s rows; never blocks, never raises (a full queue drops them)."""
-        try:
-            with self._idle:
-                self._busy += 1
-            self._queue.put_nowait(request)
-        except queue.Full:
-            self._done(1)
+        """Queue ``request``'s rows; never blocks, never raises (a full queue drops them).
+
+        ``len`` then ``append`` is not atomic, so concurrent submits may pass the bound by a
+        request or two: a bound on memory, not an exact count."""
+        if len(self._pending) >= self.queue_size:
             self.counts.dropped += len(request.ids)
+            return
+        self._pending.append(request)
 
     # --- lifecycle ------------------------------------------------------------------------
 
     def start(self) -> None:
+        self._stopping = False
         self._thread = threading.Thread(target=self._run, name="prediction-log", daemon=True)
         self._thread.start()
 
@@ -144,25 +160,27 @@ class PredictionLog:
         if self._thread is None:
             return
         self.drain(timeout)
-        with contextlib.suppress(queue.Full):
-            self._queue.put(None, timeout=1.0)
+        self._stopping = True
+        self._wake.set()
         self._thread.join(timeout)
         self._thread = None
 
     def drain(self, timeout: float) -> bool:
         """Wait until every submitted request is written (or counted failed); False on time-out."""
         deadline = time.monotonic() + timeout
-        self._flush.set()
+        self._wake.set()
         try:
             with self._idle:
-                while self._busy:
+                while self._pending or self._writing:
                     left = deadline - time.monotonic()
                     if left <= 0:
                         return False
-                    self._idle.wait(left)
+                    # Short waits: a request submitted after the writer's last look is only
+                    # seen at its next one, which the set ``_wake`` makes immediate.
+                    self._idle.wait(min(left, LINGER_STEP))
             return True
         finally:
-            self._flush.clear()
+            self._wake.clear()
 
     def set_gauges(self, model_id: str, report: dict[str, Any]) -> None:
         """Keep a report's PSI figures for the gauges."""
@@ -183,63 +201,57 @@ class PredictionLog:
 
     # --- the writer thread ----------------------------------------------------------------
 
-    def _done(self, n: int) -> None:
-        with self._idle:
-            self._busy -= n
-            if not self._busy:
-                self._idle.notify_all()
-
     def _run(self) -> None:
-        while True:
-            first = self._queue.get()
-            if first is None:
-                return
-            batch = [first]
-            # Linger for more: one-row predicts then share a batch's commit and its binning,
-            # most of the writer's cost, and the writer takes the GIL from the requests less
-            # often (Kafka's producers batch with linger.ms for the same reason). A drain
-            # (feedback, stop) cuts it short.
-            deadline = time.monotonic() + self.linger
-            while len(batch) < BATCH_REQUESTS:
-                left = deadline - time.monotonic()
-                hurry = left <= 0 or self._flush.is_set()
-                try:
-                    if hurry:
-                        more = self._queue.get_nowait()
-                    else:
-                        more = self._queue.get(timeout=min(left, LINGER_STEP))
-                except queue.Empty:
-                    if hurry:
-                        break
-                    continue
-                if more is None:
-                    self._write(batch)
-                    return
-                batch.append(more)
-            self._write(batch)
+        while not self._stopping:
+            # Linger: one-row predicts then share a batch's commit and its binning, most of the
+            # writer's cost, and the writer takes the GIL from the requests a few times a
+            # second, not once a request (Kafka's producers batch with linger.ms for the same
+            # reason). A drain (feedback, stop) wakes it at once.
+            self._wake.wait(self.linger)
+            self._write_pending()
+        self._write_pending()
+
+    def _write_pending(self) -> None:
+        """Write everything pending, ``BATCH_REQUESTS`` requests a transaction."""
+        with self._idle:
+            self._writing = True
+        try:
+            while self._pending:
+                batch: list[LoggedRequest] = []
+                with contextlib.suppress(IndexError):  # popleft is atomic; the deque only grows
+                    while len(batch) < BATCH_REQUESTS:
+                        batch.append(self._pending.popleft())
+                self._write(batch)
+        finally:
+            with self._idle:
+                self._writing = False
+                self._idle.notify_all()
 
     def _write(self, batch: list[LoggedRequest]) -> None:
         n_rows = 0
         try:
-            rows: list[dict[str, Any]] = []
+            rows: list[tuple[Any, ...]] = []
             tally = Tally()
             by_model: dict[str, list[LoggedRequest]] = {}
             for request in batch:
                 by_model.setdefault(request.model_id, []).append(request)
-            for requests in by_model.values():
-                rows.extend(self._rows(requests, tally))
+            written: dict[str, int] = {}
+            for model_id, requests in by_model.items():
+                made = self._rows(requests, tally, self._binders)
+                written[model_id] = len(made)
+                rows.extend(made)
             n_rows = len(rows)
-            written = Counter(row["model_id"] for row in rows)
             held: dict[str, int] = {}
             with transaction(self.engine) as session:
                 # The rows and their hourly counts commit together, or neither does.
                 repository.insert_rows(session, rows)
                 _add(session, tally)
-                for model_id in sorted({request.model_id for request in batch}):
+                for model_id in sorted(by_model):
                     held[model_id] = self._trim(session, model_id, written[model_id])
             self._held.update(held)  # only once committed
-            for row in rows:
-                self.counts.logged[row["model_id"]] += 1
+            for model_id, count in written.items():
+                if count:
+                    self.counts.logged[model_id] += count
         except Exception:  # a failing log is counted, never raised: predicts go on
             self.counts.failed += n_rows or sum(len(request.ids) for request in batch)
             logger.warning(
@@ -247,11 +259,9 @@ class PredictionLog:
             )
         else:
             try:
-                self._refresh_gauges({request.model_id for request in batch})
+                self._refresh_gauges(set(by_model))
             except Exception:  # the gauges keep their last figures; the next batch tries again
                 logger.warning("prediction log: the PSI gauges were not refreshed", exc_info=True)
-        finally:
-            self._done(len(batch))
 
     def _refresh_gauges(self, model_ids: set[str]) -> None:
         """Set the PSI gauges of ``model_ids`` from the last day's counts, each at most every
@@ -315,11 +325,15 @@ class PredictionLog:
                     _, self._baselines[model_id] = repository.model_baseline(fresh, model_id)
         return self._baselines[model_id]
 
-    def _rows(self, requests: list[LoggedRequest], tally: Tally) -> list[dict[str, Any]]:
-        """The log rows of one model's ``requests`` (sampled), their counts added to ``tally``.
+    def _rows(
+        self, requests: list[LoggedRequest], tally: Tally, binders: repository.RowBinders
+    ) -> list[tuple[Any, ...]]:
+        """The log rows of one model's ``requests`` (sampled), as ``repository.insert_rows``
+        takes them, their counts added to ``tally``.
 
-        The requests' rows are stacked and binned at once: under load a batch holds many
-        one-row requests, and binning each alone cost a NumPy call per feature per request."""
+        The requests' rows are stacked, binned and counted at once (per hour): under load a
+        batch holds hundreds of one-row requests, and a NumPy call per request and feature
+        was most of the writer's time. What is left per row is slicing bytes into a tuple."""
         parts = []
         for request in requests:
             n = len(request.ids)
@@ -333,51 +347,53 @@ class PredictionLog:
             return []
         first = parts[0][0]
         X = np.concatenate([request.X[chosen] for request, chosen in parts])
-        predictions = np.concatenate(
-            [_coded(request.predictions, request.classes)[chosen] for request, chosen in parts]
+        predictions = _coded(
+            np.concatenate([_chosen(request.predictions, chosen) for request, chosen in parts]),
+            first.classes,
         )
         unseen: dict[int, dict[str, str]] = {}
         offset = 0
         for request, chosen in parts:
-            for k, values in self._unseen(request, request.X[chosen], chosen).items():
-                unseen[offset + k] = values
+            for k, sent in self._unseen(request, request.X[chosen], chosen).items():
+                unseen[offset + k] = sent
             offset += chosen.size
         bins = _bins(X, unseen, predictions, self._baseline(first.model_id), first)
-        position = {name: j for j, name in enumerate(first.features)}
-        features = X.astype(np.float32)
-        rows: list[dict[str, Any]] = []
+        _tally(tally, parts, bins, unseen, {name: j for j, name in enumerate(first.features)})
+        feature_bytes = X.astype(np.float32).tobytes()
+        feature_width = X.shape[1] * 4
+        bin_bytes = b"" if bins is None else bins.tobytes()
+        bin_width = 0 if bins is None else bins.shape[1] * 2
+        finite = np.isfinite(predictions)
+        coded: list[float | None] = [
+            v if ok else None for v, ok in zip(predictions.tolist(), finite.tolist(), strict=True)
+        ]
+        rows: list[tuple[Any, ...]] = []
         offset = 0
         for request, chosen in parts:
-            end = offset + chosen.size
-            found = [
-                (position[name], text)
-                for k in range(offset, end)
-                for name, text in unseen.get(k, {}).items()
-            ]
-            tally.add(
-                request.model_id,
-                hour_of(request.logged_at),
-                int(chosen.size),
-                None if bins is None else bins[offset:end],
-                found,
-            )
-            proba = None if request.proba is None else request.proba[chosen].astype(np.float32)
+            model_id, ids, at = request.model_id, request.ids, binders.logged_at(request.logged_at)
+            proba_bytes, proba_width = b"", 0
+            if request.proba is not None:
+                proba_bytes = request.proba[chosen].astype(np.float32).tobytes()
+                proba_width = request.proba.shape[1] * 4
             for k, i in enumerate(chosen.tolist()):
-                value = float(predictions[offset + k])
+                r = offset + k
+                found = unseen.get(r)
                 rows.append(
-                    {
-                        "model_id": request.model_id,
-                        "row_id": request.ids[i],
-                        "logged_at": request.logged_at,
-                        "features": features[offset + k].tobytes(),
-                        "bins": None if bins is None else bins[offset + k].tobytes(),
-                        "unseen": unseen.get(offset + k),
-                        "prediction": value if math.isfinite(value) else None,
-                        "proba": None if proba is None else proba[k].tobytes(),
-                        "actual": None,
-                    }
+                    (
+                        model_id,
+                        ids[i],
+                        at,
+                        feature_bytes[r * feature_width : (r + 1) * feature_width],
+                        None if bins is None else bin_bytes[r * bin_width : (r + 1) * bin_width],
+                        None if found is None else binders.unseen(found),
+                        coded[r],
+                        None
+                        if request.proba is None
+                        else proba_bytes[k * proba_width : (k + 1) * proba_width],
+                        None,
+                    )
                 )
-            offset = end
+            offset += chosen.size
         return rows
 
     @staticmethod
@@ -405,14 +421,47 @@ def _add(session: Session, tally: Tally) -> None:
         repository.add_unseen(session, key, values, UNSEEN_VALUES_PER_HOUR)
 
 
-def _coded(
-    predictions: Sequence[Any] | npt.NDArray[Any], classes: list[str] | None
-) -> npt.NDArray[np.float64]:
+def _chosen(
+    predictions: Sequence[Any] | npt.NDArray[Any], chosen: npt.NDArray[np.intp]
+) -> npt.NDArray[Any]:
+    array = predictions if isinstance(predictions, np.ndarray) else np.asarray(predictions)
+    return array if array.shape[0] == chosen.size else array[chosen]
+
+
+def _coded(predictions: npt.NDArray[Any], classes: list[str] | None) -> npt.NDArray[np.float64]:
     """Predictions as floats: values, or the index of the label in ``classes``."""
     if classes is None:
         return np.asarray(predictions, dtype=np.float64)
     index = {label: float(i) for i, label in enumerate(classes)}
-    return np.array([index.get(str(label), math.nan) for label in predictions], dtype=np.float64)
+    return np.array([index.get(str(label), math.nan) for label in predictions.tolist()],
+                    dtype=np.float64)  # fmt: skip
+
+
+def _tally(
+    tally: Tally,
+    parts: list[tuple[LoggedRequest, npt.NDArray[np.intp]]],
+    bins: npt.NDArray[np.uint16] | None,
+    unseen: dict[int, dict[str, str]],
+    position: dict[str, int],
+) -> None:
+    """Add the stacked rows of ``parts`` (one model's) to ``tally``, one call per hour."""
+    hours: dict[datetime, list[int]] = {}
+    offset = 0
+    for request, chosen in parts:
+        hours.setdefault(hour_of(request.logged_at), []).extend(range(offset, offset + chosen.size))
+        offset += chosen.size
+    model_id = parts[0][0].model_id
+    for hour, rows in hours.items():
+        found = [
+            (position[name], text)
+            for r in (rows if unseen else ())
+            for name, text in unseen.get(r, {}).items()
+        ]
+        if bins is None:
+            tally.add(model_id, hour, len(rows), None, found)
+        else:
+            whole = len(rows) == bins.shape[0]  # the usual batch: all of it in one hour
+            tally.add(model_id, hour, len(rows), bins if whole else bins[rows], found)
 
 
 def _bins(

@@ -5,11 +5,13 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+import numpy as np
 import pytest
 from sqlalchemy import select, text, update
 from sqlalchemy.orm import Session
 
 from service.db.tables import ModelRecord
+from service.monitoring.log import LoggedRequest, PredictionLog
 from tests.service.models.helpers import Service
 from tests.service.monitoring.conftest import OpenService
 from tests.service.monitoring.helpers import (
@@ -252,3 +254,35 @@ async def test_gauges_follow_the_log_without_a_report(svc: Service) -> None:
     assert f'coppice_prediction_psi{{model="{model_id}"}}' in metrics
     body = await report(svc, model_id)
     assert next(f["psi"] for f in body["features"] if f["name"] == "x") == pytest.approx(x)
+
+
+async def test_a_full_queue_drops_rows_without_waiting(svc: Service) -> None:
+    # A log of its own on the app's database, its writer not started yet: the queue holds one
+    # request, so the second is counted as dropped at once, and the first is written later.
+    model_id = await svc.train("random_forest", features=["x", "z"])
+    log = PredictionLog(svc.db_engine, rate=1.0, max_rows=100, queue_size=1)
+
+    def request(ids: list[str]) -> LoggedRequest:
+        return LoggedRequest(
+            model_id=model_id,
+            logged_at=datetime.now(UTC),
+            X=np.zeros((len(ids), 2)),
+            predictions=["no"] * len(ids),
+            proba=None,
+            ids=ids,
+            features=["x", "z"],
+            categories={},
+            classes=["no", "yes"],
+            cell=None,
+        )
+
+    log.submit(request(["a", "b"]))
+    log.submit(request(["c", "d", "e"]))
+    assert log.counts.dropped == 3
+    log.start()
+    try:
+        assert log.drain(30)
+    finally:
+        log.stop()
+    assert log.counts.logged[model_id] == 2 and log.counts.failed == 0
+    assert logged_ids(svc, model_id) == ["a", "b"]
