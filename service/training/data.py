@@ -81,7 +81,7 @@ def prepare_from_parts(
             categorical.append(index)
             categories[name] = list(found)
         features.append({"name": name, "kind": str(ColumnKind(kind).value)})
-    classes = sorted(set(y.tolist())) if spec.task == "classification" else None
+    classes = _classes(y) if spec.task == "classification" else None
     return TrainingData(
         X=np.empty((0, len(spec.features))),
         y=y,
@@ -124,7 +124,7 @@ def prepare(spec: TrainingSpec, columns: Mapping[str, ColumnData]) -> TrainingDa
         blocks.append(column.as_float()[keep])
         features.append({"name": name, "kind": column.kind.value})
     X = np.column_stack(blocks) if blocks else np.empty((int(keep.sum()), 0))
-    classes = sorted(set(y.tolist())) if spec.task == "classification" else None
+    classes = _classes(y) if spec.task == "classification" else None
     return TrainingData(
         X=np.ascontiguousarray(X, dtype=np.float64),
         y=y,
@@ -154,11 +154,7 @@ def _target(
         assert isinstance(column, NumericColumn)
         keep = ~np.isnan(column.values)
         values = column.values[keep]
-        y = (
-            np.array([_label(v) for v in values], dtype=str)
-            if spec.task == "classification"
-            else values
-        )
+        y = numeric_labels(values) if spec.task == "classification" else values
     if not keep.any():
         raise TrainingError(
             "no_rows", f"Every row's target '{spec.target}' is missing; there is nothing to learn."
@@ -176,6 +172,20 @@ def _target(
             "learn. Choose another target.",
         )
     return y, keep
+
+
+def _classes(y: npt.NDArray[Any]) -> list[str]:
+    """The sorted distinct labels (np.unique sorts strings by code point, as sorted does),
+    without a Python string per row."""
+    return [str(label) for label in np.unique(y).tolist()]
+
+
+def numeric_labels(values: npt.NDArray[np.float64]) -> npt.NDArray[np.str_]:
+    """Each number as its class label (:func:`_label`), one Python string per distinct value
+    rather than per row: a 2 M-row target took 28 s and ~110 MiB of strings the other way."""
+    distinct = np.unique(values)
+    labels: npt.NDArray[np.str_] = np.array([_label(v) for v in distinct.tolist()], dtype=str)
+    return labels[np.searchsorted(distinct, values)] if distinct.size else labels
 
 
 def _label(value: float) -> str:

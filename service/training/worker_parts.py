@@ -170,10 +170,18 @@ def _target(
         return values, ~np.isnan(values)
     if classes is None:
         raise ValueError("A categorical target needs its classes (classification).")
+    # One Python string per distinct value, not per row (numeric_labels).
     position = {label: float(code) for code, label in enumerate(classes)}
     if kind == ColumnKind.NUMERIC:
-        labels = [None if v is None else _label(float(v)) for v in column.to_pylist()]
+        values = column.cast(pa.float64()).to_numpy()  # nulls are NaN
+        distinct, inverse = np.unique(values, return_inverse=True)
+        labels = [None if np.isnan(v) else _label(v) for v in distinct.tolist()]
     else:
-        labels = [None if v is None else str(v) for v in column.to_pylist()]
-    codes = np.array([np.nan if t is None else position.get(t, np.nan) for t in labels])
+        if pa.types.is_dictionary(column.type):  # chunks' dictionaries may differ
+            column = column.cast(column.type.value_type)
+        encoded = column.combine_chunks().dictionary_encode()
+        labels = encoded.dictionary.to_pylist()
+        inverse = encoded.indices.fill_null(-1).to_numpy(zero_copy_only=False)
+    known = np.array([np.nan if t is None else position.get(t, np.nan) for t in labels] + [np.nan])
+    codes = known[np.asarray(inverse, dtype=np.intp).reshape(-1)]
     return codes, ~np.isnan(codes)
