@@ -16,7 +16,7 @@ PYTEST_WORKERS ?= auto
 # Examples per operation and per fuzz test in `make fuzz`; `make test` runs a few dozen.
 FUZZ_EXAMPLES ?= 500
 
-.PHONY: serve test long kernels compose-checker browser image image-test lint format fuzz faults bench bench-service bench-client bench-dask soak clean
+.PHONY: serve test long kernels compose-checker browser image image-test lint format fuzz faults bench bench-service bench-client bench-dask scale-test soak clean
 
 # The stamp is rebuilt whenever pyproject.toml changes, so new dependencies
 # arrive with the next `make` instead of a hand-run pip command.
@@ -134,6 +134,15 @@ bench-client: $(VENV)/.installed kernels
 # executors, and the backend's per-task and per-level overheads (benchmarks/README.md).
 bench-dask: $(VENV)/.installed kernels
 	$(BIN)/python -m benchmarks.dask_backend
+
+# Issue 27's scale test: 16 M x 24 rows written as Parquet parts by two single-thread Dask
+# workers limited to 1 GiB each, registered and trained (XGBoost-style, depth 6, 50 rounds)
+# through `coppice serve`; prints the job's resources and the workers' peaks, fails on a failed
+# job or a restarted worker. Takes both cores for a long while: never beside benchmarks.
+# SCALE_ARGS narrows it, e.g. SCALE_ARGS="--rows 2000000 --rounds 5".
+SCALE_ARGS ?=
+scale-test: $(VENV)/.installed kernels
+	$(BIN)/python -m benchmarks.scale_test $(SCALE_ARGS)
 
 # 20,000 one-row predictions at concurrency 32 against a real server; fails on any error or
 # when the server's memory grows over the second half (see benchmarks/soak.py).
