@@ -39,7 +39,7 @@ from engine.parallel._parts import DataPart, KeptRows, PartReader, check_parts, 
 from engine.tree._binning import BinMapper, categorical_mask
 from engine.tree._common import NARROW_CODE_DTYPE
 from engine.tree._tree import Tree
-from engine.tree.grow.remote import grow_remote_level_wise
+from engine.tree.grow.remote import grow_remote_together, remote_tree_steps
 from engine.tree.split.context import SplitContext
 
 if TYPE_CHECKING:
@@ -361,25 +361,33 @@ def _grow_round(
         n_candidates = max(1, round(model.colsample_bytree * n_features))
         subset = np.sort(rng.choice(n_features, n_candidates, replace=False))
     spec = model._tree_spec(n_candidates, monotone)
-    stage = []
-    for k in range(n_outputs):
-        ctx = SplitContext(
-            binned=np.zeros((0, n_features), dtype=NARROW_CODE_DTYPE),
-            channels=np.zeros((0, 2)),
-            criterion=spec.criterion,
-            is_categorical=mapper.is_categorical_,
-            bin_values=mapper.bin_values_,
-            min_samples_leaf=spec.limits.min_samples_leaf,
-            min_weight_leaf=spec.limits.min_weight_leaf,
-            random_splits=spec.random_splits,
-            n_bins=mapper.n_bins_,
-            monotone=spec.monotone,
-        )
-        tree = grow_remote_level_wise(
-            ctx, mapper.thresholds_, spec.limits, rng, subset, table.tree_rows(k)
-        )
+    ctx = SplitContext(
+        binned=np.zeros((0, n_features), dtype=NARROW_CODE_DTYPE),
+        channels=np.zeros((0, 2)),
+        criterion=spec.criterion,
+        is_categorical=mapper.is_categorical_,
+        bin_values=mapper.bin_values_,
+        min_samples_leaf=spec.limits.min_samples_leaf,
+        min_weight_leaf=spec.limits.min_weight_leaf,
+        random_splits=spec.random_splits,
+        n_bins=mapper.n_bins_,
+        monotone=spec.monotone,
+    )
+    rows = table.tree_rows()
+
+    def steps() -> Any:
+        return remote_tree_steps(ctx, mapper.thresholds_, spec.limits, rng, subset)
+
+    if model.colsample_bylevel < 1.0:
+        # Each level draws its features from the shared stream: the trees must grow one
+        # after the other to draw as the local fit does (K round trips a level).
+        stage = [grow_remote_together({k: steps()}, rows)[0] for k in range(n_outputs)]
+    else:
+        # Only a tree's start draws (its feature order), and the trees start in order: all
+        # K trees of the round grow in lockstep, one round trip a level for all of them.
+        stage = grow_remote_together({k: steps() for k in range(n_outputs)}, rows)
+    for tree in stage:
         tree.values *= model.learning_rate
-        stage.append(tree)
     return stage
 
 

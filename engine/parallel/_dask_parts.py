@@ -60,7 +60,6 @@ WORKER_WAIT_SECONDS = 30.0
 
 Gradients = Callable[[NDArray[np.float64], NDArray[np.float64]], tuple[Any, Any]]
 MetricTerms = Callable[[NDArray[np.float64], NDArray[np.float64]], NDArray[np.float64]]
-_NO_ROWS = np.zeros(0, dtype=np.intp)
 
 
 class PartsActor:
@@ -170,37 +169,85 @@ class PartsActor:
         self.gradient = np.asarray(gradient).reshape(self.y.size, -1)
         self.hessian = np.asarray(hessian).reshape(self.y.size, -1)
         self.weights = self.w if keep is None else self.w * keep
-        self.pending: list[NDArray[np.intp]] = []
+        self.growing: dict[int, _GrowingTree] = {}
+        self.pending: dict[int, NDArray[np.intp]] = {}  # each ended tree's row leaves
 
-    def start_tree(
-        self, k: int, features: NDArray[np.int64]
-    ) -> tuple[NDArray[np.float64], NDArray[np.int64], bool, NDArray[np.float64]]:
-        """Output ``k``'s tree on ``features``: its rows' channels; their totals, count,
-        whether any has a missing code, and the root's histograms."""
-        in_tree = self.weights > 0
+    def start_trees(
+        self, requests: list[tuple[int, NDArray[np.int64]]]
+    ) -> list[tuple[NDArray[np.float64], NDArray[np.int64], bool, NDArray[np.float64]]]:
+        """Start output ``k``'s tree on ``features`` for each request: its rows' totals,
+        count, whether any has a missing code, and the root's histograms."""
+        answers = []
+        for k, features in requests:
+            tree = self.growing[k] = _GrowingTree(self, k, features)
+            answers.append(tree.start(self))
+        return answers
+
+    def levels(self, requests: list[tuple[int, Any, Any, Any]]) -> list[Any]:
+        """One level of each request's tree (:meth:`_GrowingTree.level`), in order."""
+        answers = []
+        for k, node_ids, splits, smaller_side in requests:
+            answers.append(self.growing[k].level(self, node_ids, splits, smaller_side))
+            if splits is None:  # the tree has ended: its rows' leaves wait for the round's end
+                self.pending[k] = self.growing.pop(k).leaf
+        return answers
+
+    def end_round(
+        self, round_index: int, leaf_values: list[NDArray[np.float64]], metric: MetricTerms
+    ) -> float:
+        """Add each tree's leaf values to the scores, once per round (a repeated call, after
+        another actor was lost, only sums again); the sum of the metric's terms over the rows
+        of positive weight."""
+        if round_index > self.committed:
+            assert sorted(self.pending) == list(range(len(leaf_values)))
+            for k, values in enumerate(leaf_values):
+                self.raw[:, k] += values[self.pending[k]]
+            self.committed = round_index
+        self.pending, self.growing = {}, {}
+        self.gradient = self.hessian = np.zeros((0, 0))
+        learns = self.w > 0  # rows of weight 0 (a validation split) are not training rows
+        return float(np.sum(metric(self.y[learns], self.raw[learns])))
+
+
+class _GrowingTree:
+    """One growing tree's state on an actor: its rows' channels, the rows in the tree and
+    those outside it (which follow its splits too: its leaves move their scores), each
+    row's node slot, and the node each row reached."""
+
+    def __init__(self, actor: PartsActor, k: int, features: NDArray[np.int64]) -> None:
+        in_tree = actor.weights > 0
         rows = np.flatnonzero(in_tree)
-        row_weights = self.weights[rows]
+        row_weights = actor.weights[rows]
         # Channels are read by row index, as the codes are: 0 on rows outside the tree.
-        self.channels = np.zeros((self.y.size, 2))
-        self.channels[rows, 0] = self.gradient[rows, k] * row_weights
-        self.channels[rows, 1] = self.hessian[rows, k] * row_weights
+        self.channels = np.zeros((actor.y.size, 2))
+        self.channels[rows, 0] = actor.gradient[rows, k] * row_weights
+        self.channels[rows, 1] = actor.hessian[rows, k] * row_weights
         self.rows, self.slots = rows, np.zeros(rows.size, dtype=np.intp)
-        # Rows outside the tree follow its splits too: their leaves move their scores.
         self.out_rows = np.flatnonzero(~in_tree)
         self.out_slots = np.zeros(self.out_rows.size, dtype=np.intp)
-        self.leaf = np.zeros(self.y.size, dtype=np.intp)
+        self.leaf = np.zeros(actor.y.size, dtype=np.intp)
         self.features = np.asarray(features, dtype=np.int64)
-        totals, counts = node_totals(rows, self.slots, 1, self.channels)
-        histograms = self._histograms(rows, self.slots, 1)
-        return totals, counts, bool(self.row_missing[rows].any()), histograms
+
+    def start(
+        self, actor: PartsActor
+    ) -> tuple[NDArray[np.float64], NDArray[np.int64], bool, NDArray[np.float64]]:
+        """The tree's rows' totals, count, whether any has a missing code; root histograms."""
+        totals, counts = node_totals(self.rows, self.slots, 1, self.channels)
+        histograms = self._histograms(actor, self.rows, self.slots, 1)
+        return totals, counts, bool(actor.row_missing[self.rows].any()), histograms
 
     def _histograms(
-        self, rows: NDArray[np.intp], slots: NDArray[np.intp], n_slots: int
+        self,
+        actor: PartsActor,
+        rows: NDArray[np.intp],
+        slots: NDArray[np.intp],
+        n_slots: int,
     ) -> NDArray[np.float64]:
-        return build_histograms(self.codes, rows, slots, n_slots, self.features, self.channels, 2)
+        return build_histograms(actor.codes, rows, slots, n_slots, self.features, self.channels, 2)
 
     def level(
         self,
+        actor: PartsActor,
         node_ids: NDArray[np.intp],
         splits: LevelSplits | None,
         smaller_side: NDArray[np.intp] | None,
@@ -210,11 +257,10 @@ class PartsActor:
         self.leaf[self.rows] = node_ids[self.slots]
         self.leaf[self.out_rows] = node_ids[self.out_slots]
         if splits is None:
-            self.pending.append(self.leaf)
             return None
         split_of_slot, rank_of_slot, feature, left_codes, n_chosen = splits
         self.rows, self.slots, totals, counts = partition_rows(
-            self.codes,
+            actor.codes,
             self.rows,
             self.slots,
             split_of_slot,
@@ -225,7 +271,7 @@ class PartsActor:
             self.channels,
         )
         self.out_rows, self.out_slots, _, _ = partition_rows(
-            self.codes,
+            actor.codes,
             self.out_rows,
             self.out_slots,
             split_of_slot,
@@ -239,24 +285,8 @@ class PartsActor:
         # The smaller children's rows in their order, numbered by split (smaller_children).
         pair = self.slots // 2
         small = (self.slots & 1) == smaller_side[pair]
-        histograms = self._histograms(self.rows[small], pair[small], smaller_side.size)
+        histograms = self._histograms(actor, self.rows[small], pair[small], smaller_side.size)
         return totals, counts, histograms
-
-    def end_round(
-        self, round_index: int, leaf_values: list[NDArray[np.float64]], metric: MetricTerms
-    ) -> float:
-        """Add each tree's leaf values to the scores, once per round (a repeated call, after
-        another actor was lost, only sums again); the sum of the metric's terms over the rows
-        of positive weight."""
-        if round_index > self.committed:
-            for k, (leaf, values) in enumerate(zip(self.pending, leaf_values, strict=True)):
-                self.raw[:, k] += values[leaf]
-            self.committed = round_index
-        self.pending = []
-        self.rows = self.out_rows = self.slots = self.out_slots = _NO_ROWS
-        self.channels = self.gradient = self.hessian = np.zeros((0, 0))
-        learns = self.w > 0  # rows of weight 0 (a validation split) are not training rows
-        return float(np.sum(metric(self.y[learns], self.raw[learns])))
 
 
 class PartitionsLost(Exception):
@@ -383,9 +413,9 @@ class DaskPartitions(ShutsDownOnExit):
         """``method(*args)`` on every actor."""
         return self.call(method, *([arg] * len(self.actors) for arg in args))
 
-    def tree_rows(self, k: int) -> _TreeRows:
-        """Output ``k``'s tree of the round, on every actor's rows."""
-        return _TreeRows(self, k)
+    def tree_rows(self) -> _TreeRows:
+        """The round's trees, on every actor's rows."""
+        return _TreeRows(self)
 
     def shutdown(self) -> None:
         handles = [handle for handle in self.handles if handle is not None]
@@ -395,37 +425,41 @@ class DaskPartitions(ShutsDownOnExit):
 
 
 class _TreeRows:
-    """One tree's rows across the actors: sums of what each returns, in actor order."""
+    """The round's trees' rows across the actors (:class:`engine.tree.grow.remote.
+    RemoteTrees`): one call to every actor per exchange, whatever the number of trees; each
+    tree's answers summed in actor order."""
 
-    def __init__(self, partitions: DaskPartitions, k: int) -> None:
+    def __init__(self, partitions: DaskPartitions) -> None:
         self.partitions = partitions
-        self.k = k
 
     def start(
-        self, features: NDArray[np.int64]
-    ) -> tuple[NDArray[np.float64], NDArray[np.int64], bool, NDArray[np.float64]]:
-        answers = self.partitions.each("start_tree", self.k, np.asarray(features))
-        totals, counts, has_missing, histograms = answers[0]
-        for part_totals, part_counts, part_missing, part_histograms in answers[1:]:
-            totals = totals + part_totals
-            counts = counts + part_counts
-            has_missing = has_missing or part_missing
-            histograms += part_histograms
-        return totals, counts, has_missing, histograms
-
-    def level(
-        self,
-        node_ids: NDArray[np.intp],
-        splits: LevelSplits | None,
-        smaller_side: NDArray[np.intp] | None,
-    ) -> tuple[NDArray[np.float64], NDArray[np.int64], NDArray[np.float64] | None] | None:
-        answers = self.partitions.each("level", node_ids, splits, smaller_side)
-        if splits is None:
-            return None
-        totals, counts, histograms = answers[0]
-        for part_totals, part_counts, part_histograms in answers[1:]:
-            totals = totals + part_totals
-            counts = counts + part_counts
-            if histograms is not None:
+        self, requests: Sequence[tuple[int, NDArray[np.int64]]]
+    ) -> list[tuple[NDArray[np.float64], NDArray[np.int64], bool, NDArray[np.float64]]]:
+        asked = [(k, np.asarray(features)) for k, features in requests]
+        per_actor = self.partitions.each("start_trees", asked)
+        summed = []
+        for answers in zip(*per_actor, strict=True):
+            totals, counts, has_missing, histograms = answers[0]
+            for part_totals, part_counts, part_missing, part_histograms in answers[1:]:
+                totals = totals + part_totals
+                counts = counts + part_counts
+                has_missing = has_missing or part_missing
                 histograms += part_histograms
-        return totals, counts, histograms
+            summed.append((totals, counts, has_missing, histograms))
+        return summed
+
+    def level(self, requests: Sequence[tuple[int, Any, Any, Any]]) -> list[Any]:
+        per_actor = self.partitions.each("levels", list(requests))
+        summed: list[Any] = []
+        for request, answers in zip(requests, zip(*per_actor, strict=True), strict=True):
+            if request[2] is None:  # the tree ended: nothing to sum
+                summed.append(None)
+                continue
+            totals, counts, histograms = answers[0]
+            for part_totals, part_counts, part_histograms in answers[1:]:
+                totals = totals + part_totals
+                counts = counts + part_counts
+                if histograms is not None:
+                    histograms += part_histograms
+            summed.append((totals, counts, histograms))
+        return summed

@@ -1,4 +1,4 @@
-"""Growing one second-order tree level by level on rows the grower never holds.
+"""Growing second-order trees level by level on rows the grower never holds.
 
 The rows (their codes, channels and node) stay with whoever holds them — partition actors on a
 Dask cluster (:mod:`engine.parallel._dask_parts`) — and :class:`RemoteRows` is all the grower
@@ -11,14 +11,20 @@ order. The one difference is that the local loop searches deep levels from rows 
 histograms would cost more than the rows (``_child_histograms``); rows held elsewhere can only
 be searched through histograms, which find the same splits from the same bin sums.
 
+A tree's growth is a generator (:func:`remote_tree_steps`) that yields what it asks of the
+rows and is sent their answers, so :func:`grow_remote_together` can grow a multiclass round's K
+trees in lockstep: one exchange per level for all of them (issue 27), the per-level latency
+paid once instead of K times.
+
 This is the H2O layout (``ScoreBuildHistogram2``: a node-id column beside the rows, one pass
 per level) with XGBoost's histogram method (Chen & Guestrin 2016, §3.3).
 """
 
 from __future__ import annotations
 
+from collections.abc import Generator, Mapping, Sequence
 from dataclasses import replace
-from typing import Protocol
+from typing import Any, Protocol
 
 import numpy as np
 from numpy.typing import NDArray
@@ -30,7 +36,13 @@ from engine.tree.grow.growth import Growth, split_maps
 from engine.tree.grow.limits import GrowthLimits
 from engine.tree.split.context import SplitContext
 
-__all__ = ["LevelSplits", "RemoteRows", "grow_remote_level_wise"]
+__all__ = [
+    "LevelSplits",
+    "RemoteRows",
+    "RemoteTrees",
+    "grow_remote_together",
+    "remote_tree_steps",
+]
 
 # (split_of_slot, rank_of_slot, feature, left_codes, n_chosen): what the partition kernel
 # takes about a level's splits (engine.tree.grow.partition_kernels.partition_rows).
@@ -63,16 +75,59 @@ class RemoteRows(Protocol):
         ...
 
 
-def grow_remote_level_wise(
+class RemoteTrees(Protocol):
+    """Several trees' rows held elsewhere, asked together: one exchange for all of them.
+
+    ``start`` takes one ``(tree, features)`` per tree and ``level`` one ``(tree, node_ids,
+    splits, smaller_side)`` per tree still growing; each answers, per tree in the order
+    asked, what :class:`RemoteRows` answers for one."""
+
+    def start(self, requests: Sequence[tuple[int, NDArray[np.int64]]]) -> list[Any]: ...
+
+    def level(self, requests: Sequence[tuple[int, Any, Any, Any]]) -> list[Any]: ...
+
+
+# What a tree's steps ask of its rows: ("start", features) or ("level", node_ids, splits,
+# smaller_side); what they are sent back is the rows' answer.
+TreeSteps = Generator[tuple[Any, ...], Any, Tree]
+
+
+def grow_remote_together(steps: Mapping[int, TreeSteps], rows: RemoteTrees) -> list[Tree]:
+    """Grow several trees (by output ``k``: ``steps[k]``) level by level in lockstep: each
+    level of all the trees still growing is one exchange with the rows (a multiclass round's
+    K trees: one round trip per level instead of K). ``steps`` are :func:`remote_tree_steps`
+    not yet started; they are started in ``k`` order, which is when each draws from its
+    random stream (its feature order), so trees sharing one stream draw as they would one
+    after the other, provided their later levels draw nothing (no ``colsample_bylevel``: the
+    caller grows those one at a time). The trees come back in ``k`` order."""
+    order = sorted(steps)
+    requests: dict[int, tuple[Any, ...]] = {k: next(steps[k]) for k in order}
+    trees: dict[int, Tree] = {}
+    while requests:
+        growing = sorted(requests)
+        if requests[growing[0]][0] == "start":
+            answers = rows.start([(k, requests[k][1]) for k in growing])
+        else:
+            answers = rows.level([(k, *requests[k][1:]) for k in growing])
+        for k, answer in zip(growing, answers, strict=True):
+            try:
+                requests[k] = steps[k].send(answer)
+            except StopIteration as done:
+                trees[k] = done.value
+                del requests[k]
+    return [trees[k] for k in order]
+
+
+def remote_tree_steps(
     ctx: SplitContext,
     thresholds: NDArray[np.float64],
     limits: GrowthLimits,
     rng: np.random.Generator,
     feature_subset: NDArray[np.int64] | None,
-    rows: RemoteRows,
-) -> Tree:
-    """Grow one tree; ``ctx`` holds no rows (``binned`` of shape (0, F) gives the features
-    and code width; ``has_missing`` is taken from the rows).
+) -> TreeSteps:
+    """Grow one tree, asking its rows through ``yield`` (:data:`TreeSteps`); ``ctx`` holds
+    no rows (``binned`` of shape (0, F) gives the features and code width; ``has_missing``
+    is taken from the rows).
 
     One exchange per level: the smaller child of each split is known before the rows move,
     from the parent's histogram (its bins' row counts on the split's left codes; counts are
@@ -88,7 +143,7 @@ def grow_remote_level_wise(
     candidates = growth.features.candidates
     column_of = np.empty(ctx.binned.shape[1], dtype=np.intp)
     column_of[candidates] = np.arange(candidates.size)
-    root_totals, root_counts, has_missing, root_histograms = rows.start(candidates)
+    root_totals, root_counts, has_missing, root_histograms = yield ("start", candidates)
     growth.ctx = replace(growth.ctx, has_missing=has_missing)
     histograms: NDArray[np.float64] | None = root_histograms
     known = (root_totals, root_counts)
@@ -104,7 +159,7 @@ def grow_remote_level_wise(
             totals, counts, values, impurities, depth, _NO_ROWS, _NO_ROWS, None
         )
         if slots.size == 0:
-            rows.level(node_ids, None, None)
+            yield ("level", node_ids, None, None)
             break
         assert histograms is not None  # only the last depth drops them, and it splits nothing
         slot_bounds = None if bounds is None else bounds[slots]
@@ -113,7 +168,7 @@ def grow_remote_level_wise(
         )
         chosen = growth.accepted(splits)
         if not chosen.any():
-            rows.level(node_ids, None, None)
+            yield ("level", node_ids, None, None)
             break
         growth.records.apply_splits(node_ids[slots], splits, chosen)
         if slot_bounds is not None:
@@ -129,7 +184,8 @@ def grow_remote_level_wise(
         )
         # The smaller child by rows, the left on a tie, as smaller_children chooses.
         smaller_side = (counts[parents] - left_counts < left_counts).astype(np.intp)
-        answer = rows.level(
+        answer = yield (
+            "level",
             node_ids,
             (split_of_slot, rank_of_slot, splits.feature, splits.left_codes, n_chosen),
             None if leaves_next else smaller_side,

@@ -380,3 +380,36 @@ def test_what_needs_every_row_in_one_place_is_refused(client: Any, tmp_path: Pat
     ]
     with parallel_backend(client), pytest.raises(ValueError, match="lossguide"):
         model.fit_parts(parts, read_part)
+
+
+@pytest.mark.parametrize("colsample_bylevel", [1.0, 0.7])
+def test_a_multiclass_round_grows_its_trees_in_one_exchange_a_level(
+    client: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, colsample_bylevel: float
+) -> None:
+    """K = 4 trees a round: started together and grown level by level together, one call to
+    each actor per level for all of them (the local model still). With colsample_bylevel
+    each level draws from the shared stream, so the trees grow one after the other, as the
+    local fit draws (K exchanges a level)."""
+    X, y = _table(seed=5)
+    y4 = np.digitize(y, np.quantile(y, [0.25, 0.5, 0.75])).astype(float)
+    parts = write_parts(tmp_path, X, y4, SIZES)
+    params = {**PARAMS, "n_estimators": 3, "colsample_bylevel": colsample_bylevel}
+    local = XGBoostClassifier(**params).fit(X, y4)
+    calls: dict[str, int] = {}
+    each = _dask_parts.DaskPartitions.each
+
+    def counted(self: Any, method: str, *args: Any) -> Any:
+        calls[method] = calls.get(method, 0) + 1
+        return each(self, method, *args)
+
+    monkeypatch.setattr(_dask_parts.DaskPartitions, "each", counted)
+    with parallel_backend(client):
+        remote = XGBoostClassifier(**params).fit_parts(parts, read_part)
+    np.testing.assert_allclose(remote.predict_proba(X), local.predict_proba(X), rtol=0, atol=1e-12)
+    rounds, k, depth = params["n_estimators"], 4, params["max_depth"]
+    if colsample_bylevel == 1.0:
+        assert calls["start_trees"] == rounds
+        assert calls["levels"] <= rounds * (depth + 1)
+    else:
+        assert calls["start_trees"] == rounds * k
+        assert calls["levels"] > rounds * (depth + 1)
