@@ -17,7 +17,7 @@ from numpy.typing import NDArray
 
 from engine._threads import kernel_threads
 from engine.boosting._losses import grouped_weighted_quantile
-from engine.boosting._objectives import Objective, softmax
+from engine.boosting._objectives import Objective, sigmoid, softmax
 from engine.callbacks import Callback, ProgressEvent, eval_set_metric, notify, train_metric
 from engine.early_stopping import EarlyStopping
 from engine.parallel import HistogramSource, active_backend
@@ -135,6 +135,8 @@ class Rounds:
                 self.raw[:, k] += tree.values[tree_leaves, 0]
                 for _, X_eval, _, raw_eval in self.evaluations:
                     raw_eval[:, k] += tree.predict(X_eval)[:, 0]
+            # The round's per-row arrays go before the metric's and the next round's come.
+            del gradient, hessian, weights, leaves, tree_leaves
             self.trees.append(stage)
             metrics = self._evaluate()
             event = ProgressEvent(
@@ -228,10 +230,18 @@ def _metric(name: str, y: FloatArray, raw: FloatArray, objective: Objective) -> 
         mean = np.exp(raw[:, 0])
         return float(np.mean(mean - y * raw[:, 0]))
     if name in ("logloss", "error"):
-        p = np.clip(1.0 / (1.0 + np.exp(-raw[:, 0])), 1e-15, 1 - 1e-15)
+        p = sigmoid(raw[:, 0])
+        np.clip(p, 1e-15, 1 - 1e-15, out=p)
         if name == "error":
             return float(np.mean((p > 0.5) != (y > 0.5)))
-        return float(-np.mean(y * np.log(p) + (1 - y) * np.log(1 - p)))
+        # y·log p + (1 − y)·log(1 − p), in place: three arrays of the rows at once, not six.
+        total = np.log(p)
+        total *= y
+        np.subtract(1.0, p, out=p)
+        np.log(p, out=p)
+        p *= 1 - y
+        total += p
+        return float(-np.mean(total))
     probabilities = np.clip(softmax(raw), 1e-15, 1.0)
     labels = y.astype(np.intp)
     if name == "merror":

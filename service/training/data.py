@@ -50,10 +50,16 @@ class PartRows:
         return self.table.gather(self.rows[rows], self.features)
 
     def bin(
-        self, mapper: BinMapper, groups: Sequence[npt.NDArray[np.intp]]
+        self,
+        mapper: BinMapper,
+        groups: Sequence[npt.NDArray[np.intp]],
+        *,
+        feature_major: bool = False,
     ) -> list[npt.NDArray[np.unsignedinteger[Any]]]:
         """Each group of rows (ascending indices into ``y``) binned by ``mapper``, one pass."""
-        return self.table.bin(mapper, [self.rows[g] for g in groups], self.features)
+        return self.table.bin(
+            mapper, [self.rows[g] for g in groups], self.features, feature_major=feature_major
+        )
 
 
 def prepare_from_parts(

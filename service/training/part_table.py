@@ -19,7 +19,7 @@ columns in memory keeps working on it.
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping, Sequence
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 import numpy.typing as npt
@@ -118,16 +118,27 @@ class PartTable(Mapping[str, ColumnData]):
         return out
 
     def bin(
-        self, mapper: BinMapper, groups: Sequence[Rows], features: Sequence[str]
+        self,
+        mapper: BinMapper,
+        groups: Sequence[Rows],
+        features: Sequence[str],
+        *,
+        feature_major: bool = False,
     ) -> list[npt.NDArray[np.unsignedinteger[Any]]]:
         """``mapper.transform(X[rows])`` for each group of sorted global rows, in one pass.
 
         Each row group's selected rows are read as floats, binned into the preallocated codes
         and dropped before the next: the float table never exists, and of the parts only the
         one being read (its verified bytes) and one row group's floats are held.
+        ``feature_major``: the codes laid out column by column (Fortran order, the same
+        values), for a fit whose kernels read them so (``engine.tree._memo.feature_major``
+        then takes their transpose as it is instead of copying the matrix).
         """
         dtype = np.uint8 if int(mapper.n_bins_.max(initial=1)) <= 255 else np.uint16
-        outputs = [np.empty((group.size, len(features)), dtype=dtype) for group in groups]
+        order: Literal["C", "F"] = "F" if feature_major else "C"
+        outputs = [
+            np.empty((group.size, len(features)), dtype=dtype, order=order) for group in groups
+        ]
         for spans, values in self._selected(groups, features):
             codes = mapper.transform(values)
             del values
@@ -197,7 +208,12 @@ class PartTable(Mapping[str, ColumnData]):
                     )
                     table = parquet.read_row_group(index, columns=list(features))
                     yield spans, self._floats(table, local, features)
+                    del table
                 first = last
+            # The part's verified bytes go now, before the next part's are read: left to the
+            # reader's last reference they were sometimes still held when the next came.
+            parquet.close()
+            del parquet
 
     def _open(self, part: DatasetPartRecord) -> pq.ParquetFile:
         self.parts_read += 1

@@ -11,6 +11,7 @@ import numpy as np
 import numpy.typing as npt
 
 import engine
+from engine.boosting._xgboost_base import BaseXGBoost
 from engine.callbacks import ProgressEvent, TrainingInterrupted
 from engine.tree import Binned
 from engine.tree._binned import ROUTING_CHUNK_ROWS, routing_values
@@ -464,9 +465,11 @@ def _n_estimators(model: Any) -> int:
 
 
 # Methods whose estimators fit from bin codes alone (engine.tree.Binned): their fits read the
-# parts into the binned matrix. Every other method (linear models, k-NN, naive Bayes, boosting
-# of other learners, combiners, gradient boosting, bagging of any estimator) needs the float
-# table and reads the columns whole.
+# parts into the binned matrix, and so does bagging whose member is a decision tree (the
+# engine bags trees as a forest, on one binned matrix). Every other method reads the columns
+# whole, as floats: linear models, k-NN, naive Bayes and the combiners need the values;
+# gradient boosting, AdaBoost, Arc-x4 and RegionBoost, bagging of any other learner, and
+# XGBoost's exact method bin or weigh the float table themselves (docs/engine.md).
 BINNED_METHODS = frozenset({"decision_tree", "random_forest", "extra_trees", "xgboost"})
 
 
@@ -475,6 +478,9 @@ def bins_from_parts(method: str, resolved: Mapping[str, Any]) -> bool:
 
     XGBoost's exact binning reads every row's values for its edges, so it takes the table.
     """
+    if method == "bagging":
+        member = resolved.get("estimator")
+        return isinstance(member, Mapping) and member.get("method") == "decision_tree"
     return method in BINNED_METHODS and resolved.get("tree_method") != "exact"
 
 
@@ -513,7 +519,9 @@ def _bin_from_parts(
     mapper = plan.fit(sample)
     progress.note("binning the parts")
     groups = [rows] if evaluated is None else [rows, evaluated]
-    codes = parts.bin(mapper, groups)
+    # Boosting's trees read the codes feature-major only (engine.tree._memo.feature_major):
+    # binned so, the fit keeps no transposed copy of the training codes (30 MiB of 2 M × 20).
+    codes = parts.bin(mapper, groups, feature_major=isinstance(estimator, BaseXGBoost))
     parts.coded[id(estimator)] = _Coded(mapper, groups, codes, sample)
     return Binned(codes[0], mapper)
 

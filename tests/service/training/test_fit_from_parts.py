@@ -65,6 +65,14 @@ CASES: list[tuple[str, str, dict[str, Any], dict[str, Any]]] = [
         {"folds": 3, "keep_predictions": True},
     ),
     ("xgboost", "regression", {"n_estimators": 6}, {"holdout": 0.2, "rows": 1_500}),
+    # Bagging of decision trees grows them as a forest does, from the codes (OOB included).
+    (
+        "bagging",
+        "classification",
+        {"n_estimators": 5, "max_samples": 0.7, "max_features": 0.67},
+        {"holdout": 0.2},
+    ),
+    ("bagging", "regression", {"n_estimators": 4, "bootstrap_features": True}, {"folds": 2}),
 ]
 
 
@@ -102,14 +110,25 @@ def test_a_fit_from_parts_is_the_fit_from_memory(
     assert model is not None
 
 
-def test_a_method_that_needs_the_float_table_reads_the_columns_whole(tmp_path: Path) -> None:
+@pytest.mark.parametrize(
+    ("method", "params"),
+    [
+        ("logistic_regression", {}),
+        ("gradient_boosting", {"n_estimators": 3}),
+        ("adaboost", {"n_estimators": 3}),
+        ("bagging", {"n_estimators": 3, "estimator": {"method": "gaussian_nb"}}),
+    ],
+)
+def test_a_method_that_needs_the_float_table_reads_the_columns_whole(
+    tmp_path: Path, method: str, params: dict[str, Any]
+) -> None:
     columns = _columns()
     spec = TrainingSpec(
-        method="logistic_regression",
+        method=method,
         task="classification",
         target="label",
         features=("x", "colour"),
-        params={},
+        params=params,
         validation={"holdout": 0.2},
         seed=1,
     )
@@ -117,6 +136,7 @@ def test_a_method_that_needs_the_float_table_reads_the_columns_whole(tmp_path: P
     from_parts = run_training(spec, table, lambda f, s: None, lambda: False)
     in_memory = run_training(spec, columns, lambda f, s: None, lambda: False)
     assert set(table._columns) == {"x", "colour", "label"}
+    assert from_parts.sha256 == in_memory.sha256
     assert from_parts.metrics == in_memory.metrics
 
 
