@@ -55,7 +55,14 @@ from engine.linear import LinearRegression, LogisticRegression, Perceptron, Ridg
 from engine.naive_bayes import GaussianNB
 from engine.neighbors import KNeighborsClassifier, KNeighborsRegressor
 from engine.parallel import parallel_backend
-from engine.persistence import ModelFormatError, load_model, model_manifest, save_model
+from engine.persistence import (
+    ModelFormatError,
+    ModelPieces,
+    load_model,
+    model_manifest,
+    save_model,
+    save_model_pieces,
+)
 from engine.preprocessing import EncodedClassifier, EncodedRegressor
 from engine.tree import DecisionTreeClassifier, DecisionTreeRegressor
 
@@ -88,6 +95,7 @@ __all__ = [
     "MixtureOfExpertsClassifier",
     "MixtureOfExpertsRegressor",
     "ModelFormatError",
+    "ModelPieces",
     "NaiveBayesCombiner",
     "Perceptron",
     "ProgressEvent",
@@ -115,5 +123,6 @@ __all__ = [
     "parallel_backend",
     "permutation_importance",
     "save_model",
+    "save_model_pieces",
     "tree_contributions",
 ]

@@ -210,13 +210,20 @@ def _shape(shape: Any, where: str) -> tuple[int, ...]:
     return tuple(shape)
 
 
-def _read_arrays(entries: list[Any], region: memoryview) -> list[NDArray[Any]]:
+def _read_arrays(entries: list[Any], region: memoryview, share: bool) -> list[NDArray[Any]]:
+    """The arrays of the table: views of ``region`` when ``share`` (a writable buffer handed
+    over to the model), else writable copies that do not keep ``region`` alive."""
     arrays = []
     for i, (dtype, shape, offset, nbytes) in enumerate(_array_entries(entries, len(region))):
-        # A bytearray per array: a writable copy, byte for byte (structured copies made by
-        # NumPy skip the padding between fields), that does not keep `data` alive.
-        raw = bytearray(region[offset : offset + nbytes])
-        array: NDArray[Any] = np.frombuffer(raw, dtype=dtype).reshape(shape)
+        array: NDArray[Any] = np.frombuffer(region[offset : offset + nbytes], dtype=dtype)
+        # An unaligned view would make the compiled kernels compile anew for unaligned arrays
+        # (Numba types alignment); offsets are multiples of 8, so this needs an odd buffer.
+        if not (share and array.flags.aligned and array.flags.writeable):
+            # A bytearray per array, byte for byte (structured copies made by NumPy skip
+            # the padding between fields).
+            raw = bytearray(region[offset : offset + nbytes])
+            array = np.frombuffer(raw, dtype=dtype)
+        array = array.reshape(shape)
         _check_values(array, f"arrays[{i}]")
         arrays.append(array)
     return arrays

@@ -34,8 +34,39 @@ _NON_FINITE = {"nan": math.nan, "inf": math.inf, "-inf": -math.inf}
 _SCALAR_TYPES = (bool, int, float, str)
 
 
+def stored_layout(array: NDArray[Any]) -> NDArray[Any]:
+    """``array`` as the file holds it: little-endian, C order, padding between structured
+    fields zeroed. The array itself when it already is (a tree's packed node records, float
+    and integer arrays of a fitted model), else a copy of this one array.
+    """
+    dtype = array.dtype.newbyteorder("<")
+    if array.dtype == dtype and array.flags.c_contiguous and not _has_padding(dtype):
+        return array
+    if dtype.names is not None:
+        # NumPy copies structured arrays field by field and leaves the padding between
+        # fields as it finds it, often stale memory; zeroed padding keeps the bytes
+        # deterministic and free of whatever the process had there.
+        normalised: NDArray[Any] = np.zeros(array.shape, dtype=dtype)
+        np.copyto(normalised, array)
+        return normalised
+    return np.asarray(array, dtype=dtype, order="C")
+
+
+def _has_padding(dtype: np.dtype[Any]) -> bool:
+    """Whether a structured dtype's items hold bytes that belong to no field."""
+    if dtype.names is None:
+        return False
+    fields = sorted((field[1], field[0].itemsize) for field in dtype.fields.values())  # type: ignore[union-attr]
+    end = 0
+    for offset, size in fields:
+        if offset != end:
+            return True
+        end = offset + size
+    return end != dtype.itemsize
+
+
 class _Writer:
-    """Turns a value into its JSON node, collecting the arrays it refers to."""
+    """Turns a value into its JSON node, collecting (not copying) the arrays it refers to."""
 
     def __init__(self) -> None:
         self.arrays: list[NDArray[Any]] = []
@@ -86,16 +117,11 @@ class _Writer:
         return ref
 
     def array(self, array: NDArray[Any], path: str) -> int:
+        # Only described and held here: the bytes are laid out when they are written, one
+        # array at a time (``stored_layout``), so a save never holds a copy of the model.
         dtype = array.dtype.newbyteorder("<")
         self.descrs.append(_describe_dtype(dtype, path))
-        if dtype.names is not None:
-            # NumPy copies structured arrays field by field and leaves the padding between
-            # fields as it finds it, often stale memory; zeroed padding keeps the bytes
-            # deterministic and free of whatever the process had there.
-            normalised: NDArray[Any] = np.zeros(array.shape, dtype=dtype)
-            np.copyto(normalised, array)
-            array = normalised
-        self.arrays.append(np.asarray(array, dtype=dtype, order="C"))
+        self.arrays.append(array)
         return len(self.arrays) - 1
 
     def objects(self, array: NDArray[Any], path: str, depth: int) -> Any:

@@ -1,6 +1,6 @@
 """Model artifacts in the data store: where each model's bytes live and how they are read.
 
-A model's artifact (``engine.save_model`` bytes) is the object ``models/<model id>/model.cpm``;
+A model's artifact (``engine.save_model`` bytes, streamed as ``engine.save_model_pieces``) is the object ``models/<model id>/model.cpm``;
 its row in ``model_artifacts`` names it with its size and SHA-256. The fit process writes the
 object before the worker commits that row (``service.store``: bytes first, row after), so
 there is no size ceiling but the store's own (PostgreSQL's ``bytea`` and SQLite's BLOB stop at
@@ -28,10 +28,11 @@ def artifact_path(model_id: str) -> str:
 
 
 def write_artifact(
-    store: DataStore, model_id: str, data: bytes | bytearray | Iterable[bytes]
+    store: DataStore, model_id: str, data: bytes | bytearray | Iterable[bytes | memoryview]
 ) -> StoredObject:
-    """Write a model's artifact to the store, whole or streamed in pieces; the object the row
-    will name (its size and SHA-256 computed in the pass that writes it)."""
+    """Write a model's artifact to the store, whole or streamed in pieces
+    (``engine.save_model_pieces``, the model never held twice); the object the row will name
+    (its size and SHA-256 computed in the pass that writes it)."""
     if isinstance(data, bytes | bytearray):
         return store.put(artifact_path(model_id), data)
     with store.writer(artifact_path(model_id)) as writer:
@@ -43,8 +44,9 @@ def write_artifact(
 def read_artifact(store: DataStore, stored: StoredObject) -> bytearray:
     """The artifact's bytes, verified against its size and SHA-256 as they are read.
 
-    One buffer of the recorded size is filled in place (``engine.load_model`` takes a
-    ``bytearray``), so a multi-GiB artifact costs its size in memory once, not twice.
+    One buffer of the recorded size is filled in place, and ``engine.load_model`` makes the
+    model's arrays views of that ``bytearray``: a multi-GiB artifact costs its size in memory
+    once (the buffer is the model), not twice, while it is read and loaded.
     Raises ``ObjectCorrupt``/``ObjectMissing`` naming the object, ``StoreUnavailable``.
     """
     buffer = bytearray(stored.size)

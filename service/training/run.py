@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Callable, Mapping
 from dataclasses import replace
 from typing import Any, NamedTuple
@@ -11,6 +10,7 @@ import numpy as np
 import numpy.typing as npt
 
 import engine
+from engine.base import BaseEstimator
 from engine.boosting._xgboost_base import BaseXGBoost
 from engine.callbacks import ProgressEvent, TrainingInterrupted
 from engine.tree import Binned
@@ -181,12 +181,11 @@ def run_training(
     metrics["importance_kinds"] = available_kinds(
         method.name, model, list(importances), has_validation=validation_rows is not None
     )
-    on_progress(0.99, "saving the model")
-    artifact = engine.save_model(model)
+    # Not saved here: the fit process streams the artifact from the model into the store
+    # (TrainingOutcome.artifact_pieces), never holding its bytes whole.
+    _drop_prediction_caches(model)
     return TrainingOutcome(
-        artifact=artifact,
-        sha256=hashlib.sha256(artifact).hexdigest(),
-        size=len(artifact),
+        model=model,
         features=data.features,
         classes=data.classes,
         encoding={"categories": data.categories, "classes": data.classes},
@@ -616,3 +615,21 @@ def _codes_of(data: TrainingData, model: Any) -> _Coded | None:
 def _forget_codes(data: TrainingData, model: Any) -> None:
     if data.parts is not None:
         data.parts.coded.pop(id(model), None)
+
+
+def _drop_prediction_caches(model: Any, depth: int = 0) -> None:
+    """Drop what the model built to predict the metrics (a forest's packed trees, about half
+    the trees' size again) before the artifact is streamed: a class lists such rebuildable
+    attributes in ``_persistence_exclude``, and the serving process rebuilds them on first use.
+    """
+    if depth > 8:  # as deep as any nesting of learners the catalogue builds
+        return
+    state = getattr(model, "__dict__", None)
+    if not isinstance(state, dict):
+        return
+    for name in getattr(type(model), "_persistence_exclude", ()):
+        state.pop(name, None)
+    for value in state.values():
+        for item in value if isinstance(value, list | tuple) else [value]:
+            if isinstance(item, BaseEstimator) or hasattr(item, "_persistence_exclude"):
+                _drop_prediction_caches(item, depth + 1)

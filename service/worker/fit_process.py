@@ -288,8 +288,9 @@ def _train(
     """Load the job's columns, train and store the artifact; every way that can end, as the
     result to send."""
     try:
-        columns = _load(database_url, store, job)
-        outcome = train(job, columns, on_progress, should_stop)
+        outcome = train(job, _load(database_url, store, job), on_progress, should_stop)
+        # The columns are gone by now (only the call held them): the model streams into the
+        # store beside the model alone.
         on_progress(0.995, "storing the model")
         stored = store_outcome(store.open(), outcome)
     except StoreUnavailable as error:  # not the fit's fault: worth another attempt
@@ -309,7 +310,9 @@ def _train(
 def store_outcome(store: DataStore, outcome: TrainingOutcomeLike) -> StoredOutcome:
     """Write the outcome's artifact to the store under a new model id; what the worker gets."""
     model_id = new_id()
-    artifact = write_artifact(store, model_id, outcome.artifact)
+    # Streamed tree by tree (array by array) from the model, sized and hashed in the pass that
+    # writes it: peak memory is the model plus one array, not the model plus its bytes.
+    artifact = write_artifact(store, model_id, outcome.artifact_pieces())
     # A search candidate's out-of-fold predictions go to the store beside it, never the pipe.
     values = getattr(outcome, "out_of_fold", None)
     kept = None if values is None else predictions.write(store, model_id, values)

@@ -11,7 +11,7 @@ the only place they are pickled (a stored model never is).
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -22,12 +22,10 @@ from service.store import StoredObject
 class TrainingOutcomeLike(Protocol):
     """What a successful training returns (``service.training.TrainingOutcome`` is one)."""
 
-    @property
-    def artifact(self) -> bytes: ...
-    @property
-    def sha256(self) -> str: ...
-    @property
-    def size(self) -> int: ...
+    def artifact_pieces(self) -> Iterable[bytes | memoryview]:
+        """The artifact's bytes in pieces, streamed into the store (never held whole)."""
+        ...
+
     @property
     def features(self) -> Any: ...
     @property

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -13,8 +14,11 @@ from engine import TrainingInterrupted
 from service.datasets.columns import CategoricalColumn, ColumnData, NumericColumn
 from service.db.tables import JobRecord
 from service.methods.catalog import CATALOG
+from service.models.artifacts import read_artifact
+from service.store import DataStore
 from service.training import TrainingError, TrainingSpec, run_training
 from service.training import run as run_module
+from service.worker.fit_process import store_outcome
 
 N = 120
 # Combiners of fitted members report no learning curve of their own.
@@ -73,9 +77,33 @@ def _run(spec: TrainingSpec, columns: dict[str, ColumnData] | None = None) -> An
     return outcome, reports
 
 
+def _outputs(model: Any, X: np.ndarray) -> list[np.ndarray]:
+    outputs = [np.asarray(model.predict(X))]
+    if hasattr(model, "predict_proba"):
+        outputs.append(model.predict_proba(X))
+    return outputs
+
+
 @pytest.mark.parametrize(("method", "task"), CASES)
-def test_every_method_and_task_trains_scores_and_saves(method: str, task: str) -> None:
+def test_every_method_and_task_trains_scores_and_saves(
+    method: str, task: str, tmp_path: Path
+) -> None:
     outcome, reports = _run(_spec(method, task))
+    # Streamed into a store as the fit process does (piece by piece, sized and hashed on the
+    # way): exactly save_model's bytes, and a model that predicts bit for bit as the fitted one.
+    store = DataStore(str(tmp_path / "store"))
+    stored = store_outcome(store, outcome).artifact
+    whole = outcome.artifact
+    assert (stored.size, stored.sha256) == (len(whole), hashlib.sha256(whole).hexdigest())
+    streamed = engine.load_model(read_artifact(store, stored))
+    X_mixed = np.array([[0.3, 1.0], [np.nan, np.nan], [-2.0, 0.0], [1.5, 2.0]])
+    pairs = zip(_outputs(streamed, X_mixed), _outputs(outcome.model, X_mixed), strict=True)
+    for ours, fitted in pairs:
+        assert ours.dtype == fitted.dtype
+        if ours.dtype.hasobject:  # labels
+            assert ours.tolist() == fitted.tolist()
+        else:
+            assert ours.tobytes() == fitted.tobytes()
 
     assert outcome.features == [
         {"name": "x", "kind": "numeric"},

@@ -41,6 +41,9 @@ class Outcome:
     importances: dict[str, list[Any]] = field(default_factory=dict)
     n_estimators: int | None = 1
 
+    def artifact_pieces(self) -> list[bytes]:
+        return [self.artifact]
+
 
 def make_outcome(job: JobSnapshot, artifact: bytes = b"fitted-model-bytes") -> Outcome:
     return Outcome(
