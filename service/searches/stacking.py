@@ -16,7 +16,6 @@ candidates on the same footing.
 
 from __future__ import annotations
 
-import hashlib
 from dataclasses import dataclass
 from typing import Any
 
@@ -50,8 +49,9 @@ class StackingSkipped(Exception):
 
 @dataclass(frozen=True, slots=True)
 class BuiltStack:
-    artifact: bytes
-    sha256: str
+    # Streamed into the store (write_artifact) from the ensemble: its members are whole
+    # models, as large as any the search trained, never held twice.
+    artifact: engine.ModelPieces
     members: list[ModelRecord]
     metrics: dict[str, Any]
     final_estimator: str
@@ -102,10 +102,8 @@ def build(
     ensemble = _assemble(models, chosen, meta, data, search, classification)
     scored = scored_training_rows(data.y, np.arange(data.y.shape[0]), classification, search.seed)
     train = _evaluate(ensemble, data, scored, classification)
-    artifact = engine.save_model(ensemble)
     return BuiltStack(
-        artifact=artifact,
-        sha256=hashlib.sha256(artifact).hexdigest(),
+        artifact=engine.save_model_pieces(ensemble),
         members=[entry.model for entry in chosen],
         metrics={"train": train, "validation": None, "oob": None, "cv": summarise_folds(per_fold)},
         final_estimator="logistic_regression" if classification else "ridge",

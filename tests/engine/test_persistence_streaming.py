@@ -21,7 +21,8 @@ import pytest
 
 import engine
 from engine import load_model, save_model, save_model_pieces
-from engine.tree._tree import NODE_DTYPE, Tree
+from engine.tree._tree import NODE_DTYPE
+from tests.engine.large_forest import synthetic_forest
 
 GOLDEN = Path(__file__).parent / "persistence_v1_0"
 MiB = 1024 * 1024
@@ -120,23 +121,6 @@ def test_arrays_not_in_the_file_layout_are_laid_out_one_at_a_time() -> None:
 # --- memory --------------------------------------------------------------------------------------
 
 
-def _synthetic_forest(n_trees: int, nodes_per_tree: int) -> Any:
-    """A fitted forest whose members are replaced by large random trees: the save path sees
-    the arrays of a large forest without the minutes of growing one."""
-    forest = _forest()
-    rng = np.random.default_rng(0)
-    members = []
-    for _ in range(n_trees):
-        nodes = np.zeros(nodes_per_tree, dtype=NODE_DTYPE)
-        nodes["left_child"] = rng.integers(-1, nodes_per_tree, nodes_per_tree)
-        nodes["threshold"] = rng.normal(size=nodes_per_tree)
-        nodes["weighted_n_samples"] = rng.random(nodes_per_tree)
-        values = rng.random((nodes_per_tree, 2))
-        members.append(Tree(nodes, values, np.zeros((0, 32), dtype=np.uint8), 4))
-    forest.members_ = members
-    return forest
-
-
 def _peak_growth(action: Any) -> int:
     """Bytes allocated (NumPy's included: it reports to tracemalloc) at the peak of
     ``action()`` beyond what was held when it started."""
@@ -149,7 +133,7 @@ def _peak_growth(action: Any) -> int:
 
 
 def test_saving_a_large_forest_holds_one_tree_beyond_it(tmp_path: Path) -> None:
-    forest = _synthetic_forest(n_trees=24, nodes_per_tree=40_000)  # 24 x 2.6 MB: 62 MB
+    forest = synthetic_forest(n_trees=24, nodes_per_tree=40_000)  # 24 x 2.6 MB: 62 MB
     tree_bytes = forest.members_[0].nodes.nbytes + forest.members_[0].values.nbytes
     path = tmp_path / "forest.cpm"
     piece_bytes = 1 * MiB
