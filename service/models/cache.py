@@ -12,7 +12,7 @@ from __future__ import annotations
 import threading
 from collections import OrderedDict
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 
@@ -29,6 +29,11 @@ class LoadedModel:
     encoding: dict[str, Any]
     classes: list[str] | None
     size_bytes: int
+    # What requests derive from the fields above and would otherwise derive again each time
+    # (``service.models.encoding.schema``: feature positions, category codes), by name. Filled
+    # on first use; a race computes a value twice, never a wrong one. Not an init field, so
+    # dataclasses.replace gives a changed copy an empty one.
+    derived: dict[str, Any] = field(default_factory=dict, init=False, repr=False, compare=False)
 
 
 class ModelCache:

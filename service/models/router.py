@@ -30,6 +30,7 @@ from service.methods.catalog import Task
 from service.models import service
 from service.models.artifacts import delete_objects
 from service.models.cache import LoadedModel
+from service.models.json_rows import parse_rows
 from service.models.schemas import (
     CurvesOut,
     DiagnosticsOut,
@@ -248,18 +249,33 @@ def get_feature_importance(
 
 
 def _predict_request(raw: bytes, max_rows: int) -> PredictRequest:
+    fast = _tabular_request(raw, max_rows)
+    if fast is not None:
+        return fast
     document = parse_json(raw, numbers_as_floats=True)
     if isinstance(document, dict):
         # Counted before validating, so an oversized request is refused cheaply.
         for key in ("records", "rows"):
             rows = document.get(key)
-            if isinstance(rows, list) and len(rows) > max_rows:
-                raise PayloadTooLarge(
-                    f"The request has {len(rows)} rows; at most {max_rows} are predicted per "
-                    "request (COPPICE_MAX_PREDICT_ROWS). Split it into smaller requests."
-                )
+            if isinstance(rows, list):
+                _refuse_past(len(rows), max_rows)
+    body = _validated(document)
+    if body.rows:
+        body.numbers_only = _only_numbers(raw, len(body.rows))
+    return body
+
+
+def _refuse_past(n_rows: int, max_rows: int) -> None:
+    if n_rows > max_rows:
+        raise PayloadTooLarge(
+            f"The request has {n_rows} rows; at most {max_rows} are predicted per "
+            "request (COPPICE_MAX_PREDICT_ROWS). Split it into smaller requests."
+        )
+
+
+def _validated(document: Any) -> PredictRequest:
     try:
-        body = PredictRequest.model_validate(document)
+        return PredictRequest.model_validate(document)
     except ValidationError as error:
         raise RequestValidationError(
             [
@@ -267,8 +283,41 @@ def _predict_request(raw: bytes, max_rows: int) -> PredictRequest:
                 for e in error.errors(include_url=False)
             ]
         ) from None
-    if body.rows:
-        body.numbers_only = _only_numbers(raw, len(body.rows))
+
+
+def _tabular_request(raw: bytes, max_rows: int) -> PredictRequest | None:
+    """A ``{"columns", "rows"}`` body with its ``rows`` read straight into a float matrix
+    (``service.models.json_rows``), the rest of the body parsed and validated as usual with
+    a placeholder per row; None when the body is anything else or the reading is not certain
+    (``_predict_request`` then parses the whole body, and words any error, as before).
+
+    The rest is the body with the ``rows`` value cut out: it must hold that key once (a second
+    ``rows`` key would win in a JSON parser) and no escape after it (a key spelt with escapes)."""
+    start = _rows_start(raw)
+    if start is None:
+        return None
+    parsed = parse_rows(raw, start, max_rows + 1)
+    if parsed is None:
+        return None
+    matrix, end = parsed
+    if matrix.shape[0] == 0:
+        return None
+    tail = raw[end:]
+    rest = b"".join((raw[:start], b"[]", tail))
+    if b"\\" in tail or rest.count(b'"rows"') != 1:
+        return None
+    try:
+        document = orjson.loads(rest)
+    except orjson.JSONDecodeError:
+        return None
+    if not isinstance(document, dict) or document.get("rows") != []:
+        return None
+    _refuse_past(matrix.shape[0], max_rows)
+    document["rows"] = [None] * matrix.shape[0]
+    body = _validated(document)
+    if body.columns is None or len(body.columns) != matrix.shape[1]:
+        return None  # ragged against the columns: the general path says which row
+    body.read_as(matrix)
     return body
 
 
@@ -277,27 +326,35 @@ _ROWS_END = re.compile(rb"\]\s*\]")
 _STRING = re.compile(rb'"[^"]*"')
 
 
+def _rows_start(raw: bytes) -> int | None:
+    """Where the body's own ``rows`` array starts (its ``[``), found by a search: trusted only
+    when the bytes before the key hold no backslash (so every quote delimits a string), an
+    even number of quotes (the key is not text inside a string) and, strings left out, one
+    open ``{`` and no open ``[`` (it is the body's own key). None when in doubt."""
+    key = _ROWS_KEY.search(raw)
+    if key is None:
+        return None
+    prefix = raw[: key.start()]
+    if b"\\" in prefix or prefix.count(b'"') % 2:
+        return None
+    bare = _STRING.sub(b"", prefix)
+    if bare.count(b"{") - bare.count(b"}") != 1 or bare.count(b"[") != bare.count(b"]"):
+        return None
+    return key.end() - 1
+
+
 def _only_numbers(raw: bytes, n_rows: int) -> bool:
     """Whether the body's ``rows`` can hold nothing but numbers and nulls, read from its bytes
     (a search for bytes runs at memory speed; a type check per cell of 20,000 × 40 costs as
     much as converting them). No quote means no text, no ``t``/``f`` no booleans, no ``{`` no
     objects, and as many ``]`` as ``[``, one per row and the outer one, no nested lists.
 
-    The ``rows`` key is found by a search, so it is trusted only when the bytes before it
-    hold no backslash (so every quote delimits a string), an even number of quotes (the key
-    is not text inside a string) and, strings left out, one open ``{`` and no open ``[`` (it is
-    the body's own key). When in doubt the answer is False: the encoder checks every cell.
+    The ``rows`` key is found by :func:`_rows_start`. When in doubt the answer is False: the
+    encoder checks every cell.
     """
-    key = _ROWS_KEY.search(raw)
-    if key is None:
+    start = _rows_start(raw)
+    if start is None:
         return False
-    prefix = raw[: key.start()]
-    if b"\\" in prefix or prefix.count(b'"') % 2:
-        return False
-    bare = _STRING.sub(b"", prefix)
-    if bare.count(b"{") - bare.count(b"}") != 1 or bare.count(b"[") != bare.count(b"]"):
-        return False
-    start = key.end() - 1
     stop = raw.find(b"]]", start) + 2
     if stop < 2:
         found = _ROWS_END.search(raw, start)

@@ -167,6 +167,10 @@ class PredictRequest(BaseModel):
     # cell of ``rows`` is a number or null, so the encoder converts them in one NumPy call
     # without a type check per cell.
     _numbers_only: bool = PrivateAttr(default=False)
+    # Set by the router when it read ``rows`` straight from the body's bytes into floats
+    # (``service.models.json_rows``; null is NaN): ``rows`` then holds a placeholder per row,
+    # and this matrix the cells, in ``columns`` order.
+    _matrix: Any = PrivateAttr(default=None)
 
     @model_validator(mode="after")
     def _one_shape(self) -> PredictRequest:
@@ -186,6 +190,15 @@ class PredictRequest(BaseModel):
     @numbers_only.setter
     def numbers_only(self, value: bool) -> None:
         self._numbers_only = value
+
+    @property
+    def matrix(self) -> Any:
+        return self._matrix
+
+    def read_as(self, matrix: Any) -> None:
+        """``rows`` are ``matrix`` (the router read them into floats): numbers only."""
+        self._matrix = matrix
+        self._numbers_only = True
 
     @property
     def n_rows(self) -> int:

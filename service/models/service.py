@@ -23,7 +23,7 @@ from service.models import explanations, repository
 from service.models import importance as imp
 from service.models.artifacts import read_artifact
 from service.models.cache import LoadedModel, ModelCache
-from service.models.encoding import encode_records, encode_rows
+from service.models.encoding import encode_matrix, encode_records, encode_rows
 from service.models.schemas import PredictRequest
 from service.registry import service as registry
 from service.store import DataStore, ObjectCorrupt
@@ -171,6 +171,9 @@ def predict(
         )
     if body.records is not None:
         X = encode_records(model, body.records)
+    elif body.matrix is not None:
+        assert body.columns is not None
+        X = encode_matrix(model, body.columns, body.matrix)
     else:
         assert body.columns is not None and body.rows is not None
         X = encode_rows(model, body.columns, body.rows, numbers_only=body.numbers_only)

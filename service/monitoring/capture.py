@@ -7,6 +7,7 @@ and references to the arrays the predict made anyway. The writer thread does the
 
 from __future__ import annotations
 
+import math
 import uuid
 from collections.abc import Sequence
 from typing import Any
@@ -62,6 +63,15 @@ def _v1_cell(body: PredictRequest) -> Cell:
         return lambda row, name: records[row].get(name)
     assert body.columns is not None and body.rows is not None
     position = {name: i for i, name in enumerate(body.columns)}
+    matrix = body.matrix
+    if matrix is not None:  # read straight into floats: null is NaN
+
+        def number(row: int, name: str) -> Any:
+            at = position.get(name)
+            value = None if at is None else float(matrix[row, at])
+            return None if value is None or math.isnan(value) else value
+
+        return number
     rows = body.rows
 
     def cell(row: int, name: str) -> Any:

@@ -64,15 +64,15 @@ def test_rows_and_records_encode_every_cell() -> None:
     np.testing.assert_array_equal(encode_records(MODEL, records), expected)
 
 
-@pytest.mark.parametrize(
-    ("bad", "message"),
-    [
-        (math.inf, "row 5, feature 'x' is infinite"),
-        (10**400, "row 5, feature 'x' is infinite"),
-        (True, "row 5, feature 'x' is numeric but holds true"),
-        ("1.5", "row 5, feature 'x' is numeric but holds '1.5'"),
-    ],
-)
+BAD_CELLS = [
+    (math.inf, "row 5, feature 'x' is infinite"),
+    (10**400, "row 5, feature 'x' is infinite"),
+    (True, "row 5, feature 'x' is numeric but holds true"),
+    ("1.5", "row 5, feature 'x' is numeric but holds '1.5'"),
+]
+
+
+@pytest.mark.parametrize(("bad", "message"), BAD_CELLS)
 @pytest.mark.parametrize("model", [MODEL, NUMERIC_MODEL], ids=["with-categories", "numeric"])
 def test_a_bad_cell_in_a_numeric_column_is_named(
     bad: Any, message: str, model: LoadedModel
@@ -126,3 +126,22 @@ def test_a_row_that_is_not_a_list_is_named(model: LoadedModel) -> None:
         ["body", "rows", 1],
         ["body", "rows", 2],
     ]
+
+
+@pytest.mark.parametrize(("bad", "message"), BAD_CELLS)
+def test_records_refuse_a_bad_cell_by_name(bad: Any, message: str) -> None:
+    # The one-call records path hands anything unusual to the cell-by-cell one, which names it.
+    records: list[dict[str, Any]] = [{"x": 1.0, "colour": "red"} for _ in range(6)]
+    records[5] = {"x": bad, "n": 2}
+    with pytest.raises(InvalidInput) as raised:
+        encode_records(MODEL, records)
+    assert message.lower() in str(raised.value.detail).lower()
+    assert raised.value.errors[0]["loc"] == ["body", "records", 5, "x"]
+
+
+def test_records_with_other_cells_encode_as_the_cell_path_does() -> None:
+    # Numbers and booleans for a category, and unknown keys, leave the one-call path.
+    X = encode_records(MODEL, [{"colour": 1, "x": 2}, {"colour": True, "n": None}])
+    assert math.isnan(X[0, 2]) and math.isnan(X[1, 2]) and X[0, 0] == 2.0
+    with pytest.raises(InvalidInput, match="no feature named 'colr'"):
+        encode_records(MODEL, [{"x": 1.0}, {"colr": "red"}])

@@ -10,8 +10,11 @@ from __future__ import annotations
 import json
 from typing import Any
 
+import numpy as np
 import pytest
+from fastapi.exceptions import RequestValidationError
 
+from service.errors import PayloadTooLarge
 from service.models.router import _only_numbers, _predict_request
 
 
@@ -53,3 +56,34 @@ def test_anything_else_is_not(body: Any) -> None:
 def test_a_rows_key_nested_elsewhere_is_not_trusted() -> None:
     raw = b'{"records": [{"rows": [[1]]}], "rows": [[true]], "columns": ["a"]}'
     assert not _only_numbers(raw, 1)
+
+
+def test_rows_of_numbers_are_read_into_a_matrix() -> None:
+    body = _predict_request(b'{"columns": ["a", "b"], "rows": [[1.5, null], [2, -0.5e3]]}', 10)
+    assert body.matrix is not None and body.n_rows == 2 and body.numbers_only
+    np.testing.assert_array_equal(body.matrix, [[1.5, np.nan], [2.0, -500.0]])
+
+
+@pytest.mark.parametrize(
+    "raw",
+    [
+        b'{"columns": ["a"], "rows": [[1]], "rows": [[2], [3]]}',  # the last key wins
+        b'{"columns": ["a"], "rows": [[1]], "r\\u006fws": [[2], [3]]}',  # spelt with an escape
+        b'{"columns": ["a", "b"], "rows": [[1], [2]]}',  # rows narrower than the columns
+        b'{"columns": ["a"], "rows": [[1], ["x"]]}',
+    ],
+)
+def test_bodies_the_matrix_reader_is_unsure_of_are_parsed_whole(raw: bytes) -> None:
+    try:
+        body = _predict_request(raw, 10)
+    except RequestValidationError:
+        return
+    assert body.matrix is None
+    assert body.rows == json.loads(raw)["rows"]
+
+
+def test_the_matrix_reader_keeps_the_checks() -> None:
+    with pytest.raises(PayloadTooLarge):
+        _predict_request(b'{"columns": ["a"], "rows": [[1], [2], [3]]}', 2)
+    with pytest.raises(RequestValidationError):
+        _predict_request(b'{"columns": ["a"], "rows": [[1], [2]], "ids": ["x"]}', 10)
