@@ -19,6 +19,8 @@ makes it answer None, and the caller parses the body as before (which also words
 
 from __future__ import annotations
 
+import re
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import numba
@@ -61,6 +63,8 @@ def _powers_of_five() -> npt.NDArray[np.uint64]:
 _POWERS_OF_FIVE = _powers_of_five()
 
 _FAIL = -1
+_CLOSED = 0
+_SPLIT = 1
 _SPACE, _TAB, _NL, _CR = 32, 9, 10, 13
 _OPEN, _CLOSE, _COMMA = 91, 93, 44
 _MINUS, _PLUS, _DOT, _ZERO, _NINE = 45, 43, 46, 48, 57
@@ -231,17 +235,27 @@ def _separator(buf: Any, i: int) -> tuple[int, bool]:
 
 @numba.njit(cache=True, nogil=True)
 def _rows(
-    buf: Any, i: int, max_rows: int, out: Any, bits: Any, powers: Any, exact: Any
-) -> tuple[int, int, int]:
-    """Parse the array of rows starting at ``i``: (index after it, rows, cells per row), or
-    (_FAIL, 0, 0)."""
-    fail = (_FAIL, 0, 0)
-    i = _skip_space(buf, i)
-    if _byte(buf, i) != _OPEN:
-        return fail
-    i = _skip_space(buf, i + 1)
-    if _byte(buf, i) == _CLOSE:
-        return i + 1, 0, 0
+    buf: Any,
+    i: int,
+    stop: int,
+    inside: bool,
+    max_rows: int,
+    out: Any,
+    bits: Any,
+    powers: Any,
+    exact: Any,
+) -> tuple[int, int, int, int]:
+    """Parse the array of rows starting at ``i`` (at its first row when ``inside``): (_CLOSED,
+    index after the array, rows, cells per row); (_SPLIT, index of the next row, …) when a
+    comma between rows lies at or past ``stop``; (_FAIL, 0, 0, 0) for anything else."""
+    fail = (_FAIL, 0, 0, 0)
+    if not inside:
+        i = _skip_space(buf, i)
+        if _byte(buf, i) != _OPEN:
+            return fail
+        i = _skip_space(buf, i + 1)
+        if _byte(buf, i) == _CLOSE:
+            return _CLOSED, i + 1, 0, 0
     width = -1
     row = 0
     at = 0
@@ -278,11 +292,36 @@ def _rows(
         elif cells != width:
             return fail  # ragged: the general path names the row
         row += 1
+        row_end = i
         i, more = _separator(buf, i)
         if i == _FAIL:
             return fail
         if not more:
-            return i, row, width
+            return _CLOSED, i, row, width
+        if row_end >= stop:
+            return _SPLIT, i, row, width
+
+
+# Bodies whose rows take more bytes than this are read by two threads, each half its rows
+# (the kernel releases the GIL); below it a thread hand-over costs more than it saves.
+SPLIT_BYTES = 1 << 20
+_ROW_BREAK = re.compile(rb"\]\s*,\s*\[")
+_helper: ThreadPoolExecutor | None = None
+
+
+def _read(
+    buf: npt.NDArray[np.uint8], i: int, stop: int, inside: bool, size: int, max_rows: int
+) -> tuple[int, int, npt.NDArray[np.float64]]:
+    """(status, end, the rows as a matrix) of the rows at ``buf[i:]``, at most ``size``
+    bytes of them."""
+    # Each cell takes a byte and is followed by a comma or a bracket: at most this many.
+    out = np.empty(size // 2 + 1, dtype=np.float64)
+    status, end, n_rows, width = _rows(
+        buf, i, stop, inside, max_rows, out, out.view(np.uint64), _POWERS_OF_FIVE, _EXACT_POWERS
+    )
+    if status == _FAIL:
+        return _FAIL, 0, out[:0].reshape(0, 0)
+    return status, end, out[: n_rows * width].reshape(n_rows, max(width, 0))
 
 
 def parse_rows(
@@ -291,13 +330,29 @@ def parse_rows(
     """The array of equal rows of numbers and nulls at ``body[start:]`` as an (n_rows,
     n_cells) float64 matrix (null → NaN), and the index just after it; None when the value is
     anything else, or holds more than ``max_rows`` rows, or a number this cannot convert with
-    certainty (the caller then parses the body as JSON)."""
+    certainty (the caller then parses the body as JSON).
+
+    A large body is read in two halves at once: the first from ``start`` to the first break
+    between rows past the middle, the second from there. A "break" found past the end of the
+    rows (in a later key) is harmless: the first half then reaches the array's end itself."""
+    global _helper
     buf = np.frombuffer(body, dtype=np.uint8)
-    # Each cell takes a byte and is followed by a comma or a bracket: at most this many.
-    out = np.empty((len(body) - start) // 2 + 1, dtype=np.float64)
-    end, n_rows, width = _rows(
-        buf, start, max_rows, out, out.view(np.uint64), _POWERS_OF_FIVE, _EXACT_POWERS
+    size = len(body) - start
+    split = _ROW_BREAK.search(body, start + size // 2) if size > SPLIT_BYTES else None
+    if split is None:
+        status, end, matrix = _read(buf, start, len(body), False, size, max_rows)
+        return None if status != _CLOSED else (matrix, end)
+    if _helper is None:
+        _helper = ThreadPoolExecutor(max_workers=1, thread_name_prefix="rows-reader")
+    second = _helper.submit(
+        _read, buf, split.end() - 1, len(body), True, len(body) - split.end() + 1, max_rows
     )
-    if end == _FAIL:
+    status, end, first = _read(buf, start, split.start(), False, split.end() - start, max_rows)
+    rest = second.result()
+    if status == _CLOSED:
+        return first, end
+    if status != _SPLIT or rest[0] != _CLOSED or end != split.end() - 1:
         return None
-    return out[: n_rows * width].reshape(n_rows, max(width, 0)), end
+    if first.shape[1] != rest[2].shape[1] or first.shape[0] + rest[2].shape[0] > max_rows:
+        return None
+    return np.concatenate([first, rest[2]]), rest[1]

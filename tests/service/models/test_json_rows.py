@@ -10,7 +10,7 @@ import numpy as np
 import orjson
 import pytest
 
-from service.models.json_rows import parse_rows
+from service.models.json_rows import SPLIT_BYTES, parse_rows
 
 
 def read(body: bytes) -> np.ndarray | None:
@@ -110,3 +110,22 @@ def test_more_rows_than_allowed_are_handed_back() -> None:
     assert parse_rows(b"[[1],[2],[3]]", 0, 2) is None
     parsed = parse_rows(b"[[1],[2],[3]]", 0, 3)
     assert parsed is not None and parsed[0].shape == (3, 1)
+
+
+@pytest.mark.parametrize("spaced", [False, True])
+def test_a_large_body_read_in_two_halves_is_read_whole(spaced: bool) -> None:
+    X = np.random.default_rng(2).normal(size=(30_000, 8))
+    X[::5, 1] = np.nan
+    rows = [[None if v != v else v for v in row] for row in X.tolist()]
+    text = json.dumps({"rows": rows, "columns": list("abcdefgh")}, indent=1 if spaced else None)
+    body = text.encode()
+    start = body.index(b"[")
+    assert len(body) - start > SPLIT_BYTES
+    parsed = parse_rows(body, start, 10**6)
+    assert parsed is not None
+    np.testing.assert_array_equal(bits(parsed[0]), bits(X))
+    assert body[parsed[1] :].lstrip().startswith(b",")  # just after the rows
+    # A bad cell in either half, ragged halves, and too many rows are all handed back.
+    for bad in (text.replace("null", "true", 1), text[::-1].replace("llun", "eurt", 1)[::-1]):
+        assert parse_rows(bad.encode(), start, 10**6) is None
+    assert parse_rows(body, start, 29_999) is None
