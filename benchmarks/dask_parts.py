@@ -19,11 +19,12 @@ ratios to the local fit are printed; the cluster is started once and warmed with
 from __future__ import annotations
 
 import argparse
+import contextlib
 import itertools
 import statistics
 import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -31,6 +32,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+import engine.boosting._xgboost_parts
 from engine import XGBoostClassifier, parallel_backend
 from engine.parallel import DataPart
 
@@ -59,18 +61,43 @@ def _timed(fn: Callable[[], Any]) -> tuple[float, Any]:
     return time.perf_counter() - start, result
 
 
+@contextlib.contextmanager
+def _one_tree_at_a_time() -> Iterator[None]:
+    """Out-of-core rounds growing their trees one after the other (K exchanges a level), as
+    before the lockstep; the same model (each tree's steps start, and draw, in order)."""
+    module = engine.boosting._xgboost_parts
+    together = module.grow_remote_together
+
+    def one_by_one(steps: Any, rows: Any) -> list[Any]:
+        return [together({k: steps[k]}, rows)[0] for k in sorted(steps)]
+
+    module.grow_remote_together = one_by_one  # type: ignore[assignment]
+    try:
+        yield
+    finally:
+        module.grow_remote_together = together
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--rows", type=int, default=80_000)
     parser.add_argument("--features", type=int, default=40)
     parser.add_argument("--trees", type=int, default=50)
+    parser.add_argument(
+        "--classes",
+        type=int,
+        default=2,
+        help="more than 2: multiclass, also timed out of core with the K trees of a round "
+        "grown one after the other (one exchange a level per tree, as before lockstep)",
+    )
     args = parser.parse_args()
     import distributed
 
     rng = np.random.default_rng(0)
     X = rng.normal(size=(args.rows, args.features))
-    y = (X[:, 0] + X[:, 1] * X[:, 2] + 0.5 * rng.normal(size=args.rows) > 0).astype(int)
+    signal = X[:, 0] + X[:, 1] * X[:, 2] + 0.5 * rng.normal(size=args.rows)
+    y = np.digitize(signal, np.quantile(signal, np.linspace(0, 1, args.classes + 1)[1:-1]))
     params = {"n_estimators": args.trees, "max_depth": 6, "random_state": 0}
     with tempfile.TemporaryDirectory() as directory:
         parts = _parts(Path(directory), X, y, 4)
@@ -85,6 +112,8 @@ def main() -> None:
                 XGBoostClassifier(**warm).fit(X, y)
                 XGBoostClassifier(**warm).fit_parts(parts, read_part)
             times: dict[str, list[float]] = {"local": [], "in memory": [], "out of core": []}
+            if args.classes > 2:
+                times["out of core, trees one by one"] = []
             for _ in range(args.rounds):
                 t, local = _timed(lambda: XGBoostClassifier(**params).fit(X, y))
                 times["local"].append(t)
@@ -95,7 +124,15 @@ def main() -> None:
                         lambda: XGBoostClassifier(**params).fit_parts(parts, read_part)
                     )
                     times["out of core"].append(t)
-                for other in (scattered, parted):
+                    fitted = [scattered, parted]
+                    if args.classes > 2:
+                        with _one_tree_at_a_time():
+                            t, one_by_one = _timed(
+                                lambda: XGBoostClassifier(**params).fit_parts(parts, read_part)
+                            )
+                        times["out of core, trees one by one"].append(t)
+                        fitted.append(one_by_one)
+                for other in fitted:
                     np.testing.assert_allclose(
                         other.predict_proba(X), local.predict_proba(X), rtol=0, atol=1e-12
                     )

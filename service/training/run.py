@@ -75,6 +75,7 @@ def run_training(
             else None
         )
         data = prepare_from_parts(spec, columns, answers)
+        del answers  # the parts' target columns, copied into data.y
     else:
         data = prepare(spec, columns)
     classification = task == Task.CLASSIFICATION

@@ -38,7 +38,11 @@ def holdout_split(
             f"A holdout of {fraction:g} of {n} rows leaves no validation rows; use a larger "
             'holdout, more rows, or {"holdout": 0} for no validation.',
         )
-    train = np.setdiff1d(np.arange(n), validation).astype(np.intp)
+    # The complement through a mask: setdiff1d sorts copies of both arrays, some 70 bytes a
+    # row at its peak (a fit process's largest transient on a 2 M-row table, issue 27).
+    in_validation = np.zeros(n, dtype=bool)
+    in_validation[validation] = True
+    train = np.flatnonzero(~in_validation).astype(np.intp)
     return train, validation
 
 
