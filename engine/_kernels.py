@@ -33,6 +33,7 @@ __all__ = [
     "kernel_cache_dir",
     "kernel_source_files",
     "kernels_defined",
+    "parallel_kernel",
     "select",
 ]
 
@@ -62,7 +63,7 @@ def compiled_kernels() -> bool:
 
 
 _ENGINE = Path(__file__).resolve().parent
-_KERNEL_MARKERS = ("@kernel", "@inline_kernel")
+_KERNEL_MARKERS = ("@kernel", "@inline_kernel", "@parallel_kernel")
 
 
 def _engine_imports(path: Path) -> set[Path]:
@@ -127,6 +128,28 @@ def kernel(function: F) -> F:
 
     _use_kernel_cache()
     compiled = numba.njit(cache=True, nogil=True, error_model="numpy")(function)
+    _DEFINED.append(compiled)
+    return cast(F, compiled)
+
+
+# Numba's own thread pool for the parallel kernels. Its "workqueue" layer is the one that is
+# safe across fork (Numba's docs, "The Threading Layers"): the engine forks forest and fit
+# workers from processes that may have run a parallel kernel, and GNU OpenMP, Numba's default
+# where it is installed, makes such a fork abort the child. Workqueue is not safe for two
+# parallel kernels launched at once from two threads, so the callers take a process-wide lock
+# (:func:`engine._threads.parallel_kernel_threads`). A user's NUMBA_THREADING_LAYER wins.
+THREADING_LAYER = "workqueue"
+
+
+def parallel_kernel(function: F) -> F:
+    """Compile ``function`` as :func:`kernel` does, with its ``prange`` loops run on Numba's
+    thread pool (call it only under :func:`engine._threads.parallel_kernel_threads`)."""
+    import numba
+
+    _use_kernel_cache()
+    if "NUMBA_THREADING_LAYER" not in os.environ:
+        numba.config.THREADING_LAYER = THREADING_LAYER  # type: ignore[attr-defined]
+    compiled = numba.njit(cache=True, nogil=True, error_model="numpy", parallel=True)(function)
     _DEFINED.append(compiled)
     return cast(F, compiled)
 

@@ -37,7 +37,8 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from engine._kernels import compiled_kernels, kernel
+from engine._kernels import compiled_kernels, inline_kernel, kernel
+from engine._threads import parallel_kernel_threads, pool_size
 from engine.tree._common import (
     BITSET_BYTES,
     HISTOGRAM_CODES,
@@ -45,11 +46,7 @@ from engine.tree._common import (
     NARROW_CODE_DTYPE,
 )
 from engine.tree._criteria import Newton, node_weight, score
-from engine.tree._histograms import (
-    _histograms_compiled,
-    _siblings_compiled,
-    _smaller_children_compiled,
-)
+from engine.tree._histograms import PARALLEL_MIN_ROWS, _smaller_children_compiled
 from engine.tree._tree import NODE_DTYPE, Tree
 from engine.tree.grow.growth import (
     HISTOGRAM_CELLS_PER_ROW,
@@ -59,9 +56,14 @@ from engine.tree.grow.growth import (
     Growth,
 )
 from engine.tree.grow.level_kernels import _totals_compiled
-from engine.tree.grow.partition_kernels import _partition_compiled
+from engine.tree.grow.thread_kernels import (
+    histograms_threads,
+    partition_threads,
+    search_histograms_threads,
+    search_rows_threads,
+    siblings_threads,
+)
 from engine.tree.split.compiled import _settings
-from engine.tree.split.search_kernels import search_histograms, search_rows
 
 __all__ = ["TreeWorkspace", "grow_whole", "grows_whole"]
 
@@ -142,6 +144,12 @@ class TreeWorkspace:
         return self.arrays
 
 
+@inline_kernel
+def _parts(n_threads: int, n_rows: int) -> int:
+    # Threads for a step over n_rows rows: one below the size where waking them costs more.
+    return n_threads if n_rows >= PARALLEL_MIN_ROWS else 1
+
+
 @kernel
 def _grow_compiled(
     columns: NDArray[Any],
@@ -151,6 +159,7 @@ def _grow_compiled(
     is_categorical: NDArray[np.bool_],
     missing_code: int,
     limits: NDArray[np.float64],
+    n_threads: int,
     histograms: NDArray[np.float64],
     siblings: NDArray[np.float64],
     small: NDArray[np.float64],
@@ -195,7 +204,8 @@ def _grow_compiled(
     # (The workspace's row arrays may be longer than this tree's rows: pass the tree's.)
     root_rows, root_slots = rows[:n_rows], slots[:n_rows]
     _totals_compiled(root_rows, root_slots, channels, node_totals[0:1], node_counts[0:1])
-    _histograms_compiled(
+    histograms_threads(
+        _parts(n_threads, n_rows),
         columns,
         root_rows,
         root_slots,
@@ -203,8 +213,6 @@ def _grow_compiled(
         channels,
         no_classes,
         histograms[0:1],
-        0,
-        n_features,
     )
     use_histograms = True
     level_first, n_slots, n_level_rows, depth = 0, 1, n_rows, 0
@@ -251,8 +259,10 @@ def _grow_compiled(
         split_bin = np.zeros(n_open, dtype=np.int64)
         missing_left = np.zeros(n_open, dtype=np.bool_)
         left_codes = np.zeros((n_open, n_codes), dtype=np.bool_)
+        parts = _parts(n_threads, n_level_rows) if n_open > 1 else 1
         if use_histograms:
-            search_histograms(
+            search_histograms_threads(
+                parts,
                 histograms,
                 open_slots,
                 all_columns,
@@ -286,7 +296,8 @@ def _grow_compiled(
                     n_batch += 1
             for k in range(n_open):
                 node_start[k + 1] += node_start[k]
-            search_rows(
+            search_rows_threads(
+                parts,
                 columns,
                 small_rows[:n_batch],
                 node_start,
@@ -339,7 +350,8 @@ def _grow_compiled(
         if n_chosen == 0:
             break
         n_children = 2 * n_chosen
-        n_moved = _partition_compiled(
+        n_moved = partition_threads(
+            _parts(n_threads, n_level_rows),
             columns,
             rows[:n_level_rows],
             slots[:n_level_rows],
@@ -378,7 +390,8 @@ def _grow_compiled(
             small_rows,
             small_pairs,
         )
-        _histograms_compiled(
+        histograms_threads(
+            _parts(n_threads, n_small),
             columns,
             small_rows[:n_small],
             small_pairs[:n_small],
@@ -386,10 +399,15 @@ def _grow_compiled(
             channels,
             no_classes,
             small[:n_chosen],
-            0,
-            n_features,
         )
-        _siblings_compiled(histograms, split_parents[:n_chosen], small, smaller_side, siblings)
+        siblings_threads(
+            _parts(n_threads, n_level_rows) if n_chosen > 1 else 1,
+            histograms,
+            split_parents[:n_chosen],
+            small[:n_chosen],
+            smaller_side,
+            siblings,
+        )
         histograms, siblings = siblings, histograms
     return level_first + n_slots
 
@@ -413,16 +431,18 @@ def grow_whole(
         ],
         dtype=np.float64,
     )
-    n_nodes = _grow_compiled(
-        growth.columns,
-        np.ascontiguousarray(ctx.channels, dtype=np.float64),
-        candidates,
-        _settings(ctx),
-        ctx.is_categorical,
-        ctx.missing_code,
-        settings,
-        *(arrays[name] for name in _WORKSPACE_ORDER),
-    )
+    with parallel_kernel_threads(pool_size(ctx.threads)) as n_threads:
+        n_nodes = _grow_compiled(
+            growth.columns,
+            np.ascontiguousarray(ctx.channels, dtype=np.float64),
+            candidates,
+            _settings(ctx),
+            ctx.is_categorical,
+            ctx.missing_code,
+            settings,
+            n_threads,
+            *(arrays[name] for name in _WORKSPACE_ORDER),
+        )
     if leaves is not None:
         leaves[:] = arrays["leaves"][:n_rows]
     return _tree(growth, arrays, n_nodes)

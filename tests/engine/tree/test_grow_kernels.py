@@ -12,6 +12,7 @@ either side equal.
 
 from __future__ import annotations
 
+import functools
 import os
 import subprocess
 import sys
@@ -23,6 +24,7 @@ import pytest
 from engine.tree._binning import MISSING_BIN
 from engine.tree.grow import level_kernels as level
 from engine.tree.grow import partition_kernels as _partition_kernels
+from engine.tree.grow.thread_kernels import partition_threads
 from engine.tree.split.compiled import (
     compiled_find_random_splits,
     compiled_find_splits_in_histograms,
@@ -94,7 +96,10 @@ def test_partition_equals_the_twin_and_keeps_row_order(seed: int) -> None:
     n_splits = int(split.sum())
     channels = batch["channels"]
     results = []
-    for partition in (_partition_kernels._partition_compiled, _partition_kernels._partition_numpy):
+    # The kernel, its twin, and the kernel's steps shared among threads (any count).
+    partitions = [_partition_kernels._partition_compiled, _partition_kernels._partition_numpy]
+    partitions += [functools.partial(partition_threads, n) for n in (1, 2, 3, 5)]
+    for partition in partitions:
         new_rows = np.full(batch["rows"].size, -1, dtype=np.intp)
         new_slot = np.full(batch["rows"].size, -1, dtype=np.intp)
         totals = np.full((2 * n_splits, channels.shape[1]), np.nan)
@@ -115,9 +120,10 @@ def test_partition_equals_the_twin_and_keeps_row_order(seed: int) -> None:
             counts,
         )
         results.append((int(moved), new_rows[:moved], new_slot[:moved], totals, counts))
-    assert results[0][0] == results[1][0]
-    for kernel_part, twin_part in zip(results[0][1:], results[1][1:], strict=True):
-        assert_bits_equal(kernel_part, twin_part)
+    for other in results[1:]:
+        assert results[0][0] == other[0]
+        for kernel_part, other_part in zip(results[0][1:], other[1:], strict=True):
+            assert_bits_equal(kernel_part, other_part)
     # The children's totals are node_totals' of the moved rows, to the last bit: the grower
     # takes them instead of summing the rows again.
     expected = level.node_totals(results[0][1], results[0][2], 2 * n_splits, channels)

@@ -13,8 +13,10 @@ from concurrent.futures import ThreadPoolExecutor
 import numpy as np
 import pytest
 
+from engine._kernels import compiled_kernels
 from engine.tree import _histograms as histograms
 from engine.tree._common import HISTOGRAM_CODES
+from engine.tree.grow.thread_kernels import histograms_threads
 from tests.engine.tree.test_grow_kernels import assert_bits_equal, random_batch
 
 IMPLEMENTATIONS = {
@@ -134,6 +136,23 @@ def test_build_histograms_equals_the_naive_reference_on_shuffled_rows_and_thread
     assert_bits_equal(histograms.build_histograms(*args), expected)
     with ThreadPoolExecutor(2) as threads:
         assert_bits_equal(histograms.build_histograms(*args, threads=threads), expected)
+    if not compiled_kernels():
+        return
+    # The whole-tree kernel's plan: the features in blocks on Numba's threads, any count.
+    order = np.argsort(slot_of_row, kind="stable")
+    for n_parts in (1, 2, 3, 7):
+        out = np.full((4, features.size, 256, 3), np.nan)
+        histograms_threads(
+            n_parts,
+            batch["columns"],
+            rows[order],
+            slot_of_row[order],
+            features,
+            batch["channels"],
+            np.zeros(0, dtype=np.int64),
+            out,
+        )
+        assert_bits_equal(out, expected)
 
 
 def test_wide_codes_are_refused() -> None:

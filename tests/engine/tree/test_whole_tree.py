@@ -14,12 +14,14 @@ from __future__ import annotations
 import itertools
 from typing import Any
 
+import numba
 import numpy as np
 import pytest
 
 import engine
 import engine.tree.grow.grower as grower
 from engine._kernels import compiled_kernels
+from engine._threads import parallel_kernel_threads
 from engine.tree.grow.whole_tree import TreeWorkspace, grows_whole
 
 pytestmark = pytest.mark.skipif(not compiled_kernels(), reason="the kernel is what is tested")
@@ -86,9 +88,12 @@ def test_the_whole_tree_call_grows_the_level_loops_model(
         monkeypatch.setattr(grower, "grows_in_one_call", counted)
         whole = _fit(cls(**params), X, y)
         assert calls and all(calls), name  # every tree took the compiled call
+        # Its steps shared among two threads (the larger shape's levels are large enough).
+        threaded = _fit(cls(n_jobs=2, **params), X, y)
         monkeypatch.setattr(grower, "grows_in_one_call", lambda growth: False)
         loop = _fit(cls(**params), X, y)
         np.testing.assert_array_equal(whole, loop, err_msg=name)
+        np.testing.assert_array_equal(threaded, loop, err_msg=name)
 
 
 @pytest.mark.parametrize(
@@ -116,19 +121,36 @@ def test_trees_the_kernel_does_not_cover_keep_the_level_loop(
     assert not any(calls)
 
 
-@pytest.mark.parametrize("subsample", [1.0, 0.7])
-def test_a_rounds_class_trees_grown_side_by_side_on_threads_are_the_serial_ones(
-    monkeypatch: pytest.MonkeyPatch, subsample: float
+@pytest.mark.parametrize(
+    ("task", "subsample"),
+    [("binary", 1.0), ("multiclass", 1.0), ("multiclass", 0.7), ("regression", 0.7)],
+)
+def test_a_trees_steps_shared_among_threads_give_the_serial_tree(
+    monkeypatch: pytest.MonkeyPatch, task: str, subsample: float
 ) -> None:
-    X, y = _data(4000, 12, "multiclass", True)
-    params: dict[str, Any] = {"n_estimators": 4, "max_depth": 5, "subsample": subsample}
+    """Histograms by features, searches by nodes, partitions by rows and children
+    (:mod:`engine.tree.grow.thread_kernels`): deep enough that the deepest levels search
+    rows, on as many threads as Numba has, or one."""
+    X, y = _data(6000, 12, task, True)
+    cls = engine.XGBoostRegressor if task == "regression" else engine.XGBoostClassifier
+    params: dict[str, Any] = {"n_estimators": 3, "max_depth": 9, "subsample": subsample}
     params["random_state"] = 3
-    threaded = _fit(engine.XGBoostClassifier(n_jobs=2, **params), X, y)
-    serial = _fit(engine.XGBoostClassifier(n_jobs=1, **params), X, y)
+    threaded = _fit(cls(n_jobs=2, **params), X, y)
+    serial = _fit(cls(n_jobs=1, **params), X, y)
     monkeypatch.setattr(grower, "grows_in_one_call", lambda growth: False)
-    loop = _fit(engine.XGBoostClassifier(n_jobs=1, **params), X, y)
+    loop = _fit(cls(n_jobs=1, **params), X, y)
     np.testing.assert_array_equal(threaded, serial)
     np.testing.assert_array_equal(threaded, loop)
+
+
+def test_a_thread_already_in_a_parallel_kernel_leaves_the_next_serial() -> None:
+    """Numba's workqueue pool takes one parallel launch at a time: a second thread asking
+    for threads meanwhile gets the serial kernels (the same tree) instead of an abort."""
+    with parallel_kernel_threads(2) as first, parallel_kernel_threads(2) as second:
+        assert second == 1
+    assert first == min(2, numba.config.NUMBA_NUM_THREADS)
+    with parallel_kernel_threads(1) as one:
+        assert one == 1
 
 
 def test_a_workspace_serves_trees_of_any_size_in_turn() -> None:
