@@ -15,6 +15,7 @@ from __future__ import annotations
 import argparse
 import os
 import statistics
+import sys
 import time
 from typing import Any
 
@@ -53,10 +54,18 @@ def measure(dataset: str, repeats: int) -> Times:
     for n_jobs in (1, 2):  # one warm-up fit each, not timed (kernels load, threads start)
         for model in _models(2, n_jobs).values():
             model.fit(X[:2000], y[:2000])
-    for _ in range(repeats):
+    for round_index in range(repeats):
         for n_jobs in (2, 1):
             for name, model in _models(TREES[dataset], n_jobs).items():
-                times.setdefault((name, n_jobs), []).append(_fit_seconds(model, X, y))
+                wall, cpu = _fit_seconds(model, X, y)
+                times.setdefault((name, n_jobs), []).append((wall, cpu))
+                # Each fit as it ends, with the load it met: a noisy round shows as one.
+                print(
+                    f"  [{dataset} round {round_index + 1}] {name} n_jobs={n_jobs}: "
+                    f"wall {wall:.2f} s, CPU {cpu:.2f} s, load {os.getloadavg()[0]:.1f}",
+                    file=sys.stderr,
+                    flush=True,
+                )
     return times
 
 

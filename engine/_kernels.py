@@ -139,17 +139,33 @@ def kernel(function: F) -> F:
 # parallel kernels launched at once from two threads, so the callers take a process-wide lock
 # (:func:`engine._threads.parallel_kernel_threads`). A user's NUMBA_THREADING_LAYER wins.
 THREADING_LAYER = "workqueue"
+_PARALLEL_PASSES = (
+    "comprehension",
+    "setitem",
+    "reduction",
+    "numpy",
+    "stencil",
+    "fusion",
+    "inplace_binop",
+)
 
 
 def parallel_kernel(function: F) -> F:
-    """Compile ``function`` as :func:`kernel` does, with its ``prange`` loops run on Numba's
-    thread pool (call it only under :func:`engine._threads.parallel_kernel_threads`)."""
+    """Compile ``function`` as :func:`kernel` does, with its ``prange`` loops (its own or those
+    of the :func:`inline_kernel` helpers it inlines) run on Numba's thread pool; call it
+    under :func:`engine._threads.parallel_kernel_threads`. A serial kernel must not call a
+    parallel one: see :mod:`engine.tree.grow.thread_kernels`."""
     import numba
 
     _use_kernel_cache()
     if "NUMBA_THREADING_LAYER" not in os.environ:
         numba.config.THREADING_LAYER = THREADING_LAYER  # type: ignore[attr-defined]
-    compiled = numba.njit(cache=True, nogil=True, error_model="numpy", parallel=True)(function)
+    # Only explicit prange loops run in parallel: no array expression of the kernel becomes
+    # parallel work behind the caller's back (a one-thread fit never wakes the pool).
+    only_prange = dict.fromkeys(_PARALLEL_PASSES, False) | {"prange": True}
+    compiled = numba.njit(cache=True, nogil=True, error_model="numpy", parallel=only_prange)(
+        function
+    )
     _DEFINED.append(compiled)
     return cast(F, compiled)
 

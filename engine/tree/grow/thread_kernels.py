@@ -10,11 +10,23 @@ unchanged to the bit whatever the number of threads:
 * histograms by blocks of features (each feature's histogram is one thread's, its rows added
   in row order: LightGBM's "col-wise" plan; a split of the rows would need the partial
   histograms summed, which changes the sums' last bits);
-* the split search and the sibling subtraction by blocks of nodes (nodes are independent);
+* the sibling subtraction by the same blocks of features, in the same wake of the pool;
+* the split search by blocks of nodes (nodes are independent);
 * the partition by blocks of rows for the moves (a stable counting sort: each block's rows
   land after the earlier blocks', so the children hold their rows in the serial order), then
   by blocks of children for their totals, each child's rows summed in that order.
 
+They are inlined into the whole-tree kernel, which Numba compiles as one parallel function
+(:func:`engine._kernels.parallel_kernel`), so each ``prange`` loop becomes a task of that
+function's own machine code. Kept as separate parallel functions called from a serial cached
+kernel they hit an open Numba defect (numba#8578, numba#4807): the cached caller may name
+the callee's parallel code wrongly in another process, and here a kernel cache written by one
+test run segfaulted in every process that loaded it. Called on their own (tests) they run
+their blocks in turn, on one thread.
+
+Each wake of Numba's pool costs two hand-offs to every thread and back (its workqueue layer;
+measured ~85 us per parallel loop on this 2-core machine at load 9), so the whole-tree kernel
+shares a step only when the step is large enough to repay it (:mod:`engine.tree.grow.whole_tree`).
 Each takes ``n_parts`` (the thread count) and gives the same result for any value; with one
 it calls the serial kernel and never wakes Numba's pool (a forest's worker processes grow on
 one thread each). The caller sets Numba's thread count (:mod:`engine._threads`).
@@ -28,21 +40,21 @@ import numpy as np
 from numba import prange
 from numpy.typing import NDArray
 
-from engine._kernels import inline_kernel, parallel_kernel
+from engine._kernels import inline_kernel
 from engine.tree._histograms import _histograms_compiled, _siblings_compiled
 from engine.tree.grow.partition_kernels import _partition_compiled
 from engine.tree.split.search_kernels import search_histograms, search_rows
 
 __all__ = [
+    "children_histograms_threads",
     "histograms_threads",
     "partition_threads",
     "search_histograms_threads",
     "search_rows_threads",
-    "siblings_threads",
 ]
 
 
-@parallel_kernel
+@inline_kernel
 def histograms_threads(
     n_parts: int,
     columns: NDArray[Any],
@@ -75,33 +87,54 @@ def histograms_threads(
         )
 
 
-@parallel_kernel
-def siblings_threads(
+@inline_kernel
+def children_histograms_threads(
     n_parts: int,
+    columns: NDArray[Any],
+    rows: NDArray[np.intp],
+    pair_of_row: NDArray[np.intp],
+    features: NDArray[np.int64],
+    channels: NDArray[np.float64],
+    classes: NDArray[np.int64],
+    smaller: NDArray[np.float64],
     histograms: NDArray[np.float64],
     parents: NDArray[np.intp],
-    smaller: NDArray[np.float64],
     smaller_side: NDArray[np.intp],
     children: NDArray[np.float64],
 ) -> None:
-    """:func:`~engine.tree._histograms.sibling_histograms`' kernel, pairs in ``n_parts``
-    blocks."""
-    n_pairs = parents.size
+    """The smaller children's histograms from their rows, then every child's (the smaller's
+    copied, its sibling's by subtraction from the parent's), features in ``n_parts`` blocks:
+    one wake of the pool for both steps, since a block's subtraction needs only its own
+    features' histograms."""
+    n_features, n_pairs = features.size, parents.size
     if n_parts <= 1:
+        _histograms_compiled(
+            columns, rows, pair_of_row, features, channels, classes, smaller, 0, n_features
+        )
         _siblings_compiled(histograms, parents, smaller, smaller_side, children)
         return
+    n_cells = smaller.shape[2]
+    width = smaller.shape[3]
     for part in prange(n_parts):
-        first, last = part * n_pairs // n_parts, (part + 1) * n_pairs // n_parts
-        _siblings_compiled(
-            histograms,
-            parents[first:last],
-            smaller[first:last],
-            smaller_side[first:last],
-            children[2 * first : 2 * last],
+        first, last = part * n_features // n_parts, (part + 1) * n_features // n_parts
+        _histograms_compiled(
+            columns, rows, pair_of_row, features, channels, classes, smaller, first, last
         )
+        # _siblings_compiled's assignments, restricted to this block's features.
+        for pair in range(n_pairs):
+            side = smaller_side[pair]
+            parent = histograms[parents[pair]]
+            built = children[2 * pair + side]
+            derived = children[2 * pair + 1 - side]
+            for j in range(first, last):
+                for code in range(n_cells):
+                    for c in range(width):
+                        small = smaller[pair, j, code, c]
+                        built[j, code, c] = small
+                        derived[j, code, c] = parent[j, code, c] - small
 
 
-@parallel_kernel
+@inline_kernel
 def search_histograms_threads(
     n_parts: int,
     histograms: NDArray[np.float64],
@@ -172,7 +205,7 @@ def search_histograms_threads(
         )
 
 
-@parallel_kernel
+@inline_kernel
 def search_rows_threads(
     n_parts: int,
     columns: NDArray[Any],
@@ -268,7 +301,7 @@ def _node_blocks(node_start: NDArray[np.intp], n_parts: int) -> NDArray[np.intp]
     return cut
 
 
-@parallel_kernel
+@inline_kernel
 def partition_threads(
     n_parts: int,
     columns: NDArray[Any],

@@ -37,7 +37,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from engine._kernels import compiled_kernels, inline_kernel, kernel
+from engine._kernels import compiled_kernels, inline_kernel, parallel_kernel
 from engine._threads import parallel_kernel_threads, pool_size
 from engine.tree._common import (
     BITSET_BYTES,
@@ -46,7 +46,7 @@ from engine.tree._common import (
     NARROW_CODE_DTYPE,
 )
 from engine.tree._criteria import Newton, node_weight, score
-from engine.tree._histograms import PARALLEL_MIN_ROWS, _smaller_children_compiled
+from engine.tree._histograms import _smaller_children_compiled
 from engine.tree._tree import NODE_DTYPE, Tree
 from engine.tree.grow.growth import (
     HISTOGRAM_CELLS_PER_ROW,
@@ -57,11 +57,11 @@ from engine.tree.grow.growth import (
 )
 from engine.tree.grow.level_kernels import _totals_compiled
 from engine.tree.grow.thread_kernels import (
+    children_histograms_threads,
     histograms_threads,
     partition_threads,
     search_histograms_threads,
     search_rows_threads,
-    siblings_threads,
 )
 from engine.tree.split.compiled import _settings
 
@@ -144,13 +144,25 @@ class TreeWorkspace:
         return self.arrays
 
 
+# A step goes to the threads when it holds at least PARALLEL_MIN_WORK histogram adds (one row
+# of one feature; ~0.2 ms on one thread): a wake of Numba's pool costs ~85 us here at load 9
+# (thread_kernels), so smaller steps lose more to the wake than they gain. Scanning a
+# histogram bin costs about _BIN_ADDS adds; a partition costs a few adds per row and wakes
+# the pool three times (count, move, children's totals), so it counts _PARTITION_ADDS a row.
+# Read at each call (tests lower it to put every step on the threads).
+PARALLEL_MIN_WORK = 128_000
+_BIN_ADDS = 4
+_PARTITION_ADDS = 4
+
+
 @inline_kernel
-def _parts(n_threads: int, n_rows: int) -> int:
-    # Threads for a step over n_rows rows: one below the size where waking them costs more.
-    return n_threads if n_rows >= PARALLEL_MIN_ROWS else 1
+def _parts(n_threads: int, work: int, min_work: int) -> int:
+    # Threads for a step of `work` adds: one below the size where waking them costs more
+    # than they save.
+    return n_threads if work >= min_work else 1
 
 
-@kernel
+@parallel_kernel
 def _grow_compiled(
     columns: NDArray[Any],
     channels: NDArray[np.float64],
@@ -160,6 +172,7 @@ def _grow_compiled(
     missing_code: int,
     limits: NDArray[np.float64],
     n_threads: int,
+    min_work: int,
     histograms: NDArray[np.float64],
     siblings: NDArray[np.float64],
     small: NDArray[np.float64],
@@ -205,7 +218,7 @@ def _grow_compiled(
     root_rows, root_slots = rows[:n_rows], slots[:n_rows]
     _totals_compiled(root_rows, root_slots, channels, node_totals[0:1], node_counts[0:1])
     histograms_threads(
-        _parts(n_threads, n_rows),
+        _parts(n_threads, n_rows * n_features, min_work),
         columns,
         root_rows,
         root_slots,
@@ -259,7 +272,9 @@ def _grow_compiled(
         split_bin = np.zeros(n_open, dtype=np.int64)
         missing_left = np.zeros(n_open, dtype=np.bool_)
         left_codes = np.zeros((n_open, n_codes), dtype=np.bool_)
-        parts = _parts(n_threads, n_level_rows) if n_open > 1 else 1
+        # A node's search from histograms costs its features' bins, from rows its rows.
+        cost = n_features * (n_open * n_codes * _BIN_ADDS if use_histograms else n_level_rows)
+        parts = _parts(n_threads, cost, min_work) if n_open > 1 else 1
         if use_histograms:
             search_histograms_threads(
                 parts,
@@ -351,7 +366,7 @@ def _grow_compiled(
             break
         n_children = 2 * n_chosen
         n_moved = partition_threads(
-            _parts(n_threads, n_level_rows),
+            _parts(n_threads, n_level_rows * _PARTITION_ADDS, min_work),
             columns,
             rows[:n_level_rows],
             slots[:n_level_rows],
@@ -390,8 +405,8 @@ def _grow_compiled(
             small_rows,
             small_pairs,
         )
-        histograms_threads(
-            _parts(n_threads, n_small),
+        children_histograms_threads(
+            _parts(n_threads, n_small * n_features, min_work),
             columns,
             small_rows[:n_small],
             small_pairs[:n_small],
@@ -399,12 +414,8 @@ def _grow_compiled(
             channels,
             no_classes,
             small[:n_chosen],
-        )
-        siblings_threads(
-            _parts(n_threads, n_level_rows) if n_chosen > 1 else 1,
             histograms,
             split_parents[:n_chosen],
-            small[:n_chosen],
             smaller_side,
             siblings,
         )
@@ -441,6 +452,7 @@ def grow_whole(
             ctx.missing_code,
             settings,
             n_threads,
+            PARALLEL_MIN_WORK,
             *(arrays[name] for name in _WORKSPACE_ORDER),
         )
     if leaves is not None:

@@ -20,6 +20,7 @@ import pytest
 
 import engine
 import engine.tree.grow.grower as grower
+import engine.tree.grow.whole_tree as whole_tree
 from engine._kernels import compiled_kernels
 from engine._threads import parallel_kernel_threads
 from engine.tree.grow.whole_tree import TreeWorkspace, grows_whole
@@ -88,7 +89,8 @@ def test_the_whole_tree_call_grows_the_level_loops_model(
         monkeypatch.setattr(grower, "grows_in_one_call", counted)
         whole = _fit(cls(**params), X, y)
         assert calls and all(calls), name  # every tree took the compiled call
-        # Its steps shared among two threads (the larger shape's levels are large enough).
+        # Its steps shared among two threads, every step however small.
+        monkeypatch.setattr(whole_tree, "PARALLEL_MIN_WORK", 0)
         threaded = _fit(cls(n_jobs=2, **params), X, y)
         monkeypatch.setattr(grower, "grows_in_one_call", lambda growth: False)
         loop = _fit(cls(**params), X, y)
@@ -132,6 +134,7 @@ def test_a_trees_steps_shared_among_threads_give_the_serial_tree(
     (:mod:`engine.tree.grow.thread_kernels`): deep enough that the deepest levels search
     rows, on as many threads as Numba has, or one."""
     X, y = _data(6000, 12, task, True)
+    monkeypatch.setattr(whole_tree, "PARALLEL_MIN_WORK", 0)  # every step on the threads
     cls = engine.XGBoostRegressor if task == "regression" else engine.XGBoostClassifier
     params: dict[str, Any] = {"n_estimators": 3, "max_depth": 9, "subsample": subsample}
     params["random_state"] = 3
