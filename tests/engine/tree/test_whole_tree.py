@@ -12,6 +12,8 @@ not, with subsampling, column sampling per tree and the regularisation options. 
 from __future__ import annotations
 
 import itertools
+import subprocess
+import sys
 from typing import Any
 
 import numba
@@ -163,3 +165,33 @@ def test_a_workspace_serves_trees_of_any_size_in_turn() -> None:
     larger = workspace.reserve(2000, 10, 6)
     assert larger["rows"].size == 2000 and larger is not first
     assert workspace.reserve(1500, 10, 8)["node_totals"].shape[0] == 2**9 - 1
+
+
+_FORK_SCRIPT = """
+import multiprocessing as mp, numpy as np, engine
+import engine.tree.grow.whole_tree as wt
+wt.PARALLEL_MIN_WORK = 0
+rng = np.random.default_rng(0); X = rng.normal(size=(3000, 8)); y = (X[:, 0] > 0).astype(int)
+fit = lambda: engine.XGBoostClassifier(n_estimators=3, n_jobs=2).fit(X, y).predict_proba(X)
+first = fit()
+engine.RandomForestClassifier(n_estimators=4, n_jobs=2).fit(X, y)
+def child(queue):
+    queue.put(fit())
+context = mp.get_context("fork")
+queue = context.Queue()
+process = context.Process(target=child, args=(queue,))
+process.start()
+assert np.array_equal(queue.get(timeout=300), first)
+process.join()
+assert process.exitcode == 0
+"""
+
+
+def test_the_thread_pool_survives_forks_of_the_process_that_woke_it() -> None:
+    """A process that fitted on Numba's threads then forks a forest's workers, and a forked
+    child fits on threads again (a service fit process forked from one that warmed up):
+    Numba's workqueue layer is fork-safe, where GNU OpenMP would abort the child."""
+    result = subprocess.run(
+        [sys.executable, "-c", _FORK_SCRIPT], capture_output=True, text=True, timeout=600
+    )
+    assert result.returncode == 0, result.stderr
