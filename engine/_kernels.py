@@ -163,9 +163,11 @@ def parallel_kernel(function: F) -> F:
     # Only explicit prange loops run in parallel: no array expression of the kernel becomes
     # parallel work behind the caller's back (a one-thread fit never wakes the pool).
     only_prange = dict.fromkeys(_PARALLEL_PASSES, False) | {"prange": True}
-    compiled = numba.njit(cache=True, nogil=True, error_model="numpy", parallel=only_prange)(
-        function
+    # (Numba documents a dict of passes for ``parallel``; its type stubs say bool only.)
+    jit = numba.njit(  # type: ignore[call-overload]
+        cache=True, nogil=True, error_model="numpy", parallel=only_prange
     )
+    compiled = jit(function)
     _DEFINED.append(compiled)
     return cast(F, compiled)
 
