@@ -35,6 +35,7 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+import psutil
 
 from benchmarks import service as svc
 from benchmarks.machine import describe_machine
@@ -68,13 +69,26 @@ def one_row_p50(client: httpx.Client, url: str, bodies: list[dict[str, Any]], ca
     return statistics.median(times)
 
 
-def concurrent(base_url: str, url: str, data: svc.Data, args: argparse.Namespace) -> dict[str, Any]:
+def concurrent(
+    base_url: str, url: str, data: svc.Data, args: argparse.Namespace, pid: int | None = None
+) -> dict[str, Any]:
+    """The concurrent phase; with ``pid``, also the server's CPU milliseconds per answered
+    request, counted until a second after the phase (the log's writer lingers half a second
+    before a batch, so its last batch is counted too). On a machine others load, throughput
+    follows the CPU the scheduler gives the server; its CPU per request does not."""
     settings = svc.Settings(
         rows=args.rows, trees=args.trees, n_jobs=2, fit_repeats=1, latency_calls=0,
         latency_warmup=0, predict_rows=0, predict_repeats=0, clients=args.clients,
         duration_s=args.duration,
     )  # fmt: skip
-    return svc.measure_concurrent(base_url, url, data, settings)
+    server = None if pid is None else psutil.Process(pid)
+    before = None if server is None else sum(server.cpu_times()[:2])
+    result = svc.measure_concurrent(base_url, url, data, settings)
+    if server is not None and before is not None:
+        time.sleep(1.0)
+        spent = sum(server.cpu_times()[:2]) - before
+        result["cpu_ms_per_request"] = 1e3 * spent / max(1, result["requests"] - result["errors"])
+    return result
 
 
 def failed_rows(client: httpx.Client) -> float:
@@ -94,10 +108,11 @@ def run(args: argparse.Namespace, workdir: Path) -> dict[str, Any]:
     data = svc._data(svc.DATASET.with_samples(args.rows), workdir / "data")
     processes = Processes(workdir / "logs", data_dir=str(workdir / "coppice"))
     try:
-        urls = {}
+        urls, pids = {}, {}
         # Started one after the other: the first migrates the shared database.
         for name, rate in (("off", "0"), ("on", "1")):
-            urls[name], _ = start_server(processes, name, prediction_log_rate=rate)
+            urls[name], started = start_server(processes, name, prediction_log_rate=rate)
+            pids[name] = started.pid
         clients = {name: httpx.Client(base_url=url, timeout=60) for name, url in urls.items()}
         fit = svc.Settings(
             rows=args.rows, trees=args.trees, n_jobs=2, fit_repeats=1, latency_calls=0,
@@ -112,13 +127,15 @@ def run(args: argparse.Namespace, workdir: Path) -> dict[str, Any]:
         for round_ in range(args.rounds):
             order = ("on", "off") if round_ % 2 == 0 else ("off", "on")
             p50 = {name: one_row_p50(clients[name], url, bodies, args.calls) for name in order}
-            load = {name: concurrent(urls[name], url, data, args) for name in order}
+            load = {name: concurrent(urls[name], url, data, args, pids[name]) for name in order}
             rounds.append({"p50_ms": {k: v * 1e3 for k, v in p50.items()}, "concurrent": load})
             log(
                 f"round {round_ + 1}: one-row p50 on {p50['on'] * 1e3:.3f} ms, off "
                 f"{p50['off'] * 1e3:.3f} ms; {args.clients} clients on "
                 f"{load['on']['throughput_rps']:.0f} req/s, off "
-                f"{load['off']['throughput_rps']:.0f} req/s; errors "
+                f"{load['off']['throughput_rps']:.0f} req/s; CPU a request on "
+                f"{load['on']['cpu_ms_per_request']:.3f} ms, off "
+                f"{load['off']['cpu_ms_per_request']:.3f} ms; errors "
                 f"{load['on']['errors']} / {load['off']['errors']}"
             )
         logged = logged_rows(clients["on"])
@@ -144,6 +161,10 @@ def run(args: argparse.Namespace, workdir: Path) -> dict[str, Any]:
         r["concurrent"]["on"]["throughput_rps"] / r["concurrent"]["off"]["throughput_rps"]
         for r in rounds
     ]
+    cpu = [
+        r["concurrent"]["on"]["cpu_ms_per_request"] / r["concurrent"]["off"]["cpu_ms_per_request"]
+        for r in rounds
+    ]
     return {
         "model_id": model_id,
         "rounds": rounds,
@@ -159,6 +180,14 @@ def run(args: argparse.Namespace, workdir: Path) -> dict[str, Any]:
         ),
         "throughput_ratio": statistics.median(ratio),
         "throughput_ratio_all": ratio,
+        "cpu_per_request_on_ms": statistics.median(
+            r["concurrent"]["on"]["cpu_ms_per_request"] for r in rounds
+        ),
+        "cpu_per_request_off_ms": statistics.median(
+            r["concurrent"]["off"]["cpu_ms_per_request"] for r in rounds
+        ),
+        "cpu_per_request_ratio": statistics.median(cpu),
+        "cpu_per_request_ratio_all": cpu,
         "errors_on": sum(r["concurrent"]["on"]["errors"] for r in rounds),
         "errors_off": sum(r["concurrent"]["off"]["errors"] for r in rounds),
         "rows_logged": logged,
@@ -184,6 +213,9 @@ def render(result: dict[str, Any]) -> str:
             f"| throughput, 16 clients | {result['throughput_off_rps']:.0f} req/s | "
             f"{result['throughput_on_rps']:.0f} req/s | {-100 * drop:+.1f}% | ≥ "
             f"{-100 * TARGET_THROUGHPUT_DROP:.0f}% |",
+            f"| server CPU per request, 16 clients | {result['cpu_per_request_off_ms']:.3f} ms | "
+            f"{result['cpu_per_request_on_ms']:.3f} ms | "
+            f"{100 * (result['cpu_per_request_ratio'] - 1):+.1f}% | |",
             f"| errors with the log's storage failing | — | {failing['errors']} of "
             f"{failing['requests']} | {failing['rows_counted_failed']:.0f} rows counted failed | 0 |",
             "",
