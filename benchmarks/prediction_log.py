@@ -157,13 +157,19 @@ def run(args: argparse.Namespace, workdir: Path) -> dict[str, Any]:
     finally:
         processes.stop_all()
     growth = [r["p50_ms"]["on"] - r["p50_ms"]["off"] for r in rounds]
+
+    def each(side: str, key: str) -> list[float]:
+        return [float(r["concurrent"][side][key]) for r in rounds]
+
     ratio = [
-        r["concurrent"]["on"]["throughput_rps"] / r["concurrent"]["off"]["throughput_rps"]
-        for r in rounds
+        on / off
+        for on, off in zip(each("on", "throughput_rps"), each("off", "throughput_rps"), strict=True)
     ]
     cpu = [
-        r["concurrent"]["on"]["cpu_ms_per_request"] / r["concurrent"]["off"]["cpu_ms_per_request"]
-        for r in rounds
+        on / off
+        for on, off in zip(
+            each("on", "cpu_ms_per_request"), each("off", "cpu_ms_per_request"), strict=True
+        )
     ]
     return {
         "model_id": model_id,
@@ -172,20 +178,12 @@ def run(args: argparse.Namespace, workdir: Path) -> dict[str, Any]:
         "p50_off_ms": statistics.median(r["p50_ms"]["off"] for r in rounds),
         "p50_growth_ms": statistics.median(growth),
         "p50_growth_all_ms": growth,
-        "throughput_on_rps": statistics.median(
-            r["concurrent"]["on"]["throughput_rps"] for r in rounds
-        ),
-        "throughput_off_rps": statistics.median(
-            r["concurrent"]["off"]["throughput_rps"] for r in rounds
-        ),
+        "throughput_on_rps": statistics.median(each("on", "throughput_rps")),
+        "throughput_off_rps": statistics.median(each("off", "throughput_rps")),
         "throughput_ratio": statistics.median(ratio),
         "throughput_ratio_all": ratio,
-        "cpu_per_request_on_ms": statistics.median(
-            r["concurrent"]["on"]["cpu_ms_per_request"] for r in rounds
-        ),
-        "cpu_per_request_off_ms": statistics.median(
-            r["concurrent"]["off"]["cpu_ms_per_request"] for r in rounds
-        ),
+        "cpu_per_request_on_ms": statistics.median(each("on", "cpu_ms_per_request")),
+        "cpu_per_request_off_ms": statistics.median(each("off", "cpu_ms_per_request")),
         "cpu_per_request_ratio": statistics.median(cpu),
         "cpu_per_request_ratio_all": cpu,
         "errors_on": sum(r["concurrent"]["on"]["errors"] for r in rounds),
