@@ -3,6 +3,7 @@ read-and-write in one process, and the server's peak memory growth; and register
 directory of many Parquet parts.
 
     python -m benchmarks.dataset_io [--mib 1024] [--csv-mib 256] [--register-parts 1000]
+                                    [--csv-repeats 1]
 
 A ``coppice serve`` (SQLite and a local store in a temporary directory, no worker) takes:
 
@@ -11,7 +12,9 @@ A ``coppice serve`` (SQLite and a local store in a temporary directory, no worke
   it back as Parquet; the baseline is ``pq.read_table`` + ``pq.write_table`` of the same file
   in this process;
 - a CSV of ``--csv-mib`` MiB of the same table, uploaded the same way; its baseline is
-  ``pyarrow.csv.read_csv`` + ``pq.write_table``;
+  ``pyarrow.csv.read_csv`` + ``pq.write_table``; ``--csv-repeats`` times, each upload to a fresh
+  server and followed by its baseline (interleaved), with the medians and their ratio;
+- (``--mib 0`` leaves the Parquet file and the registering out)
 - ``POST /v1/datasets`` with a source URL naming a directory of ``--register-parts`` small
   Parquet files (under ``COPPICE_IMPORT_ROOTS``), timed.
 
@@ -23,8 +26,11 @@ the file per second of wall time; the machine is shared, so the figures are nois
 from __future__ import annotations
 
 import argparse
+import os
+import statistics
 import tempfile
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import httpx
@@ -77,7 +83,7 @@ def _memory(pid: int, key: str) -> int:
 def _upload(url: str, pid: int, path: Path, content_type: str) -> tuple[float, int, str]:
     """(seconds, peak RSS growth in bytes, dataset id) of one raw-body upload."""
 
-    def chunks():  # type: ignore[no-untyped-def]
+    def chunks() -> Iterator[bytes]:
         with path.open("rb") as source:
             while chunk := source.read(1 << 20):
                 yield chunk
@@ -137,18 +143,43 @@ def _register(url: str, root: Path, parts: int) -> float:
     return seconds
 
 
+def _parquet_round(
+    root: Path, parquet: Path, size: float, settings: dict[str, str], register_parts: int
+) -> None:
+    """The Parquet upload, its download and the registering, in a server of their own."""
+    with serving(root / "server-parquet", **settings) as (url, processes):
+        pid = processes.started[0].pid
+        seconds, growth, dataset_id = _upload(url, pid, parquet, "application/vnd.apache.parquet")
+        baseline = _pyarrow_parquet(parquet, root / "baseline.parquet")
+        down = _download(url, dataset_id, root / "back.parquet")
+        print(
+            f"Parquet upload: {size / seconds:.0f} MiB/s ({seconds:.1f} s), server peak RSS "
+            f"+{growth / 2**20:.0f} MiB; pyarrow read+write {size / baseline:.0f} MiB/s "
+            f"({baseline:.1f} s): {baseline / seconds:.2f}x"
+        )
+        print(
+            f"Parquet download: {size / down:.0f} MiB/s ({down:.1f} s): "
+            f"{baseline / down:.2f}x pyarrow's read+write"
+        )
+        if register_parts:
+            seconds = _register(url, root, register_parts)
+            print(f"Registering {register_parts} Parquet parts: {seconds:.1f} s")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--mib", type=int, default=1024)
     parser.add_argument("--csv-mib", type=int, default=256)
     parser.add_argument("--register-parts", type=int, default=1000)
+    parser.add_argument("--csv-repeats", type=int, default=1)
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="coppice-dataset-io-") as tmp:
         root = Path(tmp)
         parquet, csv = root / "t.parquet", root / "t.csv"
-        rows = write_parquet(parquet, args.mib)
+        rows = write_parquet(parquet, args.mib) if args.mib else 0
         csv_rows = write_csv(csv, args.csv_mib)
-        size, csv_size = parquet.stat().st_size / 2**20, csv.stat().st_size / 2**20
+        size = parquet.stat().st_size / 2**20 if args.mib else 0.0
+        csv_size = csv.stat().st_size / 2**20
         print(f"Parquet {size:.0f} MiB ({rows} rows), CSV {csv_size:.0f} MiB ({csv_rows} rows)")
         settings = {
             "embedded_worker": "false",
@@ -157,34 +188,28 @@ def main() -> None:
         }
         # Each upload in a server of its own: a server's freed memory stays in its heap and
         # would hide the next upload's growth.
-        with serving(root / "server-parquet", **settings) as (url, processes):
-            pid = processes.started[0].pid
-            seconds, growth, dataset_id = _upload(
-                url, pid, parquet, "application/vnd.apache.parquet"
-            )
-            baseline = _pyarrow_parquet(parquet, root / "baseline.parquet")
-            down = _download(url, dataset_id, root / "back.parquet")
-            print(
-                f"Parquet upload: {size / seconds:.0f} MiB/s ({seconds:.1f} s), server peak RSS "
-                f"+{growth / 2**20:.0f} MiB; pyarrow read+write {size / baseline:.0f} MiB/s "
-                f"({baseline:.1f} s): {baseline / seconds:.2f}x"
-            )
-            print(
-                f"Parquet download: {size / down:.0f} MiB/s ({down:.1f} s): "
-                f"{baseline / down:.2f}x pyarrow's read+write"
-            )
-            if args.register_parts:
-                seconds = _register(url, root, args.register_parts)
-                print(f"Registering {args.register_parts} Parquet parts: {seconds:.1f} s")
-        with serving(root / "server-csv", **settings) as (url, processes):
-            pid = processes.started[0].pid
-            seconds, growth, _ = _upload(url, pid, csv, "text/csv")
+        if args.mib:
+            _parquet_round(root, parquet, size, settings, args.register_parts)
+        uploads, baselines = [], []
+        for repeat in range(args.csv_repeats):
+            with serving(root / f"server-csv-{repeat}", **settings) as (url, processes):
+                pid = processes.started[0].pid
+                seconds, growth, _ = _upload(url, pid, csv, "text/csv")
             baseline = _pyarrow_csv(csv, root / "baseline-csv.parquet")
+            uploads.append(seconds)
+            baselines.append(baseline)
             print(
                 f"CSV upload: {csv_size / seconds:.1f} MiB/s ({seconds:.1f} s), server peak RSS "
                 f"+{growth / 2**20:.0f} MiB ({growth / 2**20 / csv_size:.2f}x the file); "
                 f"pyarrow.csv read + Parquet write {csv_size / baseline:.0f} MiB/s "
-                f"({baseline:.1f} s): {baseline / seconds:.2f}x"
+                f"({baseline:.1f} s): {baseline / seconds:.2f}x; load {os.getloadavg()}",
+                flush=True,
+            )
+        if args.csv_repeats > 1:
+            upload, baseline = statistics.median(uploads), statistics.median(baselines)
+            print(
+                f"CSV medians of {args.csv_repeats}: upload {upload:.1f} s, pyarrow {baseline:.1f}"
+                f" s: {baseline / upload:.2f}x"
             )
 
 

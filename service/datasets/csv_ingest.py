@@ -28,6 +28,8 @@ the byte offset of undecodable bytes) as before. That reader is slower, not larg
 from __future__ import annotations
 
 import contextlib
+import queue
+import threading
 from collections.abc import Generator, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from functools import partial
@@ -52,7 +54,7 @@ from service.store import DataStore
 # Bytes pyarrow parses at once (what a block costs is a few times this: measured, a peak 8 MiB
 # above the baseline at 256 KiB, 23 MiB at 1 MiB), at most what a row that long grows it to;
 # rows the Python reader gathers into one block.
-BLOCK_BYTES = 256 * 1024
+BLOCK_BYTES = 1024 * 1024
 MAX_BLOCK_BYTES = 64 * 1024 * 1024
 EXACT_BLOCK_ROWS = 16384
 READ_BYTES = 1024 * 1024
@@ -254,11 +256,24 @@ def _numbers(
 ) -> tuple[npt.NDArray[np.float64], int | None]:
     """The cells as numbers (NaN for missing) up to the first present cell that is not one,
     whose position in the block comes second (None if every present cell is a number)."""
+    values, flip, _ = _numbers_and_array(column, cells, start)
+    return values, flip
+
+
+def _numbers_and_array(
+    column: _Column, cells: pa.Array, start: int
+) -> tuple[npt.NDArray[np.float64], int | None, pa.Array | None]:
+    """As :func:`_numbers`, with, when every cell read as a finite number, pyarrow's own
+    array of them (the parts' column as it is: no copy, no mask of missing cells)."""
     try:
         # Most numeric blocks: every cell reads as pyarrow reads numbers. Whatever it reads as
         # NaN or an infinity (the missing spellings among them) is decided by float() below.
-        values = pc.cast(cells, NUMERIC_TYPE).to_numpy(zero_copy_only=False).copy()
+        cast = pc.cast(cells, NUMERIC_TYPE)
+        values = cast.to_numpy(zero_copy_only=False)  # no nulls: a read-only view
         odd = np.flatnonzero(~np.isfinite(values))
+        if not odd.size:
+            return values, None, cast
+        values = values.copy()
         text = cells
     except pa.ArrowException:
         text = pc.utf8_trim(cells, characters=_WHITESPACE)
@@ -284,7 +299,7 @@ def _numbers(
         if infinite.size:
             row = int(infinite[0])
             column.infinite = (start + row, str(cells[row].as_py()).strip())
-    return values, flip
+    return values, flip, None
 
 
 def _convert(column: _Column, cells: pa.Array, start: int, *, written: bool) -> pa.Array:
@@ -293,8 +308,10 @@ def _convert(column: _Column, cells: pa.Array, start: int, *, written: bool) -> 
     scan = column.flip is None and (column.kind == ColumnKind.NUMERIC or column.forced)
     stop = len(cells)
     if scan:
-        values, position = _numbers(column, cells, start)
+        values, position, finite = _numbers_and_array(column, cells, start)
         if position is None and column.kind == ColumnKind.NUMERIC:
+            if finite is not None:
+                return finite
             return pa.array(values, type=NUMERIC_TYPE, mask=np.isnan(values))
         if position is not None:
             column.flip = start + position
@@ -379,6 +396,55 @@ def ingest_csv(
     return table
 
 
+class _WritingThread:
+    """A ``PartWriter`` fed from another thread: Parquet encoding and the summaries of one
+    row group run while the next blocks are parsed and converted (pyarrow and NumPy release
+    the GIL in both), as ``pyarrow.csv.read_csv`` keeps two cores busy. At most
+    ``QUEUED_BATCHES`` blocks wait, so memory stays a few blocks. An error in the thread is
+    raised in the caller at its next ``write`` or at ``close``."""
+
+    QUEUED_BATCHES = 2
+
+    def __init__(self, writer: PartWriter) -> None:
+        self.writer = writer
+        self._queue: queue.Queue[pa.RecordBatch | None] = queue.Queue(self.QUEUED_BATCHES)
+        self._error: BaseException | None = None
+        self._thread = threading.Thread(target=self._run, name="csv-parts", daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        while (batch := self._queue.get()) is not None:
+            if self._error is None:  # after an error, only drained
+                try:
+                    self.writer.write(batch)
+                except BaseException as error:
+                    self._error = error
+            del batch
+
+    def write(self, batch: pa.RecordBatch) -> None:
+        self._raise()
+        self._queue.put(batch)
+
+    def close(self) -> None:
+        """Wait for every batch to be written; raise what writing raised."""
+        self._stop()
+        self._raise()
+
+    def abort(self) -> None:
+        """Stop, and delete what was written."""
+        self._stop()
+        self.writer.abort()
+
+    def _stop(self) -> None:
+        if self._thread.is_alive():
+            self._queue.put(None)
+            self._thread.join()
+
+    def _raise(self) -> None:
+        if self._error is not None:
+            raise self._error
+
+
 def _pass(
     blocks: Generator[list[pa.Array], None, None],
     names: list[str],
@@ -389,7 +455,7 @@ def _pass(
     """One reading of the file; None when a late flip asks for another."""
     for column in columns:
         column.start_pass()
-    writer: PartWriter | None = None
+    writing: _WritingThread | None = None
     summaries: list[Summary] = []
     start = 0
     late = False
@@ -406,35 +472,38 @@ def _pass(
                 ]
             except _LateFlip:
                 late = True
-                if writer is not None:
-                    writer.abort()
-                    writer = None
+                if writing is not None:
+                    writing.abort()
+                    writing = None
                 _scan_only(columns, cells, start)
                 start += len(cells[0])
                 continue
-            if writer is None:
+            if writing is None:
                 schema = pa.schema(
                     [pa.field(name, array.type) for name, array in zip(names, arrays, strict=True)]
                 )
                 summaries = [summary_for(column.kind) for column in columns]
-                writer = PartWriter(
-                    store, dataset_id, schema, on_group=partial(add_batch, summaries)
+                writing = _WritingThread(
+                    PartWriter(store, dataset_id, schema, on_group=partial(add_batch, summaries))
                 )
-            batch = pa.RecordBatch.from_arrays(arrays, schema=writer.schema)
+            batch = pa.RecordBatch.from_arrays(arrays, schema=writing.writer.schema)
             del arrays
-            writer.write(batch)
+            writing.write(batch)
             start += batch.num_rows
             del batch
         if late:
             return None
-        parts = writer.finish() if writer is not None else []
+        parts: list[WrittenPart] = []
+        if writing is not None:
+            writing.close()
+            parts = writing.writer.finish()
     except BaseException:
         blocks.close()
-        if writer is not None:
-            writer.abort()
+        if writing is not None:
+            writing.abort()
         raise
     kinds = [column.kind for column in columns]
-    if writer is None:
+    if writing is None:
         summaries = [summary_for(kind) for kind in kinds]
     return CsvTable(names, kinds, parts, summaries, start)
 
