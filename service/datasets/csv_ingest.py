@@ -28,8 +28,6 @@ the byte offset of undecodable bytes) as before. That reader is slower, not larg
 from __future__ import annotations
 
 import contextlib
-import queue
-import threading
 from collections.abc import Generator, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from functools import partial
@@ -54,7 +52,7 @@ from service.store import DataStore
 # Bytes pyarrow parses at once (what a block costs is a few times this: measured, a peak 8 MiB
 # above the baseline at 256 KiB, 23 MiB at 1 MiB), at most what a row that long grows it to;
 # rows the Python reader gathers into one block.
-BLOCK_BYTES = 1024 * 1024
+BLOCK_BYTES = 256 * 1024
 MAX_BLOCK_BYTES = 64 * 1024 * 1024
 EXACT_BLOCK_ROWS = 16384
 READ_BYTES = 1024 * 1024
@@ -396,55 +394,6 @@ def ingest_csv(
     return table
 
 
-class _WritingThread:
-    """A ``PartWriter`` fed from another thread: Parquet encoding and the summaries of one
-    row group run while the next blocks are parsed and converted (pyarrow and NumPy release
-    the GIL in both), as ``pyarrow.csv.read_csv`` keeps two cores busy. At most
-    ``QUEUED_BATCHES`` blocks wait, so memory stays a few blocks. An error in the thread is
-    raised in the caller at its next ``write`` or at ``close``."""
-
-    QUEUED_BATCHES = 2
-
-    def __init__(self, writer: PartWriter) -> None:
-        self.writer = writer
-        self._queue: queue.Queue[pa.RecordBatch | None] = queue.Queue(self.QUEUED_BATCHES)
-        self._error: BaseException | None = None
-        self._thread = threading.Thread(target=self._run, name="csv-parts", daemon=True)
-        self._thread.start()
-
-    def _run(self) -> None:
-        while (batch := self._queue.get()) is not None:
-            if self._error is None:  # after an error, only drained
-                try:
-                    self.writer.write(batch)
-                except BaseException as error:
-                    self._error = error
-            del batch
-
-    def write(self, batch: pa.RecordBatch) -> None:
-        self._raise()
-        self._queue.put(batch)
-
-    def close(self) -> None:
-        """Wait for every batch to be written; raise what writing raised."""
-        self._stop()
-        self._raise()
-
-    def abort(self) -> None:
-        """Stop, and delete what was written."""
-        self._stop()
-        self.writer.abort()
-
-    def _stop(self) -> None:
-        if self._thread.is_alive():
-            self._queue.put(None)
-            self._thread.join()
-
-    def _raise(self) -> None:
-        if self._error is not None:
-            raise self._error
-
-
 def _pass(
     blocks: Generator[list[pa.Array], None, None],
     names: list[str],
@@ -455,7 +404,7 @@ def _pass(
     """One reading of the file; None when a late flip asks for another."""
     for column in columns:
         column.start_pass()
-    writing: _WritingThread | None = None
+    writer: PartWriter | None = None
     summaries: list[Summary] = []
     start = 0
     late = False
@@ -472,38 +421,35 @@ def _pass(
                 ]
             except _LateFlip:
                 late = True
-                if writing is not None:
-                    writing.abort()
-                    writing = None
+                if writer is not None:
+                    writer.abort()
+                    writer = None
                 _scan_only(columns, cells, start)
                 start += len(cells[0])
                 continue
-            if writing is None:
+            if writer is None:
                 schema = pa.schema(
                     [pa.field(name, array.type) for name, array in zip(names, arrays, strict=True)]
                 )
                 summaries = [summary_for(column.kind) for column in columns]
-                writing = _WritingThread(
-                    PartWriter(store, dataset_id, schema, on_group=partial(add_batch, summaries))
+                writer = PartWriter(
+                    store, dataset_id, schema, on_group=partial(add_batch, summaries)
                 )
-            batch = pa.RecordBatch.from_arrays(arrays, schema=writing.writer.schema)
+            batch = pa.RecordBatch.from_arrays(arrays, schema=writer.schema)
             del arrays
-            writing.write(batch)
+            writer.write(batch)
             start += batch.num_rows
             del batch
         if late:
             return None
-        parts: list[WrittenPart] = []
-        if writing is not None:
-            writing.close()
-            parts = writing.writer.finish()
+        parts = writer.finish() if writer is not None else []
     except BaseException:
         blocks.close()
-        if writing is not None:
-            writing.abort()
+        if writer is not None:
+            writer.abort()
         raise
     kinds = [column.kind for column in columns]
-    if writing is None:
+    if writer is None:
         summaries = [summary_for(kind) for kind in kinds]
     return CsvTable(names, kinds, parts, summaries, start)
 

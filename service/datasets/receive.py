@@ -35,7 +35,7 @@ def names_list(text: str | None) -> list[str]:
 # Body bytes gathered on the event loop for each call from the worker thread. The server hands
 # the body over in pieces of at most 64 KiB; a thread-to-loop round trip for each (16,000 for a
 # GiB), and the spool's hashing and scanning of each, cost more than the pieces' bytes.
-RECEIVE_BYTES = 1024 * 1024
+RECEIVE_BYTES = 256 * 1024
 
 
 def _chunk_receiver(request: Request, limit: int) -> Callable[[], bytes | None]:
