@@ -31,10 +31,10 @@ COPY migrations ./migrations
 RUN pip install '.[service,dask]' && rm -rf /src
 
 WORKDIR /app
-# Compile the engine's kernels now, into NUMBA_CACHE_DIR (the installed package is read-only
+# Compile the engine's and the service's kernels now, into NUMBA_CACHE_DIR (the installed package is read-only
 # at run time): the first fit in a container then loads machine code instead of compiling it
 # for a minute. The cache stays writable for any signature the warm-up did not meet.
-RUN python -m engine.warmup && chown -R coppice:coppice /app/numba-cache
+RUN python -m service.warmup && chown -R coppice:coppice /app/numba-cache
 
 USER coppice
 # Only the default SQLite database lives here; with PostgreSQL nothing durable does.

@@ -30,10 +30,10 @@ $(VENV)/.bench-installed: $(VENV)/.installed
 	$(BIN)/python -m pip install --quiet -e '.[bench]'
 	touch $@
 
-# Compiles the engine's kernels into Numba's on-disk cache once (about a minute on a fresh
+# Compiles the engine's and the service's kernels into Numba's on-disk cache once (about a minute on a fresh
 # clone, seconds after), so no test or first fit pays for compilation under a time limit.
 kernels: $(VENV)/.installed
-	$(BIN)/python -m engine.warmup
+	$(BIN)/python -m service.warmup
 
 serve: $(VENV)/.installed kernels
 	$(BIN)/coppice migrate

@@ -27,6 +27,11 @@ import numba
 import numpy as np
 import numpy.typing as npt
 
+# Imported for its effect: it points Numba's cache at the engine's kernel directory, which a
+# kernel's cache location is fixed to when it is decorated. Decorated before it, these would
+# cache elsewhere and a server importing them first would miss what `service.warmup` compiled.
+import engine._kernels  # noqa: F401  isort: skip
+
 _U64 = np.uint64
 _MASK32 = _U64(0xFFFFFFFF)
 _ALL_ONES = _U64(0xFFFFFFFFFFFFFFFF)
