@@ -99,7 +99,7 @@ def wait_for(
     job_id: str,
     done: Callable[[JobRecord], bool],
     *,
-    timeout: float = 30.0,
+    timeout: float = 120.0,
 ) -> JobRecord:
     """Poll the job until ``done(job)``; fail the test with the job's state on timeout."""
     deadline = time.monotonic() + timeout
