@@ -178,9 +178,6 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
                 dask_scheduler=address,
                 import_roots=str(parts_dir),
                 worker_concurrency="1",
-                # The admission estimate counts the table in the fit process, which an
-                # out-of-core fit never holds: it would refuse the job.
-                max_job_memory_bytes=str(1 << 40),
             ) as (base_url, processes),
             httpx.Client(base_url=base_url, timeout=120) as http,
         ):

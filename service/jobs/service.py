@@ -20,11 +20,12 @@ from service.db.tables import ColumnKind, DatasetColumnRecord, JobRecord, JobSta
 from service.db.types import utc_now
 from service.errors import Conflict, FieldError, InvalidInput, NotFound
 from service.jobs import repository
-from service.jobs.estimate import estimate_job_bytes
+from service.jobs.estimate import TableHolding, estimate_job_bytes
 from service.jobs.schemas import MAX_SEED, FoldsValidation, JobCreate
 from service.methods import service as methods
 from service.methods.catalog import Task
 from service.training.data import MAX_CATEGORIES
+from service.training.run import table_holding
 
 ENDED_STATUSES = (JobStatus.SUCCEEDED, JobStatus.FAILED, JobStatus.CANCELLED)
 
@@ -62,8 +63,20 @@ def create_job(session: Session, request: JobCreate, settings: Settings) -> JobR
         getattr(estimator_class, "n_jobs_kind", "processes") == "processes"
     )
     processes = settings.processes_per_job if parallel else 1
+    # Where the fit will hold the table: histogram trees keep codes read part by part, and out
+    # of core on a cluster the workers hold the parts (a 16M-row table is no 46 GiB here).
+    holding = TableHolding(
+        table_holding(method.name, task, resolved, cluster=settings.dask_scheduler is not None)
+    )
     _check_memory(
-        method.name, resolved, dataset.n_rows, len(features), n_classes, processes, settings
+        method.name,
+        resolved,
+        dataset.n_rows,
+        len(features),
+        n_classes,
+        processes,
+        settings,
+        holding,
     )
     if request.name is not None and not is_storable_text(request.name):
         raise InvalidInput(
@@ -228,6 +241,7 @@ def _check_memory(
     n_classes: int,
     processes: int,
     settings: Settings,
+    holding: TableHolding,
 ) -> None:
     needed = estimate_job_bytes(
         method,
@@ -236,6 +250,7 @@ def _check_memory(
         n_features=n_features,
         n_classes=n_classes,
         n_jobs=processes,
+        holding=holding,
     )
     if needed <= settings.max_job_memory_bytes:
         return

@@ -528,13 +528,24 @@ def _bin_from_parts(
 
 def fits_out_of_core(estimator: Any) -> bool:
     """Whether ``estimator`` fits from the parts on the Dask cluster, out of core: inside
-    ``engine.parallel_backend`` (COPPICE_DASK_SCHEDULER), XGBoost-style boosting with the
-    settings :meth:`fit_parts` takes (histogram bins, depth-wise trees, …)."""
-    return (
-        engine.parallel.active_backend() is not None
-        and hasattr(estimator, "fit_parts")
-        and not estimator.out_of_core_refusals()
-    )
+    ``engine.parallel_backend`` (COPPICE_DASK_SCHEDULER) and :func:`can_fit_out_of_core`."""
+    return engine.parallel.active_backend() is not None and can_fit_out_of_core(estimator)
+
+
+def can_fit_out_of_core(estimator: Any) -> bool:
+    """Whether ``estimator`` would fit out of core on a cluster: XGBoost-style boosting with
+    the settings :meth:`fit_parts` takes (histogram bins, depth-wise trees, …)."""
+    return hasattr(estimator, "fit_parts") and not estimator.out_of_core_refusals()
+
+
+def table_holding(method: str, task: Task, resolved: Mapping[str, Any], cluster: bool) -> str:
+    """Where a fit of ``method`` holds its table (``service.jobs.estimate.TableHolding``'s
+    values), decided before any data is read: ``cluster`` when a Dask scheduler is set."""
+    if not bins_from_parts(method, resolved):
+        return "floats"
+    if cluster and can_fit_out_of_core(build_estimator(method, task, resolved)):
+        return "cluster"
+    return "codes"
 
 
 def _out_of_core(

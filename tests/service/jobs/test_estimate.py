@@ -16,6 +16,7 @@ from service.jobs.estimate import (
     NODE_BYTES,
     PROCESS,
     WORK_PER_CELL,
+    TableHolding,
     estimate_job_bytes,
 )
 from service.methods.catalog import Task
@@ -72,6 +73,22 @@ def test_multiclass_gradient_boosting_grows_a_tree_per_class() -> None:
 
     assert binary - floor == 10 * 7 * (NODE_BYTES + 16)
     assert five - floor == 10 * 5 * 7 * (NODE_BYTES + 40)
+
+
+def test_codes_and_a_cluster_cost_less_than_the_float_table_and_a_cluster_no_cells() -> None:
+    shape = {"n_rows": 1_000_000, "n_classes": 2, "n_jobs": 1}
+    params = resolve_params("xgboost", Task.CLASSIFICATION, {})
+
+    def bytes_of(holding: TableHolding, n_features: int) -> int:
+        return estimate_job_bytes(
+            "xgboost", params, **shape, n_features=n_features, holding=holding
+        )
+
+    wide = {holding: bytes_of(holding, 40) for holding in TableHolding}
+    assert wide[TableHolding.CLUSTER] < wide[TableHolding.CODES] < wide[TableHolding.FLOATS]
+    # Out of core the workers hold every feature; the fit process, per-row state alone.
+    assert bytes_of(TableHolding.CLUSTER, 400) == wide[TableHolding.CLUSTER]
+    assert bytes_of(TableHolding.CODES, 400) > wide[TableHolding.CODES]
 
 
 # Fits whose real peak the estimate must bound, without overshooting it past 4×: one grower's

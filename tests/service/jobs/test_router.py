@@ -16,6 +16,8 @@ from service.config import Settings
 from service.db.session import create_db_engine
 from service.db.tables import JobRecord, JobStatus
 from service.jobs import estimate
+from service.methods.catalog import Task
+from service.methods.params import resolve_params
 from tests.service.jobs.conftest import app_client
 
 pytestmark = pytest.mark.anyio
@@ -332,6 +334,37 @@ async def test_only_methods_with_n_jobs_are_charged_for_several_processes(
 
     assert boosted.status_code == 202, boosted.text
     assert "COPPICE_MAX_JOB_MEMORY_BYTES" in _problem(forest, 422)["detail"]
+
+
+async def test_an_out_of_core_job_is_charged_for_its_rows_state_not_the_table(
+    backend_settings: Settings,
+) -> None:
+    # XGBoost-style boosting with a Dask scheduler set fits out of core: the workers hold the
+    # parts and the fit process only per-row state, so a budget below the in-process fit's
+    # estimate still admits it; without the scheduler the same job is refused.
+    rows = [
+        [float(i), ("red", "blue")[i % 2], ("yes", "no")[i % 3 == 0], i / 7] for i in range(3000)
+    ]
+    resolved = resolve_params("xgboost", Task.CLASSIFICATION, {})
+    shape = {"n_rows": 3000, "n_features": 3, "n_classes": 2, "n_jobs": 1}
+    out_of_core = estimate.estimate_job_bytes(
+        "xgboost", resolved, **shape, holding=estimate.TableHolding.CLUSTER
+    )
+    in_process = estimate.estimate_job_bytes(
+        "xgboost", resolved, **shape, holding=estimate.TableHolding.CODES
+    )
+    assert out_of_core < in_process
+    budget = (out_of_core + in_process) // 2
+    verdicts = []
+    for scheduler in ("tcp://127.0.0.1:8786", None):
+        settings = backend_settings.model_copy(
+            update={"max_job_memory_bytes": budget, "dask_scheduler": scheduler}
+        )
+        async with app_client(settings) as client:
+            body = {"dataset_id": await _dataset(client, rows), "target": "label"}
+            verdicts.append((await _create(client, **body, method="xgboost")).status_code)
+
+    assert verdicts == [202, 422]
 
 
 async def test_get_waits_for_the_job_to_end(any_client: httpx.AsyncClient) -> None:
