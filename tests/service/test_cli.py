@@ -127,7 +127,9 @@ def test_serve_on_a_taken_port_exits_with_uvicorn_s_startup_failure(tmp_path: Pa
             env=env,
             capture_output=True,
             text=True,
-            timeout=60,
+            # For a hang: start-up loads every kernel before it binds (minutes where this
+            # checkout's kernels are not compiled yet, on a loaded machine).
+            timeout=240,
             check=False,
         )
     assert result.returncode == 3, result.stdout + result.stderr
