@@ -94,8 +94,9 @@ class Rounds:
         n_rows, n_features = self.X_encoded.shape
         n_outputs = self.raw.shape[1]
         listeners = [*(callbacks or ()), *([self.tracker] if self.tracker else [])]
-        # One fit's histograms, row partitions and node arrays, for every tree in turn.
-        workspaces = [TreeWorkspace()]
+        # One fit's histograms, row partitions and node arrays; one per output when the K
+        # trees of a round grow side by side on threads.
+        workspaces = [TreeWorkspace() for _ in range(n_outputs if threads is not None else 1)]
         for round_index in range(model.n_estimators):
             gradient, hessian = self.objective(self.target, self.raw)
             gradient = gradient.reshape(n_rows, -1)

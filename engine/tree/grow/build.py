@@ -18,10 +18,10 @@ from numpy.typing import NDArray
 from engine.tree._binning import BinMapper, has_missing_codes
 from engine.tree._criteria import Criterion
 from engine.tree._tree import Tree
-from engine.tree.grow.grower import grow, grow_tree
+from engine.tree.grow.grower import grow, grow_tree, grows_in_one_call
 from engine.tree.grow.growth import Growth
 from engine.tree.grow.limits import GrowthLimits
-from engine.tree.grow.whole_tree import TreeWorkspace
+from engine.tree.grow.whole_tree import TreeWorkspace, grow_whole
 from engine.tree.split.context import SplitContext
 
 if TYPE_CHECKING:
@@ -216,12 +216,17 @@ def build_newton_trees(
 ) -> list[Tree]:
     """The K second-order trees of one boosting round, one per output (column of ``(g, h)``).
 
-    The trees share the round's rows and their codes and grow one after the other, each
-    taking its random draws from ``rng`` in output order, as K calls of
-    :func:`build_newton_tree` would. A tree grown in one compiled call shares its own steps
-    among ``threads``' threads (:mod:`engine.tree.grow.thread_kernels`), which on two cores
-    paid better than growing two class trees at once: two trees side by side each took twice
-    as long, their histograms contending for the same memory bandwidth.
+    The trees share the round's rows and their codes. Each takes its random draws from
+    ``rng`` in output order, before the next one's, as K calls of :func:`build_newton_tree`
+    would; when the trees grow in one compiled call each (which draws nothing while it grows,
+    :func:`~engine.tree.grow.grower.grows_in_one_call`), they then grow side by side on
+    ``threads``, one thread and its own workspace each (``workspaces[k % len(workspaces)]``;
+    give one per output when threads are given), so the K trees of a multiclass round are
+    the serial ones to the bit whatever the number of threads. Side by side paid better than
+    each tree's steps shared among the threads (:mod:`engine.tree.grow.thread_kernels`) on a
+    quiet two-core machine: 5 classes, 40k × 30, 50 rounds on two threads took 3.25 s side
+    by side and 5.41 s shared (``benchmarks.wall_pairs``, load ≤ 1.2); a single tree (binary,
+    regression) still shares its steps.
 
     Parameters
     ----------
@@ -235,7 +240,8 @@ def build_newton_trees(
     has_missing = has_missing_codes(binned)
     n_outputs = gradient.shape[1]
     grown = np.empty((n_outputs, rows.size), dtype=np.intp)
-    trees: list[Tree] = []
+    trees: list[Tree | None] = [None] * n_outputs
+    deferred: list[tuple[int, Growth]] = []
     for k in range(n_outputs):
         channels = np.stack(
             [gradient[rows, k] * row_weights, hessian[rows, k] * row_weights], axis=1
@@ -256,11 +262,26 @@ def build_newton_trees(
             remote_histograms=None if histograms is None else histograms.tree(rows, channels),
         )
         growth = Growth(ctx, None, data.thresholds, spec.limits, rng, feature_subset)
-        trees.append(grow(growth, grown[k], workspaces[k % len(workspaces)]))
+        workspace = workspaces[k % len(workspaces)]
+        if threads is not None and n_outputs > 1 and grows_in_one_call(growth):
+            deferred.append((k, growth))
+        else:  # grown now: its growth may still draw from rng, before the next tree's draws
+            trees[k] = grow(growth, grown[k], workspace)
+    if deferred:
+        assert threads is not None
+        for _, growth in deferred:
+            _ = growth.columns  # the shared feature-major codes, made once before the threads
+        # A workspace each (a fresh one where the caller gave fewer): threads never share one.
+        own = workspaces if len(workspaces) >= n_outputs else [None] * n_outputs
+        futures = [
+            (k, threads.submit(grow_whole, growth, grown[k], own[k], 1)) for k, growth in deferred
+        ]
+        for k, future in futures:
+            trees[k] = future.result()
     if leaves is not None:
         leaves[:] = -1
         leaves[:, rows] = grown
-    return trees
+    return [tree for tree in trees if tree is not None]
 
 
 def _grow(

@@ -424,9 +424,14 @@ def _grow_compiled(
 
 
 def grow_whole(
-    growth: Growth, leaves: NDArray[np.intp] | None, workspace: TreeWorkspace | None
+    growth: Growth,
+    leaves: NDArray[np.intp] | None,
+    workspace: TreeWorkspace | None,
+    n_threads: int | None = None,
 ) -> Tree:
-    """Grow ``growth``'s tree in one compiled call (:func:`grows_whole` must hold)."""
+    """Grow ``growth``'s tree in one compiled call (:func:`grows_whole` must hold), its steps
+    shared among ``n_threads`` threads (default: its context's pool; 1 for a tree that grows
+    beside others on their own threads)."""
     ctx, limits = growth.ctx, growth.limits
     assert limits.max_depth is not None and isinstance(ctx.criterion, Newton)
     candidates = np.ascontiguousarray(growth.features.candidates, dtype=np.int64)
@@ -442,7 +447,8 @@ def grow_whole(
         ],
         dtype=np.float64,
     )
-    with parallel_kernel_threads(pool_size(ctx.threads)) as n_threads:
+    wanted = pool_size(ctx.threads) if n_threads is None else n_threads
+    with parallel_kernel_threads(wanted) as n_threads:
         n_nodes = _grow_compiled(
             growth.columns,
             np.ascontiguousarray(ctx.channels, dtype=np.float64),
