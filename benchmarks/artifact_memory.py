@@ -26,25 +26,9 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+from benchmarks.process_memory import reset_high_water, status_bytes
+
 MiB = 2**20
-
-
-def _rss() -> int:
-    for line in Path("/proc/self/status").read_text().splitlines():
-        if line.startswith("VmRSS:"):
-            return int(line.split()[1]) * 1024
-    raise RuntimeError("VmRSS is not in /proc/self/status (not Linux?)")
-
-
-def _high_water() -> int:
-    for line in Path("/proc/self/status").read_text().splitlines():
-        if line.startswith("VmHWM:"):
-            return int(line.split()[1]) * 1024
-    raise RuntimeError("VmHWM is not in /proc/self/status (not Linux?)")
-
-
-def _reset_high_water() -> None:
-    Path("/proc/self/clear_refs").write_text("5")  # VmHWM := VmRSS (Linux 4.0 and later)
 
 
 def measure(mode: str, trees: int, nodes: int, directory: str) -> dict[str, Any]:
@@ -58,16 +42,16 @@ def measure(mode: str, trees: int, nodes: int, directory: str) -> dict[str, Any]
     if mode == "load":
         meta = json.loads((Path(directory) / "stored.json").read_text())
         stored = StoredObject(**meta)
-        _reset_high_water()
-        before = _rss()
+        reset_high_water()
+        before = status_bytes("VmRSS")
         model = engine.load_model(read_artifact(store, stored))
         result.update(artifact_mib=stored.size / MiB, members=len(model.members_))
     else:
         forest = synthetic_forest(trees, nodes)
         tree = forest.members_[0]
         result["tree_mib"] = (tree.nodes.nbytes + tree.values.nbytes) / MiB
-        _reset_high_water()
-        before = _rss()
+        reset_high_water()
+        before = status_bytes("VmRSS")
         if mode == "stream":
             stored = write_artifact(store, "m", engine.save_model_pieces(forest))
             (Path(directory) / "stored.json").write_text(
@@ -77,7 +61,7 @@ def measure(mode: str, trees: int, nodes: int, directory: str) -> dict[str, Any]
             stored = write_artifact(store, "m", engine.save_model(forest))
         result["artifact_mib"] = stored.size / MiB
     result["rss_before_mib"] = before / MiB
-    result["growth_mib"] = (_high_water() - before) / MiB
+    result["growth_mib"] = (status_bytes("VmHWM") - before) / MiB
     result["growth_over_artifact"] = result["growth_mib"] / result["artifact_mib"]
     return {key: round(v, 3) if isinstance(v, float) else v for key, v in result.items()}
 

@@ -30,21 +30,11 @@ import tracemalloc
 from collections.abc import Iterator
 from pathlib import Path
 
+from benchmarks.process_memory import reset_high_water, status_bytes
+
 WARM_UP_ROWS = 20_000
 # Odd, so that multiplying by it permutes the residues modulo any power of two: unique ids.
 _MIXER = 0x9E3779B97F4A7C15F39CC0605CEDC835
-
-
-def _high_water() -> int:
-    for line in Path("/proc/self/status").read_text().splitlines():
-        if line.startswith("VmHWM:"):
-            return int(line.split()[1]) * 1024
-    raise RuntimeError("VmHWM is not in /proc/self/status (not Linux?)")
-
-
-def _reset_high_water() -> None:
-    """Bring ``VmHWM`` down to the present RSS (Linux 4.0 and later)."""
-    Path("/proc/self/clear_refs").write_text("5")
 
 
 def _chunks(path: Path) -> Iterator[bytes]:
@@ -96,12 +86,12 @@ def measure(path: Path, traced: bool, warm_up: Path | None) -> None:
     if traced:
         tracemalloc.start()
     else:
-        _reset_high_water()  # the warm-up's peak is not this upload's
-    base = 0 if traced else _high_water()
+        reset_high_water()  # the warm-up's peak is not this upload's
+    base = 0 if traced else status_bytes("VmHWM")
     parts = []
     started = time.perf_counter()
     for stage in _upload(path):
-        used = tracemalloc.get_traced_memory()[1] if traced else _high_water() - base
+        used = tracemalloc.get_traced_memory()[1] if traced else status_bytes("VmHWM") - base
         now = time.perf_counter()
         parts.append(f"{stage} {used / size:.2f}x ({now - started:.2f} s)")
         started = now

@@ -37,15 +37,10 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
+from benchmarks.process_memory import status_bytes
+
 CATEGORIES = ["amber", "blue", "coral", "denim", "ebony", "fern", "gold", "hazel"]
 WARM_ROWS = 2_000
-
-
-def _rss(field: str) -> int:
-    for line in Path("/proc/self/status").read_text().splitlines():
-        if line.startswith(field + ":"):
-            return int(line.split()[1]) * 1024
-    raise RuntimeError(f"no {field} in /proc/self/status (not Linux?)")
 
 
 def _spec(method: str, features: list[str]) -> Any:
@@ -137,7 +132,7 @@ def child(path: str, how: str, method: str) -> None:
     # pyarrow's Parquet reader and memory pool, once: every read below goes through them.
     open_part(store, parts[-1]).read_row_group(0)
     Path("/proc/self/clear_refs").write_text("5")
-    baseline = _rss("VmRSS")
+    baseline = status_bytes("VmRSS")
     started, cpu = time.monotonic(), time.process_time()
 
     table = PartTable(store, parts, table_info["kinds"], table_info["rows"])
@@ -152,7 +147,7 @@ def child(path: str, how: str, method: str) -> None:
             {
                 "how": how,
                 "baseline": baseline,
-                "peak": _rss("VmHWM"),
+                "peak": status_bytes("VmHWM"),
                 "ru_maxrss": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024,
                 "wall": time.monotonic() - started,
                 "cpu": time.process_time() - cpu,
