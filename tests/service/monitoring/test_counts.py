@@ -20,7 +20,6 @@ from sqlalchemy import func, select
 from service.db.migrate import alembic_config, upgrade_to_head
 from service.db.session import reading
 from service.db.tables import ModelRecord, PredictionCountRecord
-from service.monitoring import log as log_module
 from service.monitoring import repository, service
 from service.monitoring.aggregates import hour_of, steps, whole_hours
 from service.monitoring.log import LoggedRequest
@@ -140,10 +139,8 @@ async def test_a_model_without_a_baseline_counts_its_rows(svc: Service) -> None:
     assert counted == from_rows and counted["n_predictions"] == 4
 
 
-async def test_unseen_values_kept_per_hour_are_capped(
-    svc: Service, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    monkeypatch.setattr(log_module, "UNSEEN_VALUES_PER_HOUR", 2)
+async def test_unseen_values_kept_per_hour_are_capped(svc: Service) -> None:
+    prediction_log(svc).unseen_values = 2  # before the writer process starts with it
     model_id = await svc.train("random_forest")
     rows = [{"x": 1.0, "z": 0.0, "colour": c} for c in ["u1", "u1", "u1", "u2", "u2", "u3"]]
     await predict(svc, model_id, records=rows)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+import signal
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -286,3 +288,22 @@ async def test_a_full_queue_drops_rows_without_waiting(svc: Service) -> None:
         log.stop()
     assert log.counts.logged[model_id] == 2 and log.counts.failed == 0
     assert logged_ids(svc, model_id) == ["a", "b"]
+
+
+async def test_the_writer_is_a_process_started_again_when_it_dies(svc: Service) -> None:
+    model_id = await svc.train("random_forest")
+    await predict(svc, model_id, records=RECORDS, ids=["a", "b", "c", "d"])
+    log = written(svc)
+    first = log.writer_process
+    assert first is not None and first.pid not in (None, os.getpid())
+    assert first.pid is not None
+    os.kill(first.pid, signal.SIGKILL)
+    first.join(30)
+
+    await predict(svc, model_id, records=RECORDS[:2], ids=["e", "f"])
+    written(svc)
+
+    again = log.writer_process
+    assert again is not None and again.pid != first.pid and again.is_alive()
+    assert logged_ids(svc, model_id) == ["a", "b", "c", "d", "e", "f"]
+    assert log.counts.failed == 0 and log.counts.logged[model_id] == 6

@@ -1,0 +1,383 @@
+"""The prediction log's writer process: bins, counts and inserts the batches the API ships it.
+
+The API process (``service.monitoring.log``) samples each request's rows, finds the unseen
+categories (they need the request's body) and sends a batch of :class:`Shipped` records down a
+pipe every half second. Everything else happens here, in a process of its own: binning
+against the model's baseline, the hourly counts, the executemany of the rows and its commit,
+the per-model cap and the PSI gauges. A thread in the API process did this before; its
+Python work and, worse, its executemany (the driver gives the GIL up around every row's
+``sqlite3_step`` and must win it back from the event loop each time) took a third of a busy
+server's samples and a quarter of its throughput (benchmarks/README.md). A process pays its
+database work with its own CPU and GIL.
+
+:func:`serve` is the process's loop: one message in, one :class:`Outcome` back, so the API's
+shipping thread knows when a batch is written (feedback and shutdown wait for that).
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import signal
+import time
+from collections import Counter
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from multiprocessing.connection import Connection
+from typing import Any, NamedTuple
+
+import numpy as np
+import numpy.typing as npt
+from sqlalchemy import Engine
+from sqlalchemy.orm import Session
+
+from service.db.session import create_db_engine, reading, transaction
+from service.db.types import utc_now
+from service.monitoring import repository
+from service.monitoring.aggregates import (
+    HOUR,
+    UNSEEN_VALUES_PER_HOUR,
+    Tally,
+    WindowCounts,
+    hour_of,
+    tally_rows,
+)
+from service.monitoring.baseline import categorical_bins, numeric_bins, psi
+
+logger = logging.getLogger(__name__)
+
+# The writer refreshes a model's PSI gauges from the hourly counts (the last 24 hours) at most
+# this often, after a batch that logged rows of it; a report sets them too.
+GAUGE_SECONDS = 60.0
+GAUGE_WINDOW = timedelta(hours=24)
+
+
+class Shipped(NamedTuple):
+    """One request's sampled rows, as the API ships them (a tuple: cheap to pickle)."""
+
+    model_id: str
+    logged_at: datetime
+    X: npt.NDArray[np.float64]  # (n, p) the sampled rows as the model saw them
+    predictions: npt.NDArray[Any]  # (n,) labels (classification) or values
+    proba: npt.NDArray[np.float64] | None  # (n, k)
+    ids: list[str]
+    features: list[str]  # the model's, shared by its requests (pickled once a batch)
+    classes: list[str] | None
+    unseen: dict[int, dict[str, str]]  # by row: {feature: text the client sent}
+
+
+class Batch(NamedTuple):
+    """A message to the writer: models to forget first, then requests to write."""
+
+    forget: list[str]
+    requests: list[Shipped]
+
+
+@dataclass
+class Outcome:
+    """What writing one batch did, sent back to the API process."""
+
+    logged: Counter[str] = field(default_factory=Counter)
+    failed: int = 0
+    trimmed: int = 0
+    # Refreshed PSI gauges: by model, (feature PSI by name, prediction PSI).
+    gauges: dict[str, tuple[dict[str, float], float | None]] = field(default_factory=dict)
+
+
+def serve(
+    inbox: Connection,
+    outbox: Connection,
+    database_url: str,
+    max_rows: int,
+    gauge_seconds: float,
+    unseen_values: int = UNSEEN_VALUES_PER_HOUR,
+) -> None:
+    """The writer process's loop: a :class:`Batch` in, its :class:`Outcome` out, until the
+    API process sends ``None`` or goes away (the pipe's end)."""
+    # Ctrl-C at `coppice serve`'s terminal reaches the whole group: the API stops the writer
+    # itself, after writing what is queued.
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    engine = create_db_engine(database_url)
+    writer = BatchWriter(
+        engine, max_rows=max_rows, gauge_seconds=gauge_seconds, unseen_values=unseen_values
+    )
+    try:
+        while True:
+            try:
+                message = inbox.recv()
+            except EOFError:
+                return
+            if message is None:
+                return
+            outbox.send(writer.write(message))
+    finally:
+        engine.dispose()
+
+
+class BatchWriter:
+    """Writes batches of one API process's requests: rows, hourly counts, the cap, gauges."""
+
+    def __init__(
+        self,
+        engine: Engine,
+        *,
+        max_rows: int,
+        gauge_seconds: float,
+        unseen_values: int = UNSEEN_VALUES_PER_HOUR,
+    ) -> None:
+        self.engine = engine
+        self.unseen_values = unseen_values
+        self.max_rows = max_rows
+        self.gauge_seconds = gauge_seconds
+        self._binders = repository.row_binders(engine.dialect)
+        self._baselines: dict[str, dict[str, Any] | None] = {}
+        # Rows each model's log holds, as this process counted them (for the cap).
+        self._held: dict[str, int] = {}
+        # When each model's gauges were last set (monotonic seconds).
+        self._refreshed: dict[str, float] = {}
+
+    def write(self, batch: Batch) -> Outcome:
+        for model_id in batch.forget:
+            self._baselines.pop(model_id, None)
+            self._held.pop(model_id, None)
+            self._refreshed.pop(model_id, None)
+        outcome = Outcome()
+        if not batch.requests:
+            return outcome
+        n_rows = 0
+        try:
+            rows: list[tuple[Any, ...]] = []
+            tally = Tally()
+            by_model: dict[str, list[Shipped]] = {}
+            for request in batch.requests:
+                by_model.setdefault(request.model_id, []).append(request)
+            written: dict[str, int] = {}
+            for model_id, requests in by_model.items():
+                made = self._rows(requests, tally)
+                written[model_id] = len(made)
+                rows.extend(made)
+            n_rows = len(rows)
+            held: dict[str, int] = {}
+            with transaction(self.engine) as session:
+                # The rows and their hourly counts commit together, or neither does.
+                repository.insert_rows(session, rows)
+                _add(session, tally, self.unseen_values)
+                for model_id in sorted(by_model):
+                    held[model_id] = self._trim(session, model_id, written[model_id], outcome)
+            self._held.update(held)  # only once committed
+            for model_id, count in written.items():
+                if count:
+                    outcome.logged[model_id] += count
+        except Exception:  # a failing log is counted, never raised: predicts go on
+            outcome.failed += n_rows or sum(len(request.ids) for request in batch.requests)
+            outcome.trimmed = 0
+            logger.warning(
+                "prediction log: a batch of %d requests was not written",
+                len(batch.requests),
+                exc_info=True,
+            )
+        else:
+            try:
+                self._refresh_gauges(set(by_model), outcome)
+            except Exception:  # the gauges keep their last figures; the next batch tries again
+                logger.warning("prediction log: the PSI gauges were not refreshed", exc_info=True)
+        return outcome
+
+    def _refresh_gauges(self, model_ids: set[str], outcome: Outcome) -> None:
+        """Set the PSI gauges of ``model_ids`` from the last day's counts, each at most every
+        ``gauge_seconds``: alerts then need no scheduled report (docs/monitoring.md)."""
+        now = time.monotonic()
+        for model_id in sorted(model_ids):
+            if now - self._refreshed.get(model_id, -math.inf) < self.gauge_seconds:
+                continue
+            self._refreshed[model_id] = now
+            baseline = self._baseline(model_id)
+            if baseline is None:
+                continue
+            until = hour_of(utc_now()) + HOUR
+            since = until - GAUGE_WINDOW - HOUR
+            with reading(self.engine) as session:
+                totals = repository.window_totals(session, model_id, since, until)
+            counts = WindowCounts.from_sums(totals, (), (), len(baseline["features"]))
+            entries = [*baseline["features"], baseline["prediction"]]
+            values = [psi(e["proportions"], counts.column(j, len(e["proportions"])))
+                      for j, e in enumerate(entries)]  # fmt: skip
+            outcome.gauges[model_id] = (
+                {
+                    e["name"]: v
+                    for e, v in zip(baseline["features"], values[:-1], strict=True)
+                    if v is not None
+                },
+                values[-1],
+            )
+
+    def _trim(self, session: Session, model_id: str, written: int, outcome: Outcome) -> int:
+        """Apply the per-model cap, taking the deleted rows' counts away with them; returns
+        how many rows the model's log holds as far as this process knows.
+
+        Finding the cut walks the model's log (an ``OFFSET`` of the cap: 50 ms a batch at a
+        million rows), so it runs only once this process has counted the cap plus 1% of it:
+        the rows it wrote on top of what the log held when it last looked."""
+        held = self._held.get(model_id)
+        if held is not None:
+            held += written
+            if held <= self.max_rows + self.max_rows // 100:
+                return held
+        gone = repository.trim(session, model_id, self.max_rows)
+        held = repository.count_rows(session, model_id) if held is None else self.max_rows
+        if not gone:
+            return held
+        outcome.trimmed += len(gone)
+        baseline = self._baseline(model_id, session)
+        width = None if baseline is None else len(baseline["features"]) + 1
+        features = repository.model_features(session, model_id)
+        tally = tally_rows(model_id, gone, features, width)
+        repository.take_counts(session, list(tally.count_rows()))
+        for key, values in tally.unseen_rows():
+            repository.take_unseen(session, key, values)
+        return held
+
+    def _baseline(self, model_id: str, session: Session | None = None) -> dict[str, Any] | None:
+        if model_id not in self._baselines:
+            if session is not None:
+                _, self._baselines[model_id] = repository.model_baseline(session, model_id)
+            else:
+                with reading(self.engine) as fresh:
+                    _, self._baselines[model_id] = repository.model_baseline(fresh, model_id)
+        return self._baselines[model_id]
+
+    def _rows(self, requests: list[Shipped], tally: Tally) -> list[tuple[Any, ...]]:
+        """The log rows of one model's ``requests``, as ``repository.insert_rows`` takes them,
+        their counts added to ``tally``.
+
+        The requests' rows are stacked, binned and counted at once (per hour): under load a
+        batch holds hundreds of one-row requests, and a NumPy call per request and feature
+        was most of the writer's time. What is left per row is slicing bytes into a tuple."""
+        requests = [request for request in requests if request.ids]
+        if not requests:
+            return []
+        first = requests[0]
+        X = np.concatenate([request.X for request in requests])
+        predictions = _coded(np.concatenate([request.predictions for request in requests]),
+                             first.classes)  # fmt: skip
+        unseen: dict[int, dict[str, str]] = {}
+        offset = 0
+        for request in requests:
+            for k, sent in request.unseen.items():
+                unseen[offset + k] = sent
+            offset += len(request.ids)
+        bins = _bins(X, unseen, predictions, self._baseline(first.model_id), first.features)
+        _tally(tally, requests, bins, unseen, {name: j for j, name in enumerate(first.features)})
+        feature_bytes = X.astype(np.float32).tobytes()
+        feature_width = X.shape[1] * 4
+        bin_bytes = b"" if bins is None else bins.tobytes()
+        bin_width = 0 if bins is None else bins.shape[1] * 2
+        finite = np.isfinite(predictions)
+        coded: list[float | None] = [
+            v if ok else None for v, ok in zip(predictions.tolist(), finite.tolist(), strict=True)
+        ]
+        binders = self._binders
+        rows: list[tuple[Any, ...]] = []
+        offset = 0
+        for request in requests:
+            model_id, at = request.model_id, binders.logged_at(request.logged_at)
+            proba_bytes, proba_width = b"", 0
+            if request.proba is not None:
+                proba_bytes = request.proba.astype(np.float32).tobytes()
+                proba_width = request.proba.shape[1] * 4
+            for k, row_id in enumerate(request.ids):
+                r = offset + k
+                found = unseen.get(r)
+                rows.append(
+                    (
+                        model_id,
+                        row_id,
+                        at,
+                        feature_bytes[r * feature_width : (r + 1) * feature_width],
+                        None if bins is None else bin_bytes[r * bin_width : (r + 1) * bin_width],
+                        None if found is None else binders.unseen(found),
+                        coded[r],
+                        None
+                        if request.proba is None
+                        else proba_bytes[k * proba_width : (k + 1) * proba_width],
+                        None,
+                    )
+                )
+            offset += len(request.ids)
+        return rows
+
+
+def _add(session: Session, tally: Tally, unseen_values: int) -> None:
+    repository.add_counts(session, list(tally.count_rows()))
+    for key, values in tally.unseen_rows():
+        repository.add_unseen(session, key, values, unseen_values)
+
+
+def _coded(predictions: npt.NDArray[Any], classes: list[str] | None) -> npt.NDArray[np.float64]:
+    """Predictions as floats: values, or the index of the label in ``classes``."""
+    if classes is None:
+        return np.asarray(predictions, dtype=np.float64)
+    index = {label: float(i) for i, label in enumerate(classes)}
+    return np.array([index.get(str(label), math.nan) for label in predictions.tolist()],
+                    dtype=np.float64)  # fmt: skip
+
+
+def _tally(
+    tally: Tally,
+    requests: list[Shipped],
+    bins: npt.NDArray[np.uint16] | None,
+    unseen: dict[int, dict[str, str]],
+    position: dict[str, int],
+) -> None:
+    """Add the stacked rows of ``requests`` (one model's) to ``tally``, one call per hour."""
+    hours: dict[datetime, list[int]] = {}
+    offset = 0
+    for request in requests:
+        n = len(request.ids)
+        hours.setdefault(hour_of(request.logged_at), []).extend(range(offset, offset + n))
+        offset += n
+    model_id = requests[0].model_id
+    for hour, rows in hours.items():
+        found = [
+            (position[name], text)
+            for r in (rows if unseen else ())
+            for name, text in unseen.get(r, {}).items()
+        ]
+        if bins is None:
+            tally.add(model_id, hour, len(rows), None, found)
+        else:
+            whole = len(rows) == bins.shape[0]  # the usual batch: all of it in one hour
+            tally.add(model_id, hour, len(rows), bins if whole else bins[rows], found)
+
+
+def _bins(
+    X: npt.NDArray[np.float64],
+    unseen: dict[int, dict[str, str]],
+    predictions: npt.NDArray[np.float64],
+    baseline: dict[str, Any] | None,
+    features: list[str],
+) -> npt.NDArray[np.uint16] | None:
+    """Per row, the baseline bin of each feature and then of the prediction (uint16)."""
+    if baseline is None:
+        return None
+    entries = baseline["features"]
+    if [entry["name"] for entry in entries] != list(features):
+        return None
+    out = np.empty((X.shape[0], len(entries) + 1), dtype=np.uint16)
+    for j, entry in enumerate(entries):
+        if entry["kind"] == "categorical":
+            n_categories = len(entry["proportions"]) - 2
+            flags = np.zeros(X.shape[0], dtype=np.bool_)
+            for k, values in unseen.items():
+                if entry["name"] in values:
+                    flags[k] = True
+            out[:, j] = categorical_bins(X[:, j], n_categories, flags)
+        else:
+            out[:, j] = numeric_bins(X[:, j], entry["edges"])
+    prediction = baseline["prediction"]
+    if prediction["kind"] == "categorical":
+        n_classes = len(prediction["proportions"]) - 2
+        out[:, -1] = categorical_bins(predictions, n_classes, np.zeros(X.shape[0], dtype=np.bool_))
+    else:
+        out[:, -1] = numeric_bins(predictions, prediction["edges"])
+    return out
