@@ -202,6 +202,8 @@ def _fit_on(
     model.best_score_ = None
     model.objective_ = objective.name
     model._packed()
+    if keep is not None and keep.evaluate is not None:  # the model whole, the rows still here
+        keep.evaluation = _evaluate(table, keep.evaluate, replay)
 
 
 def _gather(table: DaskPartitions, infos: list[dict[str, Any]], mapper: BinMapper) -> FloatArray:
@@ -243,6 +245,25 @@ def _codes_of(
     codes[order] = np.concatenate(blocks) if blocks else codes[:0]
     bounds = np.cumsum([0] + [len(group) for group in groups])
     return [codes[bounds[i] : bounds[i + 1]] for i in range(len(groups))]
+
+
+def _evaluate(table: DaskPartitions, evaluate: Any, replay: Replay) -> Any:
+    """``evaluate`` on the actors' rows and final scores (``KeptRows.evaluate``), again from
+    its start with a new actor when one is lost."""
+    from engine.parallel._dask_parts import ActorCalls, PartitionsLost
+
+    while replay.rescore:
+        try:  # the scores hold dropped trees: start them afresh and add the kept ones
+            table.each("start", replay.base, replay.gradients)
+            table.each("replay", replay.mapper, replay.stages)
+            replay.rescore = False
+        except PartitionsLost as lost:
+            _replace(table, lost.lost, replay)
+    while True:
+        try:
+            return evaluate(ActorCalls(table))
+        except PartitionsLost as lost:  # the new actor replays the trees: its scores are set
+            _replace(table, lost.lost, replay)
 
 
 def _keep_local(model: BaseXGBoost, X: FloatArray, w: FloatArray | None, keep: KeptRows) -> None:
@@ -319,8 +340,9 @@ def _rounds(
         )
         stop = notify(callbacks, event)
         if stop is not None:
-            if stop.keep is not None:
+            if stop.keep is not None and stop.keep < len(trees):
                 del trees[stop.keep :]
+                replay.rescore = True
             break
     return trees
 

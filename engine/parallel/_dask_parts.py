@@ -53,7 +53,7 @@ from engine.tree.grow.level_kernels import node_totals
 from engine.tree.grow.partition_kernels import partition_rows
 from engine.tree.grow.remote import LevelSplits
 
-__all__ = ["DaskPartitions", "PartitionsLost", "PartsActor", "Replay"]
+__all__ = ["ActorCalls", "DaskPartitions", "PartitionsLost", "PartsActor", "Replay"]
 
 # How long a recovery waits for a live worker: a nanny restarts a killed worker in seconds.
 WORKER_WAIT_SECONDS = 30.0
@@ -80,13 +80,16 @@ class PartsActor:
     def load(self, pieces: list[Piece], read: PartReader, classification: bool) -> dict[str, Any]:
         """Read the targets and weights of ``pieces``; what the driver needs to know of them."""
         self.pieces, self.read = pieces, read
-        targets, weights, n_features = [], [], 0
-        for X, y, w in self._pieces():
+        targets, weights, tags, n_features = [], [], [], 0
+        for X, y, w, tagged in self._pieces():
             n_features = X.shape[1]
             targets.append(y)
             weights.append(np.ones(y.size) if w is None else w)
+            tags.append(tagged)
         self.y = np.concatenate(targets)
         self.w = np.concatenate(weights)
+        # The caller's marks of the rows (KeptRows.evaluate reads them), if its reader gives any.
+        self.tags = None if any(t is None for t in tags) else np.concatenate(tags)
         return {
             "n_rows": int(self.y.size),
             "n_features": n_features,
@@ -103,7 +106,7 @@ class PartsActor:
         weight (ascending), in that order."""
         rows = np.flatnonzero(self.w > 0)[positive]
         blocks, start = [], 0
-        for X, y, _ in self._pieces():
+        for X, y, _, _ in self._pieces():
             stop = start + y.size
             mine = rows[(rows >= start) & (rows < stop)]
             if mine.size:
@@ -119,7 +122,7 @@ class PartsActor:
         self.codes: NDArray[Any] = np.empty((mapper.n_bins_.size, n_rows), NARROW_CODE_DTYPE)
         self.row_missing = np.zeros(n_rows, dtype=bool)
         start = 0
-        for X, y, _ in self._pieces():
+        for X, y, _, _ in self._pieces():
             codes = mapper.transform(X)
             if codes.dtype != NARROW_CODE_DTYPE:
                 raise ValueError("Out-of-core fits take uint8 codes (histogram binning).")
@@ -140,6 +143,11 @@ class PartsActor:
         # As np.average forms them: one worker's sums are the single-machine fit's bits.
         return [float(np.multiply(self.y, self.w).sum()), float(self.w.sum())]
 
+    def evaluate(self, function: Callable[..., Any], *args: Any) -> Any:
+        """``function(self, *args)``: a caller's evaluation of the fitted model on this
+        range's rows and final scores (``KeptRows.evaluate``), shipped as the reader is."""
+        return function(self, *args)
+
     # -- boosting -------------------------------------------------------------------------
 
     def start(self, base: NDArray[np.float64], gradients: Gradients) -> None:
@@ -155,7 +163,7 @@ class PartsActor:
         the leaves' values are added tree by tree in the same order.
         """
         start = 0
-        for X, y, _ in self._pieces():
+        for X, y, _, _ in self._pieces():
             encoded = mapper.encode_for_prediction(X)
             for stage in stages:
                 for k, tree in enumerate(stage):
@@ -309,6 +317,9 @@ class Replay:
     base: NDArray[np.float64]
     gradients: Gradients
     stages: list[list[Tree]]
+    # Trees were dropped (an early stop keeping fewer rounds) after their leaves entered the
+    # actors' scores: the scores are rebuilt from ``stages`` before they are evaluated.
+    rescore: bool = False
 
 
 class DaskPartitions(ShutsDownOnExit):
@@ -422,6 +433,23 @@ class DaskPartitions(ShutsDownOnExit):
         self.handles, self.actors = [], []
         if handles and self.client.status == "running":
             self.client.cancel(handles)
+
+
+class ActorCalls:
+    """A caller's functions run on every actor (``KeptRows.evaluate``): ``n`` actors, each
+    holding a range of the rows in order."""
+
+    def __init__(self, partitions: DaskPartitions) -> None:
+        self.partitions = partitions
+        self.n = len(partitions.actors)
+
+    def each(self, function: Callable[..., Any], *args: Any) -> list[Any]:
+        """``function(actor, *args)`` on every actor, in actor order."""
+        return self.partitions.each("evaluate", function, *args)
+
+    def call(self, function: Callable[..., Any], *per_actor: Sequence[Any]) -> list[Any]:
+        """``function(actor, *args)`` on actor ``i`` with the i-th of each ``per_actor``."""
+        return self.partitions.call("evaluate", [function] * self.n, *per_actor)
 
 
 class _TreeRows:

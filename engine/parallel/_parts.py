@@ -28,9 +28,15 @@ from numpy.typing import NDArray
 __all__ = ["DataPart", "KeptRows", "PartReader", "PartRows", "Piece", "deal_rows", "read_parts"]
 
 # One part's rows: features (n, F) float64 with NaN missing, target (n,) float64, and row
-# weights (n,) float64 or None for all ones.
+# weights (n,) float64 or None for all ones. A reader may add a fourth array, the rows'
+# tags (n,) int8: the caller's own marks (which rows it scores, say), kept on the workers
+# beside the rows for its evaluation (KeptRows.evaluate); the fit reads none.
 PartRows = tuple[NDArray[np.float64], NDArray[np.float64], NDArray[np.float64] | None]
-PartReader = Callable[[Any], PartRows]
+PartReader = Callable[[Any], Any]  # gives PartRows, or PartRows and the tags
+# A piece's rows: PartRows and its tags (None when the reader gives none).
+PieceRows = tuple[
+    NDArray[np.float64], NDArray[np.float64], NDArray[np.float64] | None, NDArray[np.int8] | None
+]
 
 
 @dataclass(frozen=True)
@@ -54,6 +60,13 @@ class KeptRows:
     rows: list[NDArray[np.intp]]
     codes: list[NDArray[Any]] = field(default_factory=list)
     sample: NDArray[np.float64] | None = None
+    # On a cluster: called once the model is fitted, while the workers still hold the rows
+    # and their final scores, with an :class:`engine.parallel._dask_parts.ActorCalls`, which
+    # runs ``function(actor, *args)`` on every worker's actor (its ``y``, ``w``, ``raw``
+    # scores and ``tags``) and gives the answers in actor order. What it returns is kept in
+    # ``evaluation``. A worker lost meanwhile is replaced and ``evaluate`` called again.
+    evaluate: Callable[[Any], Any] | None = None
+    evaluation: Any = None
 
 
 @dataclass(frozen=True)
@@ -99,9 +112,10 @@ def deal_rows(parts: Sequence[DataPart], n_workers: int) -> list[list[Piece]]:
     return groups
 
 
-def read_piece(read: PartReader, piece: Piece) -> PartRows:
-    """The rows of one piece, checked against the part's recorded row count."""
-    X, y, w = read(piece.part.source)
+def read_piece(read: PartReader, piece: Piece) -> PieceRows:
+    """The rows of one piece, checked against the part's recorded row count, and their
+    tags (None when the reader gives none)."""
+    X, y, w, *tagged = read(piece.part.source)
     X = np.asarray(X, dtype=np.float64)
     y = np.asarray(y, dtype=np.float64)
     if X.ndim != 2 or X.shape[0] != piece.part.n_rows or y.shape != (piece.part.n_rows,):
@@ -111,14 +125,15 @@ def read_piece(read: PartReader, piece: Piece) -> PartRows:
         )
     rows = slice(piece.start, piece.stop)
     weights = None if w is None else np.asarray(w, dtype=np.float64)[rows]
-    return X[rows], y[rows], weights
+    tags = np.asarray(tagged[0], dtype=np.int8)[rows] if tagged else None
+    return X[rows], y[rows], weights, tags
 
 
 def read_parts(parts: Sequence[DataPart], read: PartReader) -> PartRows:
     """The whole table in this process: the single-machine fit's input."""
     n_rows = check_parts(parts)
     blocks = [read_piece(read, Piece(part, 0, part.n_rows)) for part in parts]
-    X = np.concatenate([block[0] for block in blocks])
+    X = np.concatenate([block[0] for block in blocks])  # the tags: the caller's, unused here
     y = np.concatenate([block[1] for block in blocks])
     w = (
         None

@@ -59,6 +59,18 @@ def run_training(
     when the data or settings make training impossible (retrying will not help).
     """
     method, task, resolved = _resolve(spec)
+    if (
+        isinstance(columns, PartTable)
+        and bins_from_parts(method.name, resolved)
+        and "folds" not in spec.validation
+        and not spec.validation.get("rows")
+        and _out_of_core(method, task, resolved, spec)
+    ):
+        # Out of core with a holdout or none: the target, the split and the metrics stay on
+        # the workers too, so this process holds nothing that grows with the rows.
+        from service.training.out_of_core import run_out_of_core
+
+        return run_out_of_core(spec, columns, method, task, resolved, on_progress, should_stop)
     if isinstance(columns, PartTable) and bins_from_parts(method.name, resolved):
         # A fit out of core on the cluster: the workers make the first pass too, so this
         # process opens no part at all (issue 27).

@@ -35,8 +35,16 @@ from service.db.tables import ColumnKind, DatasetPartRecord
 from service.store import DataStore
 from service.training.data import _label
 from service.training.part_table import PartTable, PassAnswer, pass_answer
+from service.training.row_split import SCORED, TRAIN, PartRanks, tag_rows
 
-__all__ = ["WorkerPart", "first_pass_on_workers", "read_worker_part", "worker_parts"]
+__all__ = [
+    "PartSummary",
+    "WorkerPart",
+    "first_pass_on_workers",
+    "read_worker_part",
+    "summarise_part",
+    "worker_parts",
+]
 
 
 @dataclass(frozen=True)
@@ -58,6 +66,11 @@ class WorkerPart:
     # The part's rows the fit learns from (part-local, ascending); None: every row with a
     # target. The others get weight 0: a validation split or a fold's held-out rows.
     rows: npt.NDArray[np.int64] | None = None
+    # Instead of ``rows``: the part's held-out and scored rows as ranks within each group
+    # (class, or every row with a target) (service.training.row_split.PartRanks); the rows
+    # then carry their role as tags for the evaluation on the workers.
+    held_out: tuple[npt.NDArray[np.int32], ...] | None = None
+    scored: tuple[npt.NDArray[np.int32], ...] | None = None
 
 
 def worker_parts(
@@ -69,9 +82,11 @@ def worker_parts(
     categories: Mapping[str, Sequence[str]],
     classes: Sequence[str] | None = None,
     rows: npt.NDArray[np.intp] | None = None,
+    ranks: PartRanks | None = None,
 ) -> list[DataPart]:
     """The engine's parts of a dataset, first row first; ``rows`` (global, ascending) the
-    rows to learn from, None for every row with a target."""
+    rows to learn from, None for every row with a target; or ``ranks``: the split as ranks
+    (one entry per part in row order), the rows then tagged by their role."""
     ordered = sorted(parts, key=lambda part: part.row_offset)
 
     def local(part: DatasetPartRecord) -> npt.NDArray[np.int64] | None:
@@ -96,11 +111,13 @@ def worker_parts(
                 categories={name: tuple(union) for name, union in categories.items()},
                 classes=None if classes is None else tuple(classes),
                 rows=local(part),
+                held_out=None if ranks is None else ranks.held_out[index],
+                scored=None if ranks is None or ranks.scored is None else ranks.scored[index],
             ),
             part.row_offset,
             part.n_rows,
         )
-        for part in ordered
+        for index, part in enumerate(ordered)
     ]
 
 
@@ -130,6 +147,49 @@ def first_pass_part(source: WorkerPart) -> PassAnswer:
     return pass_answer(open_part(store, record), source.target, categorical)
 
 
+@dataclass(frozen=True)
+class PartSummary:
+    """What an out-of-core run learns of one part's target without taking it: how many rows
+    have one; per class label their count (classification); the least and greatest value
+    (regression); and the categorical features' categories, as the first pass's."""
+
+    n_known: int
+    labels: dict[str, int]
+    low: float
+    high: float
+    categories: dict[str, list[str]]
+
+
+def summarise_part(source: WorkerPart, classification: bool) -> PartSummary:
+    """On a worker: one part's :class:`PartSummary` (its target labelled as ``_target`` and
+    ``service.training.data.prepare`` label it)."""
+    store, record = _opened(source)
+    categorical = [n for n in source.features if source.kinds[n] == ColumnKind.CATEGORICAL]
+    column, categories = pass_answer(open_part(store, record), source.target, categorical)
+    labels: dict[str, int] = {}
+    low, high = np.inf, -np.inf
+    if source.kinds[source.target] == ColumnKind.NUMERIC:
+        values = column.cast(pa.float64()).to_numpy()  # nulls are NaN
+        values = values[~np.isnan(values)]
+        if classification:
+            distinct, counts = np.unique(values, return_counts=True)
+            for value, count in zip(distinct.tolist(), counts.tolist(), strict=True):
+                label = _label(value)
+                labels[label] = labels.get(label, 0) + count
+        elif values.size:
+            low, high = float(values.min()), float(values.max())
+        n_known = int(values.size)
+    else:
+        if pa.types.is_dictionary(column.type):  # chunks' dictionaries may differ
+            column = column.cast(column.type.value_type)
+        counted = column.combine_chunks().value_counts()
+        for entry in counted.to_pylist():
+            if entry["values"] is not None:
+                labels[str(entry["values"])] = int(entry["counts"])
+        n_known = sum(labels.values())
+    return PartSummary(n_known, labels, low, high, categories)
+
+
 def _opened(source: WorkerPart) -> tuple[DataStore, DatasetPartRecord]:
     """The store and the part's record a worker reads ``source`` through."""
     store = DataStore(source.store_url, source.store_options)
@@ -146,14 +206,20 @@ def _opened(source: WorkerPart) -> tuple[DataStore, DatasetPartRecord]:
     return store, record
 
 
-def read_worker_part(source: WorkerPart) -> PartRows:
+def read_worker_part(source: WorkerPart) -> PartRows | tuple[Any, ...]:
     """A part's ``(X, y, weights)`` for ``fit_parts`` (see the module's docstring), from one
-    open of the part."""
+    open of the part; with ``held_out`` ranks, its rows' role tags after them (held-out rows
+    keep their target, with weight 0)."""
     store, record = _opened(source)
     table = PartTable(store, [record], source.kinds, source.n_rows)
     table.use_categories(source.categories)
     X, column = table.part_rows(record, source.features, source.target)
     y, known = _target(column, source.kinds[source.target], source.classes)
+    if source.held_out is not None:
+        group = np.where(known, y if source.classes is not None else 0.0, -1.0).astype(np.intp)
+        tags = tag_rows(group, len(source.held_out), source.held_out, source.scored)
+        learns = (tags == TRAIN) | (tags == SCORED)
+        return X, np.where(known, y, 0.0), learns.astype(np.float64), tags
     if source.rows is not None:
         chosen = np.zeros(source.n_rows, dtype=bool)
         chosen[source.rows] = True

@@ -108,10 +108,13 @@ def _approx(a: Any, b: Any) -> None:
 
 
 @pytest.mark.parametrize(
-    ("task", "target", "validation"),
+    ("task", "target", "validation", "score_rows"),
     [
-        ("classification", "label", {"holdout": 0.2}),
-        ("regression", "amount", {"folds": 3}),
+        ("classification", "label", {"holdout": 0.2}, None),
+        ("classification", "label", {"holdout": 0.2}, 150),  # a sample of the training rows
+        ("classification", "label", {"holdout": 0}, None),
+        ("regression", "amount", {"holdout": 0.25}, 150),
+        ("regression", "amount", {"folds": 3}, None),
     ],
 )
 def test_run_training_on_a_cluster_fits_xgboost_out_of_core(
@@ -121,21 +124,27 @@ def test_run_training_on_a_cluster_fits_xgboost_out_of_core(
     task: str,
     target: str,
     validation: dict[str, Any],
+    score_rows: int | None,
 ) -> None:
     """A job's fits from parts on a Dask cluster read the parts on the workers; the outcome
-    is the in-memory run's (metrics within 1e-9: sums in another order)."""
+    is the in-memory run's (metrics within 1e-9: sums in another order), the holdout split,
+    the scored rows and the metrics made on the workers (service.training.out_of_core)."""
     import engine
+    from engine.boosting._xgboost_base import BaseXGBoost
     from service.training import TrainingSpec, run_training
-    from service.training import run as run_module
 
     fitted: list[int] = []
-    original = run_module._fit_out_of_core
+    original = BaseXGBoost.fit_parts
 
-    def counted(*args: Any) -> None:
+    def counted(self: Any, *args: Any, **kwargs: Any) -> Any:
         fitted.append(1)
-        original(*args)
+        return original(self, *args, **kwargs)
 
-    monkeypatch.setattr(run_module, "_fit_out_of_core", counted)
+    monkeypatch.setattr(BaseXGBoost, "fit_parts", counted)
+    if score_rows is not None:
+        from service.training import run
+
+        monkeypatch.setattr(run, "TRAIN_SCORE_ROWS", score_rows)
     columns, table = _stored(tmp_path)
     spec = TrainingSpec(
         method="xgboost",
@@ -163,6 +172,45 @@ def test_run_training_on_a_cluster_fits_xgboost_out_of_core(
         )
     else:
         np.testing.assert_allclose(remote.predict(X), local.predict(X), rtol=0, atol=1e-12)
+
+
+def test_past_the_distinct_scores_bound_the_roc_comes_from_a_sketch(
+    client: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """With more distinct validation scores than ``MAX_DISTINCT_SCORES`` the workers send
+    counts in cells between their scores' order statistics: the areas and the curves stay
+    near the exact ones, every other metric is exact, and the curve still runs (0,0)-(1,1)."""
+    import engine
+    from service.training import TrainingSpec, out_of_core, run_training
+
+    _, table = _stored(tmp_path)
+    spec = TrainingSpec(
+        method="xgboost",
+        task="classification",
+        target="label",
+        features=FEATURES,
+        params={"n_estimators": 8, "max_depth": 4},
+        validation={"holdout": 0.3},
+        seed=2,
+    )
+    with engine.parallel_backend(client):
+        exact = run_training(spec, table, lambda f, s: None, lambda: False).metrics
+        monkeypatch.setattr(out_of_core, "MAX_DISTINCT_SCORES", 40)
+        sketched = run_training(spec, table, lambda f, s: None, lambda: False).metrics
+    for name in ("accuracy", "log_loss", "f1_macro", "confusion_matrix"):
+        assert sketched["validation"][name] == exact["validation"][name]
+    assert sketched["validation"]["roc_auc"] == pytest.approx(
+        exact["validation"]["roc_auc"], abs=0.02
+    )
+    assert sketched["validation"]["roc_auc"] != exact["validation"]["roc_auc"]
+    for label, curve in sketched["diagnostics"]["roc"].items():
+        assert curve["auc"] == pytest.approx(exact["diagnostics"]["roc"][label]["auc"], abs=0.02)
+        assert (curve["fpr"][0], curve["tpr"][0], curve["fpr"][-1], curve["tpr"][-1]) == (
+            0.0,
+            0.0,
+            1.0,
+            1.0,
+        )
 
 
 def _log_opens(log: str | None) -> None:
