@@ -316,7 +316,7 @@ def _rounds(
     while round_index < model.n_estimators:
         state = rng.bit_generator.state
         try:
-            stage = _grow_round(model, table, sizes, replay.mapper, monotone, rng, n_outputs)
+            stage, ended = _grow_round(model, table, sizes, replay.mapper, monotone, rng, n_outputs)
         except PartitionsLost as lost:
             rng.bit_generator.state = state
             _replace(table, lost.lost, replay)
@@ -324,7 +324,7 @@ def _rounds(
         leaf_values = [tree.values[:, 0] for tree in stage]
         while True:
             try:
-                total = sum(table.each("end_round", round_index, leaf_values, terms))
+                total = sum(table.each("end_round", round_index, leaf_values, terms, ended))
                 break
             except PartitionsLost as lost:
                 trees.append(stage)  # the new actor replays this round too
@@ -368,15 +368,17 @@ def _grow_round(
     monotone: NDArray[np.int8] | None,
     rng: np.random.Generator,
     n_outputs: int,
-) -> list[Tree]:
-    """One round's trees, one per output, grown from the actors' rows."""
+) -> tuple[list[Tree], list[Any]]:
+    """One round's trees, one per output, grown from the actors' rows; the last level of
+    the trees whose end was not sent yet (:class:`engine.parallel._dask_parts._TreeRows`),
+    for the round's end."""
     n_features = mapper.n_bins_.size
     keep = (
         [rng.random(size) < model.subsample for size in sizes]
         if model.subsample < 1.0
         else [None] * len(sizes)
     )
-    table.call("start_round", keep)
+    # Sent with the first tree's start (PartsActor.start_trees): one message fewer a round.
     subset = None
     n_candidates = n_features
     if model.colsample_bytree < 1.0:
@@ -395,7 +397,7 @@ def _grow_round(
         n_bins=mapper.n_bins_,
         monotone=spec.monotone,
     )
-    rows = table.tree_rows()
+    rows = table.tree_rows(keep, defer_ends=model.colsample_bylevel >= 1.0)
 
     def steps() -> Any:
         return remote_tree_steps(ctx, mapper.thresholds_, spec.limits, rng, subset)
@@ -410,7 +412,7 @@ def _grow_round(
         stage = grow_remote_together({k: steps() for k in range(n_outputs)}, rows)
     for tree in stage:
         tree.values *= model.learning_rate
-    return stage
+    return stage, rows.ended
 
 
 def _metric_terms(name: str, y: FloatArray, raw: FloatArray) -> FloatArray:

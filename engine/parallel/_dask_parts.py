@@ -181,10 +181,16 @@ class PartsActor:
         self.pending: dict[int, NDArray[np.intp]] = {}  # each ended tree's row leaves
 
     def start_trees(
-        self, requests: list[tuple[int, NDArray[np.int64]]]
+        self,
+        requests: list[tuple[int, NDArray[np.int64]]],
+        new_round: bool = False,
+        keep: NDArray[np.bool_] | None = None,
     ) -> list[tuple[NDArray[np.float64], NDArray[np.int64], bool, NDArray[np.float64]]]:
         """Start output ``k``'s tree on ``features`` for each request: its rows' totals,
-        count, whether any has a missing code, and the root's histograms."""
+        count, whether any has a missing code, and the root's histograms; ``new_round``:
+        :meth:`start_round` with ``keep`` first (one message where there were two)."""
+        if new_round:
+            self.start_round(keep)
         answers = []
         for k, features in requests:
             tree = self.growing[k] = _GrowingTree(self, k, features)
@@ -201,12 +207,19 @@ class PartsActor:
         return answers
 
     def end_round(
-        self, round_index: int, leaf_values: list[NDArray[np.float64]], metric: MetricTerms
+        self,
+        round_index: int,
+        leaf_values: list[NDArray[np.float64]],
+        metric: MetricTerms,
+        ended: list[tuple[int, Any, Any, Any]] | None = None,
     ) -> float:
-        """Add each tree's leaf values to the scores, once per round (a repeated call, after
-        another actor was lost, only sums again); the sum of the metric's terms over the rows
-        of positive weight."""
+        """Record the last level of the trees ``ended`` (:meth:`levels` requests without
+        splits, sent here rather than in a message of their own), then add each tree's leaf
+        values to the scores, once per round (a repeated call, after another actor was lost,
+        only sums again); the sum of the metric's terms over the rows of positive weight."""
         if round_index > self.committed:
+            if ended:
+                self.levels(ended)
             assert sorted(self.pending) == list(range(len(leaf_values)))
             for k, values in enumerate(leaf_values):
                 self.raw[:, k] += values[self.pending[k]]
@@ -424,9 +437,10 @@ class DaskPartitions(ShutsDownOnExit):
         """``method(*args)`` on every actor."""
         return self.call(method, *([arg] * len(self.actors) for arg in args))
 
-    def tree_rows(self) -> _TreeRows:
-        """The round's trees, on every actor's rows."""
-        return _TreeRows(self)
+    def tree_rows(self, keep: Sequence[Any], defer_ends: bool) -> _TreeRows:
+        """The round's trees, on every actor's rows; ``keep``: each actor's rows of the round
+        (:meth:`PartsActor.start_round`), sent with the first tree's start."""
+        return _TreeRows(self, keep, defer_ends)
 
     def shutdown(self) -> None:
         handles = [handle for handle in self.handles if handle is not None]
@@ -457,14 +471,26 @@ class _TreeRows:
     RemoteTrees`): one call to every actor per exchange, whatever the number of trees; each
     tree's answers summed in actor order."""
 
-    def __init__(self, partitions: DaskPartitions) -> None:
+    def __init__(self, partitions: DaskPartitions, keep: Sequence[Any], defer_ends: bool) -> None:
         self.partitions = partitions
+        self.keep: Sequence[Any] | None = keep  # the round's start, until the first tree's
+        # With ``defer_ends``, an exchange in which every tree ends (its last level, which
+        # only records the rows' leaves) is not sent: it goes with the round's end
+        # (PartsActor.end_round), one message a round fewer. Trees grown one after another
+        # keep their own, so that each tree's rows are let go when it ends.
+        self.defer_ends = defer_ends
+        self.ended: list[tuple[int, Any, Any, Any]] = []
 
     def start(
         self, requests: Sequence[tuple[int, NDArray[np.int64]]]
     ) -> list[tuple[NDArray[np.float64], NDArray[np.int64], bool, NDArray[np.float64]]]:
         asked = [(k, np.asarray(features)) for k, features in requests]
-        per_actor = self.partitions.each("start_trees", asked)
+        n = len(self.partitions.actors)
+        if self.keep is not None:
+            per_actor = self.partitions.call("start_trees", [asked] * n, [True] * n, self.keep)
+            self.keep = None
+        else:
+            per_actor = self.partitions.each("start_trees", asked)
         summed = []
         for answers in zip(*per_actor, strict=True):
             totals, counts, has_missing, histograms = answers[0]
@@ -477,6 +503,9 @@ class _TreeRows:
         return summed
 
     def level(self, requests: Sequence[tuple[int, Any, Any, Any]]) -> list[Any]:
+        if self.defer_ends and all(request[2] is None for request in requests):
+            self.ended.extend(requests)
+            return [None] * len(requests)
         per_actor = self.partitions.each("levels", list(requests))
         summed: list[Any] = []
         for request, answers in zip(requests, zip(*per_actor, strict=True), strict=True):

@@ -387,7 +387,8 @@ def test_a_multiclass_round_grows_its_trees_in_one_exchange_a_level(
     client: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, colsample_bylevel: float
 ) -> None:
     """K = 4 trees a round: started together and grown level by level together, one call to
-    each actor per level for all of them (the local model still). With colsample_bylevel
+    each actor per level for all of them (the local model still); the round's start goes with
+    the trees' start and their last level with the round's end. With colsample_bylevel
     each level draws from the shared stream, so the trees grow one after the other, as the
     local fit draws (K exchanges a level)."""
     X, y = _table(seed=5)
@@ -396,20 +397,24 @@ def test_a_multiclass_round_grows_its_trees_in_one_exchange_a_level(
     params = {**PARAMS, "n_estimators": 3, "colsample_bylevel": colsample_bylevel}
     local = XGBoostClassifier(**params).fit(X, y4)
     calls: dict[str, int] = {}
-    each = _dask_parts.DaskPartitions.each
+    call = _dask_parts.DaskPartitions.call
 
     def counted(self: Any, method: str, *args: Any) -> Any:
         calls[method] = calls.get(method, 0) + 1
-        return each(self, method, *args)
+        return call(self, method, *args)
 
-    monkeypatch.setattr(_dask_parts.DaskPartitions, "each", counted)
+    monkeypatch.setattr(_dask_parts.DaskPartitions, "call", counted)
     with parallel_backend(client):
         remote = XGBoostClassifier(**params).fit_parts(parts, read_part)
     np.testing.assert_allclose(remote.predict_proba(X), local.predict_proba(X), rtol=0, atol=1e-12)
     rounds, k, depth = params["n_estimators"], 4, params["max_depth"]
+    # A round starts with its first tree's start, and ends with one end_round call.
+    assert "start_round" not in calls
+    assert calls["end_round"] == rounds
     if colsample_bylevel == 1.0:
         assert calls["start_trees"] == rounds
-        assert calls["levels"] <= rounds * (depth + 1)
+        # The exchange in which every tree ends (only recording leaves) goes with end_round.
+        assert calls["levels"] <= rounds * depth
     else:
         assert calls["start_trees"] == rounds * k
         assert calls["levels"] > rounds * (depth + 1)
