@@ -53,6 +53,9 @@ from tests.e2e.processes import Processes, start_server
 RESULTS = svc.RESULTS_DIR / "prediction_log.json"
 TARGET_P50_MS = 0.1
 TARGET_THROUGHPUT_DROP = 0.05
+# After a concurrent phase, the log's last batch is shipped within its linger (1 s) and then
+# written: its CPU is counted until this long after the phase.
+WRITER_SETTLE_SECONDS = 2.5
 
 
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
@@ -87,8 +90,8 @@ def concurrent(
     base_url: str, url: str, data: svc.Data, args: argparse.Namespace, pid: int | None = None
 ) -> dict[str, Any]:
     """The concurrent phase; with ``pid``, also the server's CPU milliseconds per answered
-    request, counted until a second after the phase (the log's writer lingers half a second
-    before a batch, so its last batch is counted too). On a machine others load, throughput
+    request, counted until ``WRITER_SETTLE_SECONDS`` after the phase (the log's writer lingers
+    a second before a batch, so its last batch is counted too). On a machine others load, throughput
     follows the CPU the scheduler gives the server; its CPU per request does not."""
     settings = svc.Settings(
         rows=args.rows, trees=args.trees, n_jobs=2, fit_repeats=1, latency_calls=0,
@@ -99,7 +102,7 @@ def concurrent(
     before = None if server is None else cpu_seconds(server)
     result = svc.measure_concurrent(base_url, url, data, settings)
     if server is not None and before is not None:
-        time.sleep(1.0)
+        time.sleep(WRITER_SETTLE_SECONDS)
         after = cpu_seconds(server)
         answered = max(1, result["requests"] - result["errors"])
         result["cpu_ms_per_request"] = 1e3 * (after[0] - before[0]) / answered
@@ -209,7 +212,7 @@ def run(args: argparse.Namespace, workdir: Path) -> dict[str, Any]:
         failed_before = failed_rows(clients["on"])
         failing_p50 = one_row_p50(clients["on"], url, bodies, args.calls)
         failing = concurrent(urls["on"], url, data, args)
-        time.sleep(1.0)  # the writer's last batches
+        time.sleep(WRITER_SETTLE_SECONDS)  # the writer's last batches
         failed = failed_rows(clients["on"]) - failed_before
         log(
             f"log storage failing: {failing['requests']} requests, {failing['errors']} errors, "

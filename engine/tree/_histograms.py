@@ -90,6 +90,17 @@ def _histograms_compiled(
         if rows[i] != i:
             in_order = False
             break
+    # The rows' channels gathered once into row order, so that every feature's pass reads
+    # them front to back (LightGBM's "ordered gradients", ``ConstructHistogramsInner``)
+    # instead of gathering them anew per feature: the same values added in the same order.
+    if in_order or by_class or n_channels != 2:
+        ordered = channels
+    else:
+        ordered = np.empty((rows.size, 2))
+        for i in range(rows.size):
+            row = rows[i]
+            ordered[i, 0] = channels[row, 0]
+            ordered[i, 1] = channels[row, 1]
     for j in range(first, last):
         codes = columns[features[j]]
         for slot in range(n_slots):
@@ -103,11 +114,10 @@ def _histograms_compiled(
                     histogram[code, 1 + classes[row]] += channels[row, 0]
             elif n_channels == 2:
                 for i in range(start, stop):
-                    row = i if in_order else rows[i]
-                    code = codes[row]
+                    code = codes[i if in_order else rows[i]]
                     histogram[code, 0] += 1.0
-                    histogram[code, 1] += channels[row, 0]
-                    histogram[code, 2] += channels[row, 1]
+                    histogram[code, 1] += ordered[i, 0]
+                    histogram[code, 2] += ordered[i, 1]
             else:
                 for i in range(start, stop):
                     row = i if in_order else rows[i]

@@ -263,21 +263,23 @@ class TargetScore:
         self.unknown_labels = 0
 
     def add(self, column: pa.ChunkedArray, scored: Scored) -> None:
-        if self.classification:
-            classes = self.model.classes or []
-            if self.kind == ColumnKind.CATEGORICAL:
-                codes, unknown = categorical_codes(column, classes)
-            else:
-                codes, unknown = numeric_codes(as_floats(column), classes)
-            self.unknown_labels += unknown
-            self._targets.append(codes)
-        else:
-            if self.kind == ColumnKind.CATEGORICAL:
-                return  # a text target cannot be compared with a regression's numbers
-            self._targets.append(as_floats(column))
-        self._predicted.append(scored.predicted)
-        if scored.proba is not None:
-            self._proba.append(scored.proba)
+        known = target_values(self.model, self.kind, column)
+        if known is not None:
+            self.add_values(*known, scored.predicted, scored.proba)
+
+    def add_values(
+        self,
+        values: npt.NDArray[Any],
+        unknown_labels: int,
+        predicted: npt.NDArray[Any],
+        proba: npt.NDArray[np.float64] | None,
+    ) -> None:
+        """A part's ``target_values`` and its predictions (from wherever it was scored)."""
+        self.unknown_labels += unknown_labels
+        self._targets.append(values)
+        self._predicted.append(predicted)
+        if proba is not None:
+            self._proba.append(proba)
 
     def metrics(self) -> tuple[dict[str, Any] | None, int]:
         """The metric set and how many rows it was computed on; None when no row had one."""
@@ -297,3 +299,19 @@ class TargetScore:
         chosen = predicted[known]
         predicted_labels = None if proba is not None else labels[np.clip(chosen, 0, None)]
         return classification_metrics(y, proba, list(labels), predicted_labels), n
+
+
+def target_values(
+    model: LoadedModel, kind: str, column: pa.ChunkedArray
+) -> tuple[npt.NDArray[np.float64], int] | None:
+    """A part's target as the metrics take it (class index or value, NaN where unknown) and
+    how many labels the model does not know; None when it cannot be compared (a text target
+    of a regression)."""
+    if model.task == "classification":
+        classes = model.classes or []
+        if kind == ColumnKind.CATEGORICAL:
+            return categorical_codes(column, classes)
+        return numeric_codes(as_floats(column), classes)
+    if kind == ColumnKind.CATEGORICAL:
+        return None  # a text target cannot be compared with a regression's numbers
+    return as_floats(column), 0

@@ -90,10 +90,17 @@ class PartWriter:
         row_group_rows: int | None = None,
         groups_per_part: int | None = None,
         on_group: Callable[[pa.Table], None] | None = None,
+        first_index: int = 0,
+        first_row: int = 0,
     ) -> None:
         """``on_group`` sees each row group once it is written (the column summaries are
-        merged there: a row group of rows at a time, the rows already in memory)."""
+        merged there: a row group of rows at a time, the rows already in memory).
+        ``first_index`` and ``first_row``: the first part's number and global row offset, for
+        a writer that writes one stretch of a dataset's parts (a Dask worker scoring a part
+        of a batch prediction's input)."""
         self._on_group = on_group
+        self._first_index = first_index
+        self._first_row = first_row
         self._store = store
         self._dataset_id = dataset_id
         self.schema = schema
@@ -172,7 +179,7 @@ class PartWriter:
             self._close_part()
 
     def _open_part(self) -> None:
-        path = part_path(self._dataset_id, len(self._parts))
+        path = part_path(self._dataset_id, self._first_index + len(self._parts))
         context = self._store.writer(path)
         self._sink = context.__enter__()
         self._context = context
@@ -201,7 +208,12 @@ class PartWriter:
             raise
         context.__exit__(None, None, None)
         self._parts.append(
-            WrittenPart(len(self._parts), self._rows_written, self._part_rows, sink.stored())
+            WrittenPart(
+                self._first_index + len(self._parts),
+                self._first_row + self._rows_written,
+                self._part_rows,
+                sink.stored(),
+            )
         )
         self._rows_written += self._part_rows
         self._part_rows = 0

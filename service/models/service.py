@@ -5,6 +5,7 @@ Routers call these and turn their results into bodies; domain errors are ``Servi
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable
 from http import HTTPStatus
 from typing import Any
@@ -26,7 +27,7 @@ from service.models.cache import LoadedModel, ModelCache
 from service.models.encoding import encode_matrix, encode_records, encode_rows
 from service.models.schemas import PredictRequest
 from service.registry import service as registry
-from service.store import DataStore, ObjectCorrupt
+from service.store import DataStore, ObjectCorrupt, StoredObject
 from service.training.data import prepare
 from service.training.spec import TrainingError, TrainingSpec
 from service.training.split import holdout_split
@@ -112,10 +113,35 @@ def loaded_model(
 
 
 def _load(session: Session, store: DataStore, model_id: str) -> LoadedModel:
+    described, stored = described_model(session, model_id)
+    return load_described(store, described, stored)
+
+
+def described_model(session: Session, model_id: str) -> tuple[LoadedModel, StoredObject]:
+    """The model's record as a ``LoadedModel`` without its estimator (``None``), and its
+    stored artifact: what a process that loads the estimator elsewhere (a Dask worker
+    scoring a batch) sends there."""
     record = get_model(session, model_id)
     stored = repository.artifact(session, model_id)
     if stored is None:
         raise ArtifactCorrupt(f"Model '{model_id}' has no stored artifact; delete it and retrain.")
+    described = LoadedModel(
+        id=record.id,
+        method=record.method,
+        task=record.task,
+        target=record.target,
+        estimator=None,
+        features=[dict(feature) for feature in record.features],
+        encoding=dict(record.encoding or {}),
+        classes=None if record.classes is None else [str(c) for c in record.classes],
+        size_bytes=stored.size,
+    )
+    return described, stored
+
+
+def load_described(store: DataStore, described: LoadedModel, stored: StoredObject) -> LoadedModel:
+    """``described`` with its estimator, read from the data store and checked."""
+    model_id = described.id
     try:
         data = read_artifact(store, stored)
     except ObjectCorrupt as error:  # ObjectMissing too; StoreUnavailable (503) passes through
@@ -129,17 +155,7 @@ def _load(session: Session, store: DataStore, model_id: str) -> LoadedModel:
             f"The stored artifact of model '{model_id}' cannot be read ({error}); delete the "
             "model and train again."
         ) from None
-    return LoadedModel(
-        id=record.id,
-        method=record.method,
-        task=record.task,
-        target=record.target,
-        estimator=estimator,
-        features=[dict(feature) for feature in record.features],
-        encoding=dict(record.encoding or {}),
-        classes=None if record.classes is None else [str(c) for c in record.classes],
-        size_bytes=len(data),
-    )
+    return dataclasses.replace(described, estimator=estimator, size_bytes=len(data))
 
 
 # --- predicting -----------------------------------------------------------------------------

@@ -20,11 +20,12 @@ from __future__ import annotations
 import contextlib
 from collections.abc import Iterator
 from contextlib import contextmanager
+from typing import Any
 
 import engine
 from service.training.spec import TrainingError
 
-__all__ = ["DASK_STAGE_PREFIX", "fit_cluster", "stage_on"]
+__all__ = ["DASK_STAGE_PREFIX", "dask_client", "fit_cluster", "stage_on"]
 
 # Every stage a fit on the cluster reports starts with this, then the scheduler's address;
 # /metrics counts the running jobs whose stage does (coppice_jobs_running_by_backend).
@@ -41,15 +42,25 @@ def fit_cluster(address: str | None, connect_timeout: float = 10.0) -> Iterator[
     """Run the body's fits on the Dask scheduler at ``address`` (None: locally); yields the
     number of the cluster's workers when the fit begins (None: locally).
 
+    Raises ``TrainingError`` as :func:`dask_client` does.
+    """
+    if address is None:
+        yield None
+        return
+    with dask_client(address, connect_timeout) as client, engine.parallel_backend(client):
+        yield len(client.scheduler_info().get("workers", {}))
+
+
+@contextmanager
+def dask_client(address: str, connect_timeout: float = 10.0) -> Iterator[Any]:
+    """A ``distributed.Client`` of the scheduler at ``address``, this body's alone.
+
     Raises
     ------
     TrainingError
         ``dask_unavailable`` when ``distributed`` is not installed, ``dask_unreachable`` when
         no scheduler answers at ``address`` within ``connect_timeout`` seconds.
     """
-    if address is None:
-        yield None
-        return
     try:
         from distributed import Client
     except ImportError:
@@ -59,7 +70,7 @@ def fit_cluster(address: str | None, connect_timeout: float = 10.0) -> Iterator[
             "package; install coppice[dask] or unset the setting.",
         ) from None
     try:
-        # set_as_default=False: the client is this fit's alone, never a process-wide default.
+        # set_as_default=False: the client is this body's alone, never a process-wide default.
         client = Client(address, timeout=connect_timeout, set_as_default=False)
     except (OSError, TimeoutError) as error:
         raise TrainingError(
@@ -68,9 +79,8 @@ def fit_cluster(address: str | None, connect_timeout: float = 10.0) -> Iterator[
             f"(COPPICE_DASK_SCHEDULER) within {connect_timeout:g} s: {error}",
         ) from None
     try:
-        with engine.parallel_backend(client):
-            yield len(client.scheduler_info().get("workers", {}))
+        yield client
     finally:
-        # After a lost scheduler closing can fail too; that must not hide why the fit ended.
+        # After a lost scheduler closing can fail too; that must not hide why the body ended.
         with contextlib.suppress(Exception):
             client.close(timeout=connect_timeout)

@@ -1,14 +1,15 @@
 """The service training on a real Dask cluster: ``dask-scheduler`` and two ``dask-worker``
 processes started here, and ``coppice serve`` with ``COPPICE_DASK_SCHEDULER`` pointing at them.
 
-Upload, train, predict (a forest, and boosting with its histograms on the workers); a Dask
-worker SIGKILLed mid-fit (the job still succeeds); the
+Upload, train, predict (a forest, and boosting with its histograms on the workers); a batch
+prediction scored by the workers; a Dask worker SIGKILLed mid-fit (the job still succeeds); the
 scheduler killed mid-fit (the attempt fails, the queue retries on a new cluster); an
 unreachable scheduler (a job error naming the address).
 """
 
 from __future__ import annotations
 
+import csv
 import io
 import os
 import signal
@@ -248,6 +249,50 @@ def test_boosting_reads_and_keeps_its_rows_on_the_cluster(service: Service) -> N
         json={"records": [{"a": 1.0, "b": 1.0, "c": 1.0, "d": 0.0}]},
     )
     assert predicted.status_code == 200, predicted.text
+
+
+def test_a_batch_prediction_is_scored_by_the_dask_workers(service: Service) -> None:
+    client = service.client
+    dataset_id = _upload(client, 3000)
+    job, _ = _follow(service, _train(client, dataset_id, 10, 6))
+    assert job["status"] == "succeeded", (job, service.logs())
+    created = client.post(
+        "/v1/batch-predictions",
+        json={"model": job["model_id"], "dataset_id": dataset_id, "keep_columns": ["a"]},
+    )
+    assert created.status_code == 202, created.text
+    deadline = time.monotonic() + JOB_TIMEOUT
+    while (batch := client.get(f"/v1/batch-predictions/{created.json()['id']}").json())[
+        "status"
+    ] not in ENDED:
+        if time.monotonic() > deadline:
+            pytest.fail(f"batch stuck: {batch}\n{service.logs()}")
+        time.sleep(0.05)
+    assert batch["status"] == "succeeded", (batch, service.logs())
+    # The workers read, scored and wrote the parts (issue 27); the notes say so.
+    assert "score_part" in service.cluster.task_prefixes()
+    assert any(service.cluster.address in note for note in batch["notes"]), batch["notes"]
+    scored = client.get(f"/v1/datasets/{batch['output_dataset_id']}/data", params={"format": "csv"})
+    assert scored.status_code == 200, scored.text
+    lines = list(csv.reader(io.StringIO(scored.text)))
+    assert lines[0] == ["a", "prediction"] and len(lines) == 3001
+    first = lines[1:6]
+    answer = client.post(
+        f"/v1/models/{job['model_id']}/predict",
+        json={"records": _records(dataset_id, client)[:5]},
+    )
+    assert answer.status_code == 200, answer.text
+    assert [row[1] for row in first] == answer.json()["predictions"]
+
+
+def _records(dataset_id: str, client: httpx.Client) -> list[dict[str, float]]:
+    """The dataset's rows as /v1 records (features only), read back through the API."""
+    text = client.get(f"/v1/datasets/{dataset_id}/data", params={"format": "csv"}).text
+    names, *rows = csv.reader(io.StringIO(text))
+    return [
+        {name: float(value) for name, value in zip(names, row, strict=True) if name != "label"}
+        for row in rows
+    ]
 
 
 def test_a_worker_killed_mid_fit_does_not_fail_the_job(service: Service) -> None:

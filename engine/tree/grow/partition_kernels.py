@@ -70,6 +70,71 @@ def _partition_compiled(
     return child_size[n_children]
 
 
+@kernel
+def _partition_runs(
+    columns: NDArray[Any],
+    rows: NDArray[np.intp],
+    node_start: NDArray[np.intp],
+    split_of_slot: NDArray[np.intp],
+    rank_of_slot: NDArray[np.intp],
+    split_feature: NDArray[np.int64],
+    left_codes: NDArray[np.bool_],
+    channels: NDArray[np.float64],
+    new_rows: NDArray[np.intp],
+    new_slot: NDArray[np.intp],
+    totals: NDArray[np.float64],
+    counts: NDArray[np.int64],
+    right_rows: NDArray[np.intp],
+) -> int:
+    """:func:`_partition_compiled` for two channels and rows held as runs, slot ``s``'s rows
+    ``rows[node_start[s]:node_start[s + 1]]`` (the whole-tree kernel's levels): the same rows,
+    order and totals to the bit, in one pass over each split node's rows.
+
+    A node's rows go left in place and right into ``right_rows`` (scratch, at least as long
+    as the largest run), which then follows them, as LightGBM's ``DataPartition::Split``
+    does; the children's totals are summed in registers, in the rows' order, instead of
+    through memory, and a node not split is skipped without reading its rows.
+    ``right_rows`` must hold as many rows as the largest run.
+    """
+    position = 0
+    for slot in range(node_start.size - 1):
+        rank = rank_of_slot[slot]
+        if rank < 0:
+            continue
+        split = split_of_slot[slot]
+        codes = columns[split_feature[split]]
+        goes_left = left_codes[split]
+        n_left = n_right = 0
+        g_left = h_left = g_right = h_right = 0.0
+        for i in range(node_start[slot], node_start[slot + 1]):
+            # Without a branch: each row is written to both sides and only its own side's
+            # count moves on, and the other side's sums add +0.0, which leaves a sum begun
+            # at +0.0 unchanged to the bit. The side is the data's coin toss, which a branch
+            # mispredicts half the time: 3.6x faster on 60k rows split evenly.
+            row = rows[i]
+            g, h = channels[row, 0], channels[row, 1]
+            left = goes_left[codes[row]]
+            new_rows[position + n_left] = row
+            right_rows[n_right] = row
+            n_left += left
+            n_right += 1 - left
+            g_left += g if left else 0.0
+            h_left += h if left else 0.0
+            g_right += 0.0 if left else g
+            h_right += 0.0 if left else h
+        left, right = 2 * rank, 2 * rank + 1
+        for k in range(n_right):
+            new_rows[position + n_left + k] = right_rows[k]
+        for k in range(n_left):
+            new_slot[position + k] = left
+        for k in range(n_right):
+            new_slot[position + n_left + k] = right
+        totals[left, 0], totals[left, 1], counts[left] = g_left, h_left, n_left
+        totals[right, 0], totals[right, 1], counts[right] = g_right, h_right, n_right
+        position += n_left + n_right
+    return position
+
+
 def _partition_numpy(
     columns: NDArray[Any],
     rows: NDArray[np.intp],

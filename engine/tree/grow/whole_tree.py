@@ -56,6 +56,7 @@ from engine.tree.grow.growth import (
     Growth,
 )
 from engine.tree.grow.level_kernels import _totals_compiled
+from engine.tree.grow.partition_kernels import _partition_runs
 from engine.tree.grow.thread_kernels import (
     children_histograms_threads,
     histograms_threads,
@@ -238,8 +239,16 @@ def _grow_compiled(
             node_bin[node] = 0
             node_missing_left[node] = False
             node_left[node] = -1
+        # (Writing each row's leaf once, when its node is not split, would save this pass;
+        # tried, the threaded partition then moved wrong rows: Numba's parallel lowering of
+        # the row arrays swapped below seems to need this loop's reads. Kept.)
         for i in range(n_level_rows):
             leaves[rows[i]] = level_first + slots[i]
+        # Each slot's rows are one run of ``rows`` (the partition keeps them grouped).
+        level_start = np.empty(n_slots + 1, dtype=np.intp)
+        level_start[0] = 0
+        for s in range(n_slots):
+            level_start[s + 1] = level_start[s] + node_counts[level_first + s]
         # The nodes still open to splitting (Growth.splittable for a Newton criterion).
         open_slots = np.empty(n_slots, dtype=np.intp)
         n_open = 0
@@ -365,22 +374,40 @@ def _grow_compiled(
         if n_chosen == 0:
             break
         n_children = 2 * n_chosen
-        n_moved = partition_threads(
-            _parts(n_threads, n_level_rows * _PARTITION_ADDS, min_work),
-            columns,
-            rows[:n_level_rows],
-            slots[:n_level_rows],
-            split_of_slot,
-            rank_of_slot,
-            split_feature,
-            left_codes,
-            n_children,
-            channels,
-            new_rows,
-            new_slots,
-            node_totals[first_child : first_child + n_children],
-            node_counts[first_child : first_child + n_children],
-        )
+        moving_parts = _parts(n_threads, n_level_rows * _PARTITION_ADDS, min_work)
+        if moving_parts <= 1:
+            n_moved = _partition_runs(
+                columns,
+                rows,
+                level_start,
+                split_of_slot,
+                rank_of_slot,
+                split_feature,
+                left_codes,
+                channels,
+                new_rows,
+                new_slots,
+                node_totals[first_child : first_child + n_children],
+                node_counts[first_child : first_child + n_children],
+                small_rows,
+            )
+        else:
+            n_moved = partition_threads(
+                moving_parts,
+                columns,
+                rows[:n_level_rows],
+                slots[:n_level_rows],
+                split_of_slot,
+                rank_of_slot,
+                split_feature,
+                left_codes,
+                n_children,
+                channels,
+                new_rows,
+                new_slots,
+                node_totals[first_child : first_child + n_children],
+                node_counts[first_child : first_child + n_children],
+            )
         rows, new_rows = new_rows, rows
         slots, new_slots = new_slots, slots
         level_first, n_slots, n_level_rows = first_child, n_children, n_moved

@@ -124,6 +124,32 @@ def test_partition_equals_the_twin_and_keeps_row_order(seed: int) -> None:
         assert results[0][0] == other[0]
         for kernel_part, other_part in zip(results[0][1:], other[1:], strict=True):
             assert_bits_equal(kernel_part, other_part)
+    # The whole-tree kernel's partition of rows held as runs per slot: the same to the bit.
+    new_rows = np.full(batch["rows"].size, -1, dtype=np.intp)
+    new_slot = np.full(batch["rows"].size, -1, dtype=np.intp)
+    totals = np.full((2 * n_splits, channels.shape[1]), np.nan)
+    counts = np.full(2 * n_splits, -1, dtype=np.int64)
+    node_start = np.zeros(n_slots + 1, dtype=np.intp)
+    node_start[1:] = np.cumsum(np.bincount(batch["slot_of_row"], minlength=n_slots))
+    moved = _partition_kernels._partition_runs(
+        batch["columns"],
+        batch["rows"],
+        node_start,
+        split_of_slot,
+        rank_of_slot,
+        split_feature,
+        left_codes,
+        channels,
+        new_rows,
+        new_slot,
+        totals,
+        counts,
+        np.empty(batch["rows"].size, dtype=np.intp),
+    )
+    runs = (int(moved), new_rows[:moved], new_slot[:moved], totals, counts)
+    assert runs[0] == results[0][0]
+    for kernel_part, runs_part in zip(results[0][1:], runs[1:], strict=True):
+        assert_bits_equal(runs_part, kernel_part)
     # The children's totals are node_totals' of the moved rows, to the last bit: the grower
     # takes them instead of summing the rows again.
     expected = level.node_totals(results[0][1], results[0][2], 2 * n_splits, channels)

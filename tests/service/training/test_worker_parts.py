@@ -4,13 +4,11 @@ engine's out-of-core boosting: the model is the one fitted on the columns in mem
 from __future__ import annotations
 
 import os
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import numpy as np
-import pyarrow.parquet as pq
 import pytest
 
 from engine import XGBoostClassifier, XGBoostRegressor, parallel_backend
@@ -21,13 +19,14 @@ from service.datasets.service import part_records
 from service.store import DataStore
 from service.training.part_table import PartTable
 from service.training.worker_parts import read_worker_part, worker_parts
+from tests.service.parquet_opens import log_opens, register_by_value
 from tests.service.training.test_fit_from_parts import N, _columns
 
 distributed = pytest.importorskip("distributed")
 cloudpickle = pytest.importorskip("cloudpickle")
 
-# The workers do not import the tests: the open logger below travels by value.
-cloudpickle.register_pickle_by_value(sys.modules[__name__])
+# The workers do not import the tests: the open logger travels by value.
+register_by_value()
 
 FEATURES = ("x", "colour", "wide")
 
@@ -213,22 +212,6 @@ def test_past_the_distinct_scores_bound_the_roc_comes_from_a_sketch(
         )
 
 
-def _log_opens(log: str | None) -> None:
-    """In this process: log the pid of every ``pq.ParquetFile`` made (``log`` None: stop)."""
-    original = getattr(pq, "_unlogged_parquet_file", pq.ParquetFile)
-    if log is None:
-        pq.ParquetFile = original  # type: ignore[misc]
-        return
-    pq._unlogged_parquet_file = original  # type: ignore[attr-defined]
-
-    def logged(*args: Any, **kwargs: Any) -> Any:
-        with open(log, "a") as handle:
-            handle.write(f"{os.getpid()}\n")
-        return original(*args, **kwargs)
-
-    pq.ParquetFile = logged  # type: ignore[misc]
-
-
 def test_an_out_of_core_job_opens_parts_only_in_worker_processes(
     client: Any, tmp_path: Path
 ) -> None:
@@ -252,16 +235,16 @@ def test_an_out_of_core_job_opens_parts_only_in_worker_processes(
     )
     log = tmp_path / "opens.log"
     workers = set(client.run(os.getpid).values())
-    client.run(_log_opens, str(log))
-    _log_opens(str(log))
+    client.run(log_opens, str(log))
+    log_opens(str(log))
     try:
         import engine
 
         with engine.parallel_backend(client):
             outcome = run_training(spec, table, lambda f, s: None, lambda: False)
     finally:
-        _log_opens(None)
-        client.run(_log_opens, None)
+        log_opens(None)
+        client.run(log_opens, None)
     pids = [int(line) for line in log.read_text().split()]
     assert os.getpid() not in pids
     assert set(pids) <= workers
