@@ -23,7 +23,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from service.datasets.columns import CategoricalColumn, NumericColumn
+from service.datasets import parts as parts_module
+from service.datasets.columns import CategoricalColumn, NumericColumn, summarize
 from service.datasets.csv_ingest import ingest_csv, spool_csv
 from service.datasets.ingest import parse_csv
 from service.datasets.service import part_records
@@ -67,6 +68,7 @@ def _streamed(
     *,
     block_bytes: int = 1 << 20,
     block_rows: int = 16384,
+    threaded: bool = False,
 ) -> dict[str, Cells] | str:
     store = DataStore(str(root / "store"))
     spooled = spool_csv(_chunks(data), root / "uploads")
@@ -79,6 +81,7 @@ def _streamed(
             max_columns=100,
             block_bytes=block_bytes,
             block_rows=block_rows,
+            threaded=threaded,
         )
     except ServiceError as error:
         assert not list((root / "store").rglob("*.parquet")), "a refused upload left parts"
@@ -123,10 +126,15 @@ def _check(
 ) -> None:
     reference = _reference(data, categorical)
     # pyarrow in blocks of 1 MiB, then of a few bytes (a row may straddle them: Python's
-    # reader takes over); Python's reader in blocks of two rows (a lone CR sends files there).
-    sizes: list[dict[str, int]] = [{}]
+    # reader takes over); Python's reader in blocks of two rows (a lone CR sends files there);
+    # and the parts written on a thread beside the parser, as for large files.
+    sizes: list[dict[str, Any]] = [{}]
     if small:
-        sizes += [{"block_bytes": 32, "block_rows": 2}, {"block_bytes": 4096, "block_rows": 1}]
+        sizes += [
+            {"block_bytes": 32, "block_rows": 2},
+            {"block_bytes": 4096, "block_rows": 1},
+            {"block_bytes": 32, "block_rows": 2, "threaded": True},
+        ]
     for size in sizes:
         _same(reference, _streamed(data, categorical, tmp_path, **size))
 
@@ -173,6 +181,54 @@ CASES = {
 @pytest.mark.parametrize("data", CASES.values(), ids=CASES.keys())
 def test_streamed_csv_is_what_the_reference_parser_gives(data: bytes, tmp_path: Path) -> None:
     _check(data, tmp_path)
+
+
+def test_the_writing_thread_writes_what_the_parser_alone_writes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Row groups of 64 rows, 3 a part: 3,000 rows make 16 parts, and the column "late" turns
+    # categorical at row 2,500, after parts were written (the file is read again).
+    monkeypatch.setattr(parts_module, "layout", lambda row_bytes: (64, 3))
+    rng = np.random.default_rng(5)
+    x = rng.normal(size=3000)
+    lines = [
+        f"{x[i]:.6f},{i % 7},id-{i * 7919 % 3001},{'word' if i == 2500 else i * 0.5}"
+        for i in range(3000)
+    ]
+    data = ("x,code,id,late\n" + "\n".join(lines) + "\n").encode()
+    results = []
+    for threaded in (False, True):
+        store = DataStore(str(tmp_path / f"store-{threaded}"))
+        spooled = spool_csv([data], tmp_path / "uploads")
+        table = ingest_csv(
+            spooled,
+            categorical=(),
+            store=store,
+            dataset_id="d",
+            max_columns=10,
+            block_bytes=4096,
+            threaded=threaded,
+        )
+        spooled.path.unlink()
+        finished = count_histograms(
+            store, part_records("d", table.parts), table.names, table.summaries
+        )
+        read = [pq.read_table(store.full_path(part.stored.path)) for part in table.parts]
+        results.append(
+            (
+                [kind.value for kind in table.kinds],
+                [(part.row_offset, part.n_rows) for part in table.parts],
+                [t.to_pydict() for t in read],
+                finished,
+            )
+        )
+    assert results[0] == results[1]
+    kinds, parts, _, finished = results[1]
+    assert kinds == ["numeric", "numeric", "categorical", "categorical"]
+    assert len(parts) == 16
+    expected = summarize(NumericColumn("x", np.array([float(f"{v:.6f}") for v in x])))
+    assert finished[0].distribution["histogram"] == expected.distribution["histogram"]
+    assert finished[0].stats["mean"] == pytest.approx(expected.stats["mean"], rel=1e-12)
 
 
 @pytest.mark.parametrize(
