@@ -80,6 +80,12 @@ def _memory(pid: int, key: str) -> int:
     raise KeyError(key)
 
 
+def _cpu_seconds(pid: int) -> float:
+    """User + system CPU seconds a process has used, all its threads (``/proc/<pid>/stat``)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 def _upload(url: str, pid: int, path: Path, content_type: str) -> tuple[float, int, str]:
     """(seconds, peak RSS growth in bytes, dataset id) of one raw-body upload."""
 
@@ -103,9 +109,11 @@ def _upload(url: str, pid: int, path: Path, content_type: str) -> tuple[float, i
     return seconds, _memory(pid, "VmHWM") - before, response.json()["id"]
 
 
-def _download(url: str, dataset_id: str, target: Path) -> float:
+def _download(url: str, dataset_id: str, target: Path, fmt: str = "parquet") -> float:
     started = time.perf_counter()
-    with httpx.stream("GET", f"{url}/v1/datasets/{dataset_id}/data", timeout=3600) as response:
+    with httpx.stream(
+        "GET", f"{url}/v1/datasets/{dataset_id}/data", params={"format": fmt}, timeout=3600
+    ) as response:
         response.raise_for_status()
         with target.open("wb") as sink:
             for chunk in response.iter_bytes():
@@ -119,10 +127,11 @@ def _pyarrow_parquet(path: Path, out: Path) -> float:
     return time.perf_counter() - started
 
 
-def _pyarrow_csv(path: Path, out: Path) -> float:
-    started = time.perf_counter()
+def _pyarrow_csv(path: Path, out: Path) -> tuple[float, float]:
+    """Wall and CPU seconds (both of pyarrow's threads) of its read + write."""
+    started, cpu = time.perf_counter(), time.process_time()
     pq.write_table(pa_csv.read_csv(path), out)
-    return time.perf_counter() - started
+    return time.perf_counter() - started, time.process_time() - cpu
 
 
 def _register(url: str, root: Path, parts: int) -> float:
@@ -190,27 +199,54 @@ def main() -> None:
         # would hide the next upload's growth.
         if args.mib:
             _parquet_round(root, parquet, size, settings, args.register_parts)
-        uploads, baselines = [], []
-        for repeat in range(args.csv_repeats):
-            with serving(root / f"server-csv-{repeat}", **settings) as (url, processes):
-                pid = processes.started[0].pid
-                seconds, growth, _ = _upload(url, pid, csv, "text/csv")
-            baseline = _pyarrow_csv(csv, root / "baseline-csv.parquet")
-            uploads.append(seconds)
-            baselines.append(baseline)
-            print(
-                f"CSV upload: {csv_size / seconds:.1f} MiB/s ({seconds:.1f} s), server peak RSS "
-                f"+{growth / 2**20:.0f} MiB ({growth / 2**20 / csv_size:.2f}x the file); "
-                f"pyarrow.csv read + Parquet write {csv_size / baseline:.0f} MiB/s "
-                f"({baseline:.1f} s): {baseline / seconds:.2f}x; load {os.getloadavg()}",
-                flush=True,
-            )
-        if args.csv_repeats > 1:
-            upload, baseline = statistics.median(uploads), statistics.median(baselines)
-            print(
-                f"CSV medians of {args.csv_repeats}: upload {upload:.1f} s, pyarrow {baseline:.1f}"
-                f" s: {baseline / upload:.2f}x"
-            )
+        _csv_rounds(root, csv, csv_size, settings, args.csv_repeats)
+
+
+def _csv_rounds(root: Path, csv: Path, size: float, settings: dict[str, str], repeats: int) -> None:
+    """The CSV upload ``repeats`` times, each to a fresh server and followed by pyarrow's
+    baseline (interleaved); the server's CPU seconds beside the wall time, since on a loaded
+    machine the wall time is mostly the share of the cores a process got. After each upload the
+    table is downloaded as Parquet and as CSV (the download target is against the same
+    baseline)."""
+    rounds: list[dict[str, float]] = []
+    for repeat in range(repeats):
+        with serving(root / f"server-csv-{repeat}", **settings) as (url, processes):
+            pid = processes.started[0].pid
+            cpu = _cpu_seconds(pid)
+            seconds, growth, dataset_id = _upload(url, pid, csv, "text/csv")
+            cpu = _cpu_seconds(pid) - cpu
+            down_parquet = _download(url, dataset_id, root / "back.parquet")
+            down_csv = _download(url, dataset_id, root / "back.csv", "csv")
+        baseline, baseline_cpu = _pyarrow_csv(csv, root / "baseline-csv.parquet")
+        rounds.append(
+            {
+                "upload": seconds,
+                "cpu": cpu,
+                "pyarrow": baseline,
+                "pyarrow_cpu": baseline_cpu,
+                "ratio": baseline / seconds,
+                "parquet_down": baseline / down_parquet,
+                "csv_down": baseline / down_csv,
+            }
+        )
+        print(
+            f"CSV upload: {size / seconds:.1f} MiB/s ({seconds:.1f} s, server CPU {cpu:.1f} s), "
+            f"server peak RSS +{growth / 2**20:.0f} MiB ({growth / 2**20 / size:.2f}x the file); "
+            f"pyarrow.csv read + Parquet write {size / baseline:.0f} MiB/s ({baseline:.1f} s, "
+            f"CPU {baseline_cpu:.1f} s): {baseline / seconds:.2f}x; downloads: Parquet "
+            f"{down_parquet:.1f} s ({baseline / down_parquet:.2f}x), CSV {down_csv:.1f} s "
+            f"({baseline / down_csv:.2f}x); load {os.getloadavg()}",
+            flush=True,
+        )
+    if repeats > 1:
+        medians = {key: statistics.median(r[key] for r in rounds) for key in rounds[0]}
+        print(
+            f"CSV medians of {repeats}: upload {medians['upload']:.1f} s (server CPU "
+            f"{medians['cpu']:.1f} s), pyarrow {medians['pyarrow']:.1f} s (CPU "
+            f"{medians['pyarrow_cpu']:.1f} s): {medians['pyarrow'] / medians['upload']:.2f}x "
+            f"(median of the rounds' ratios {medians['ratio']:.2f}x); downloads' ratios: "
+            f"Parquet {medians['parquet_down']:.2f}x, CSV {medians['csv_down']:.2f}x"
+        )
 
 
 if __name__ == "__main__":
