@@ -103,12 +103,7 @@ class VerifyingReader:
         self._checked = True
 
     def _mismatch(self) -> ObjectCorrupt:
-        return ObjectCorrupt(
-            self._expected.path,
-            f"The stored object '{self._expected.path}' does not match its recorded size "
-            f"({self._expected.size} bytes) and SHA-256; it was changed or damaged after it was "
-            "written. Restore it from a backup, or delete what it belongs to and recreate it.",
-        )
+        return mismatch(self._expected)
 
     def close(self) -> None:
         self._source.close()
@@ -118,3 +113,13 @@ class VerifyingReader:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+def mismatch(expected: StoredObject) -> ObjectCorrupt:
+    """The error for an object whose bytes are not the ones ``expected`` records."""
+    return ObjectCorrupt(
+        expected.path,
+        f"The stored object '{expected.path}' does not match its recorded size "
+        f"({expected.size} bytes) and SHA-256; it was changed or damaged after it was "
+        "written. Restore it from a backup, or delete what it belongs to and recreate it.",
+    )

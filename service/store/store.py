@@ -31,7 +31,7 @@ from fsspec.core import url_to_fs
 
 from service.config import Settings
 from service.store.errors import ObjectMissing, StoreUnavailable
-from service.store.objects import HashingWriter, StoredObject, VerifyingReader
+from service.store.objects import HashingWriter, StoredObject, VerifyingReader, mismatch
 
 # What failing to reach a store raises: OSError from local disks and most fsspec backends;
 # botocore's own errors from s3fs when the endpoint is down or refuses the keys.
@@ -146,16 +146,26 @@ class DataStore:
         try:
             source = self.fs.open(self.full_path(stored.path), "rb")
         except FileNotFoundError as error:
-            raise ObjectMissing(
-                stored.path,
-                f"The stored object '{stored.path}' is missing from the data store "
-                f"({self.url}); restore it from a backup, or delete what it belongs to and "
-                "recreate it.",
-            ) from error
+            raise self._missing(stored) from error
         except _STORE_FAILURES as error:
             raise self._unavailable("read", stored.path, error) from error
         with VerifyingReader(source, stored) as reader:
             yield reader
+
+    def check_size(self, stored: StoredObject) -> None:
+        """Raise ``ObjectMissing`` unless the object is there, ``ObjectCorrupt`` unless it has
+        the recorded size: from the store's own metadata (a stat, an S3 HEAD), no byte read.
+        Not a check of its SHA-256, which every read makes."""
+        full = self.full_path(stored.path)
+        try:
+            self.fs.invalidate_cache(full)  # s3fs may answer from a listing it cached earlier
+            info = self.fs.info(full)
+        except FileNotFoundError as error:
+            raise self._missing(stored) from error
+        except _STORE_FAILURES as error:
+            raise self._unavailable("read", stored.path, error) from error
+        if info.get("type") == "directory" or int(info.get("size") or 0) != stored.size:
+            raise mismatch(stored)
 
     def get(self, stored: StoredObject) -> bytes:
         """The whole object, verified."""
@@ -224,6 +234,13 @@ class DataStore:
         # Best effort: gc sweeps whatever is left.
         with contextlib.suppress(Exception):
             self.fs.rm_file(full_path)
+
+    def _missing(self, stored: StoredObject) -> ObjectMissing:
+        return ObjectMissing(
+            stored.path,
+            f"The stored object '{stored.path}' is missing from the data store ({self.url}); "
+            "restore it from a backup, or delete what it belongs to and recreate it.",
+        )
 
     def _unavailable(self, action: str, path: str, error: BaseException) -> StoreUnavailable:
         reason = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__

@@ -85,6 +85,27 @@ def test_a_missing_object_is_an_error_naming_it(store: DataStore) -> None:
     store.delete("models/m3/model.cpm")  # deleting what is gone is no error
 
 
+def test_the_size_check_reads_the_stores_metadata_only(store: DataStore) -> None:
+    stored = store.put("models/m4/model.cpm", b"the real artifact")
+    store.check_size(stored)
+    # Listed first, so that an S3 filesystem has the old size cached: the check asks again.
+    assert [info.size for info in store.walk("models/m4/")] == [stored.size]
+    store.put("models/m4/model.cpm", b"the real artifact, and more")
+    with pytest.raises(ObjectCorrupt, match=re.escape("models/m4/model.cpm")):
+        store.check_size(stored)
+    store.put("models/m4/model.cpm", b"the real")
+    with pytest.raises(ObjectCorrupt, match=re.escape("models/m4/model.cpm")):
+        store.check_size(stored)
+    # Same size, one byte changed: not what this check sees (every read does).
+    store.put("models/m4/model.cpm", b"the real artifacT")
+    store.check_size(stored)
+    with pytest.raises(ObjectCorrupt):
+        store.get(stored)
+    store.delete("models/m4/model.cpm")
+    with pytest.raises(ObjectMissing, match=re.escape("models/m4/model.cpm")):
+        store.check_size(stored)
+
+
 def test_delete_prefix_removes_only_that_prefix(store: DataStore) -> None:
     for path in ("datasets/a/part-00000.parquet", "datasets/a/part-00001.parquet"):
         store.put(path, b"x")

@@ -21,7 +21,8 @@ from service.db.tables import (
     ModelRecord,
 )
 from service.db.types import utc_now
-from service.store import DataStore
+from service.models import artifacts
+from service.store import DataStore, ObjectCorrupt
 from service.worker import queue, recovery
 from service.worker.fit_process import JobSnapshot, store_outcome
 
@@ -221,6 +222,43 @@ def test_corrupt_or_missing_artifact_is_refused_naming_the_object(
     ):
         queue.finish_succeeded(session, data_store, snapshot, "w", outcome, now=utc_now())
     assert _counts(engine) == (0, 0, 0)
+
+
+@pytest.mark.parametrize("change", ["same size", "longer", "shorter"])
+def test_a_large_artifact_is_checked_by_size_then_by_every_read(
+    engine: Engine, data_store: DataStore, change: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Every artifact counts as large: it is not read through after the fit.
+    monkeypatch.setattr(artifacts, "FULL_CHECK_BYTES", 0)
+    add_job(engine, add_dataset(engine))
+    claimed = _claim(engine, "w")
+    assert claimed is not None
+    snapshot = JobSnapshot.of(claimed, n_jobs=1)
+    outcome = store_outcome(data_store, make_outcome(snapshot))
+    written = data_store.get(outcome.artifact)
+    damaged = bytearray(written)
+    damaged[-1] ^= 0xFF
+    if change == "longer":
+        damaged += b"!"
+    elif change == "shorter":
+        del damaged[-1]
+    data_store.put(outcome.artifact.path, damaged)
+    if change != "same size":
+        with (
+            pytest.raises(queue.ArtifactMismatch, match=outcome.artifact.path),
+            transaction(engine) as session,
+        ):
+            queue.finish_succeeded(session, data_store, snapshot, "w", outcome, now=utc_now())
+        assert _counts(engine) == (0, 0, 0)
+        return
+    with transaction(engine) as session:
+        model_id = queue.finish_succeeded(
+            session, data_store, snapshot, "w", outcome, now=utc_now()
+        )
+    assert model_id is not None
+    # Named, but never loaded as a model: every read checks the SHA-256 and names the object.
+    with pytest.raises(ObjectCorrupt, match=outcome.artifact.path):
+        artifacts.read_artifact(data_store, outcome.artifact)
 
 
 def test_shutdown_requeue_does_not_count_the_interrupted_run(engine: Engine) -> None:
