@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import numpy as np
@@ -54,6 +55,8 @@ _REST_BITS = 64 - HLL_BITS
 CATEGORIES_EXACT = 1 << 14
 _HASH_SLICE = 8192
 _NUMERIC_SLICE = 16384
+# Values read back for the histograms past which two threads read them (32 MiB of float64).
+READ_BACK_THREADED = 1 << 22
 _CATEGORY_SLICE = 8192
 # Category (value, count) pieces gathered before they are merged into one.
 _MERGE_PIECES = 64
@@ -381,12 +384,30 @@ def count_histograms(
     """Finish every summary, first counting into the numeric columns' histograms the rows
     their ``add`` counted with edges the range later outgrew: read back from the parts just
     written (a column of a row group at a time, without verifying: this process wrote and
-    hashed them), only up to the row where each column's range last grew."""
+    hashed them), only up to the row where each column's range last widened. Past
+    ``READ_BACK_THREADED`` values, half the columns are read back on a second thread (pyarrow's
+    decoding and NumPy's counting release the GIL); below, a thread's own allocator arena
+    would cost more memory than a small upload."""
     wanted = [
         (name, summary)
         for name, summary in zip(names, summaries, strict=True)
         if isinstance(summary, NumericSummary) and summary.n and summary.counted_from
     ]
+    if sum(summary.counted_from for _, summary in wanted) < READ_BACK_THREADED:
+        _read_back(store, parts, wanted)
+    else:
+        with ThreadPoolExecutor(1, thread_name_prefix="histograms") as pool:
+            other = pool.submit(_read_back, store, parts, wanted[1::2])
+            _read_back(store, parts, wanted[0::2])
+            other.result()
+    return [summary.finish() for summary in summaries]
+
+
+def _read_back(
+    store: DataStore,
+    parts: Sequence[DatasetPartRecord],
+    wanted: Sequence[tuple[str, NumericSummary]],
+) -> None:
     until = max((summary.counted_from for _, summary in wanted), default=0)
     for part in parts:
         if part.row_offset >= until:
@@ -404,4 +425,3 @@ def count_histograms(
                 del table
                 summary.count_batch(values[: summary.counted_from - start])
             start += rows
-    return [summary.finish() for summary in summaries]

@@ -15,6 +15,7 @@ import pytest
 from service.datasets.columns import NumericColumn, summarize
 from service.datasets.parts import PartWriter
 from service.datasets.service import part_records
+from service.datasets import summaries as summaries_module
 from service.datasets.summaries import NumericSummary, add_batch, count_histograms
 from service.store import DataStore
 
@@ -62,8 +63,13 @@ def _written(
     summary fed each row group as it is written (the uploads), or each batch before it is
     written (the batch predictions), so that its batches straddle the row groups."""
     store = DataStore(str(root / "store"))
-    table = pa.table({"x": pa.array(values, mask=np.isnan(values))})
-    summaries = [NumericSummary()]
+    table = pa.table(
+        {
+            "x": pa.array(values, mask=np.isnan(values)),
+            "y": pa.array(values[::-1], mask=np.isnan(values[::-1])),
+        }
+    )
+    summaries = [NumericSummary(), NumericSummary()]
     writer = PartWriter(
         store,
         "d",
@@ -79,19 +85,23 @@ def _written(
     return store, summaries, part_records("d", writer.finish())
 
 
+@pytest.mark.parametrize("threads", [1, 2])
 @pytest.mark.parametrize("per_group", [True, False], ids=["row groups", "batches"])
 @pytest.mark.parametrize("order", ORDERS)
 def test_the_histogram_counted_while_writing_is_the_in_memory_one(
-    order: str, per_group: bool, tmp_path: Path
+    order: str, per_group: bool, threads: int, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    if threads == 2:  # the columns read back on two threads, as for large uploads
+        monkeypatch.setattr(summaries_module, "READ_BACK_THREADED", 0)
     values = _column(order)
     store, summaries, parts = _written(values, tmp_path, per_group=per_group)
-    (found,) = count_histograms(store, parts, ["x"], summaries)
-    expected = summarize(NumericColumn("x", values))
-    assert found.distribution["histogram"] == expected.distribution["histogram"]
-    assert found.n_missing == expected.n_missing
-    assert found.stats["min"] == expected.stats["min"]
-    assert found.stats["max"] == expected.stats["max"]
+    found = count_histograms(store, parts, ["x", "y"], summaries)
+    for column, summary in zip((values, values[::-1]), found, strict=True):
+        expected = summarize(NumericColumn("x", column))
+        assert summary.distribution["histogram"] == expected.distribution["histogram"]
+        assert summary.n_missing == expected.n_missing
+        assert summary.stats["min"] == expected.stats["min"]
+        assert summary.stats["max"] == expected.stats["max"]
 
 
 @pytest.mark.parametrize("order", ["extremes first", "constant"])
@@ -101,7 +111,7 @@ def test_a_column_whose_range_is_known_early_is_not_read_back(order: str, tmp_pa
     # Its first row group held its extremes: the counts are final as written, so the parts
     # are not needed at all.
     store.delete_prefix("datasets/")
-    (found,) = count_histograms(store, parts, ["x"], summaries)
+    (found,) = count_histograms(store, parts, ["x"], summaries[:1])
     assert (
         found.distribution["histogram"]
         == summarize(NumericColumn("x", values)).distribution["histogram"]
@@ -117,7 +127,7 @@ def test_a_late_extreme_reads_back_only_the_rows_before_it(tmp_path: Path) -> No
     # The parts after the one the extreme is in are never opened.
     for part in parts[3:]:
         store.delete(part.path)
-    (found,) = count_histograms(store, parts, ["x"], summaries)
+    (found,) = count_histograms(store, parts, ["x"], summaries[:1])
     assert (
         found.distribution["histogram"]
         == summarize(NumericColumn("x", values)).distribution["histogram"]
