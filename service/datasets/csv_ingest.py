@@ -23,6 +23,12 @@ unterminated quote, a cell over the field limit. The spooling scan sees the firs
 them, or any error pyarrow raises, and the file is read by Python's reader instead, still a
 block of rows at a time: same cells, and the same error messages (the row and line numbers,
 the byte offset of undecodable bytes) as before. That reader is slower, not larger.
+
+A file of ``THREADED_BYTES`` or more is written by a thread beside the parser (Parquet encoding
+and the row groups' summaries there, parsing and converting here, as ``pyarrow.csv.read_csv``
+keeps two cores busy), with at most two blocks queued between them; a smaller one stays on one
+thread, whose fixed cost (the thread's allocator arena, the blocks in flight) would be near its
+size. Either way the parts, kinds, summaries and errors are the same.
 """
 
 from __future__ import annotations
