@@ -12,10 +12,10 @@ import numpy.typing as npt
 import pyarrow as pa
 import pytest
 
+from service.datasets import summaries as summaries_module
 from service.datasets.columns import NumericColumn, summarize
 from service.datasets.parts import PartWriter
 from service.datasets.service import part_records
-from service.datasets import summaries as summaries_module
 from service.datasets.summaries import NumericSummary, add_batch, count_histograms
 from service.store import DataStore
 
