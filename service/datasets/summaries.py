@@ -409,11 +409,13 @@ def _read_back(
     wanted: Sequence[tuple[str, NumericSummary]],
 ) -> None:
     until = max((summary.counted_from for _, summary in wanted), default=0)
+    # The summaries were fed these parts' rows in order, from the first part's first row.
+    first = parts[0].row_offset if parts else 0
     for part in parts:
-        if part.row_offset >= until:
+        start = part.row_offset - first
+        if start >= until:
             break
         parquet = open_part(store, part, verify=False)
-        start = part.row_offset
         for group in range(parquet.num_row_groups):
             rows = parquet.metadata.row_group(group).num_rows
             # A column of a row group at a time: 1 MiB of float64 at 2^17 rows.

@@ -106,10 +106,11 @@ async def test_the_cluster_scores_as_the_batch_process_does_opening_no_input_par
     ]
     assert any("Dask cluster" in note for note in there.notes)
     # Each input part opened once, on a worker; this process opened only the output's parts
-    # (twice each: the summaries, then the histograms).
+    # (once each for the summaries, and again for the histograms only up to the part where a
+    # column's range last widened).
     pids = [int(line) for line in log.read_text().split()]
     assert sum(pid in workers for pid in pids) == 5
-    assert pids.count(os.getpid()) == 2 * len(there.parts)
+    assert len(there.parts) <= pids.count(os.getpid()) <= 2 * len(there.parts)
     assert set(pids) <= workers | {os.getpid()}
 
 
