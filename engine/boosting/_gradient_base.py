@@ -17,6 +17,7 @@ from engine.boosting._packed_stages import PackedStagesMixin
 from engine.boosting._stages import TrainingSet, ValidationSet, fit_stages, holdout_split
 from engine.callbacks import Callback
 from engine.parallel import resolve_n_jobs
+from engine.tree._binned import Binned, BinningPlan, check_binned, plan_binning
 from engine.tree._binning import BinMapper, categorical_mask
 from engine.tree._classes import TREE_CONSTRAINTS, resolve_limits
 from engine.tree._tree import Tree
@@ -82,7 +83,14 @@ class BaseGradientBoosting(PackedStagesMixin, BaseEstimator):
         for name in [key for key in vars(self) if key.endswith("_") and not key.startswith("_")]:
             delattr(self, name)  # a refit (or an interrupted one) never mixes two models
         self._forget_packed()
-        X = check_X(X, estimator=type(self).__name__)
+        given = X if isinstance(X, Binned) else None
+        if given is None:
+            X = check_X(X, estimator=type(self).__name__)
+        elif self.n_iter_no_change is not None:
+            raise ValueError(
+                f"{type(self).__name__}: early stopping (n_iter_no_change) holds out rows of "
+                "the values themselves; fit on X rather than on Binned codes."
+            )
         target = check_target(y, X.shape[0], numeric=not self._classification)
         weights = check_sample_weight(sample_weight, X.shape[0])
         codes, n_classes, classes = self._encode_target(target)
@@ -91,27 +99,39 @@ class BaseGradientBoosting(PackedStagesMixin, BaseEstimator):
 
         root = resolve_seed_sequence(self.random_state)
         binning_seed, split_seed, subsample_seed, tree_seed = root.spawn(4)
-        validation_rows = None
-        if self.n_iter_no_change is not None:
-            validation_rows = holdout_split(
-                X.shape[0],
-                self.validation_fraction,
-                np.random.default_rng(split_seed),
-                codes,
-            )
-        train_rows = None if validation_rows is None else ~validation_rows
-        X_train, y_train, w_train = _rows(train_rows, X, y_loss, weights)
-        mapper = BinMapper(self.max_bins, seed=int(binning_seed.generate_state(1)[0]))
-        weighted = X_train if w_train.all() else X_train[w_train > 0]
-        mapper.fit(weighted, categorical_mask(self.categorical_features, X.shape[1]))
-        data = BinnedData.from_mapper(mapper.transform(X_train), y_train, mapper)
-        train = TrainingSet(data, mapper.encode_for_prediction(X_train), y_train, w_train)
         validation = None
-        if validation_rows is not None:
-            X_val, y_val, w_val = _rows(validation_rows, X, y_loss, weights)
-            validation = ValidationSet(mapper.encode_for_prediction(X_val), y_val, w_val)
+        if given is not None:  # binned by the caller with the mapper of binning_plan
+            check_binned(
+                given,
+                self.max_bins,
+                categorical_mask(self.categorical_features, X.shape[1]),
+                type(self).__name__,
+            )
+            mapper = given.mapper
+            y_train, w_train = y_loss, weights
+            data = BinnedData.from_mapper(given.codes, y_train, mapper)
+            train = TrainingSet(data, None, y_train, w_train, mapper)
+        else:
+            validation_rows = None
+            if self.n_iter_no_change is not None:
+                validation_rows = holdout_split(
+                    X.shape[0],
+                    self.validation_fraction,
+                    np.random.default_rng(split_seed),
+                    codes,
+                )
+            train_rows = None if validation_rows is None else ~validation_rows
+            X_train, y_train, w_train = _rows(train_rows, X, y_loss, weights)
+            mapper = self._mapper(binning_seed)
+            weighted = X_train if w_train.all() else X_train[w_train > 0]
+            mapper.fit(weighted, categorical_mask(self.categorical_features, X.shape[1]))
+            data = BinnedData.from_mapper(mapper.transform(X_train), y_train, mapper)
+            train = TrainingSet(data, mapper.encode_for_prediction(X_train), y_train, w_train)
+            if validation_rows is not None:
+                X_val, y_val, w_val = _rows(validation_rows, X, y_loss, weights)
+                validation = ValidationSet(mapper.encode_for_prediction(X_val), y_val, w_val)
 
-        limits = resolve_limits(self, X_train.shape[0], float(w_train.sum()), X.shape[1])
+        limits = resolve_limits(self, y_train.shape[0], float(w_train.sum()), X.shape[1])
         spec = TreeSpec(criterion="squared_error", random_splits=False, limits=limits, n_classes=0)
         init_raw = loss.init_raw(y_train, w_train)
         with kernel_threads(self.n_jobs) as threads:
@@ -147,6 +167,20 @@ class BaseGradientBoosting(PackedStagesMixin, BaseEstimator):
             self.oob_scores_ = np.array(result.oob_scores)
             self.oob_improvement_ = np.array(result.oob_improvement)
             self.oob_score_ = float(self.oob_scores_[-1])
+
+    def _mapper(self, binning_seed: np.random.SeedSequence) -> BinMapper:
+        return BinMapper(self.max_bins, seed=int(binning_seed.generate_state(1)[0]))
+
+    def binning_plan(self, n_rows: int, n_features: int, sample_weight: Any = None) -> BinningPlan:
+        """The binning ``fit`` on an ``n_rows`` × ``n_features`` matrix would make (see
+        :mod:`engine.tree._binned`); ``fit(Binned(codes, plan.fit(X[plan.rows])), y)`` then
+        grows the stages ``fit(X, y)`` grows. Needs an integer ``random_state``, and no early
+        stopping (its holdout is drawn from the rows before they are binned)."""
+        self._validate_params()
+        binning_seed = resolve_seed_sequence(self.random_state).spawn(4)[0]
+        weights = check_sample_weight(sample_weight, n_rows)
+        categorical = categorical_mask(self.categorical_features, n_features)
+        return plan_binning(self._mapper(binning_seed), categorical, n_rows, weights > 0)
 
     def _encode_target(self, target: NDArray[Any]) -> tuple[Any, int, Any]:
         return None, 0, None

@@ -24,6 +24,8 @@ from numpy.typing import NDArray
 from engine.boosting._losses import Loss
 from engine.callbacks import OOB_LOSS, TRAIN_LOSS, VALIDATION_LOSS, Callback, ProgressEvent, notify
 from engine.early_stopping import EarlyStopping
+from engine.tree._binned import apply_codes
+from engine.tree._binning import BinMapper
 from engine.tree._tree import Tree
 from engine.tree.grow.build import BinnedData, TreeSpec, build_tree
 
@@ -37,9 +39,19 @@ class TrainingSet:
     """What the stage loop reads: binned rows, encoded raw rows, targets, weights."""
 
     data: BinnedData  # binned matrix; its target is replaced per tree
-    encoded: FloatArray  # raw X with categorical codes, for Tree.apply
+    # Raw X with categorical codes, for Tree.apply; None when the fit was given codes alone
+    # (engine.tree.Binned), which are then decoded through ``mapper`` a chunk at a time.
+    encoded: FloatArray | None
     y: FloatArray  # (n,) or one-hot (n, K)
     weights: FloatArray
+    mapper: BinMapper | None = None
+
+    def leaves(self, tree: Tree) -> NDArray[np.intp]:
+        """The leaf of every training row in ``tree``."""
+        if self.encoded is not None:
+            return tree.apply(self.encoded)
+        assert self.mapper is not None
+        return apply_codes(tree, self.mapper, self.data.binned)
 
 
 @dataclass
@@ -181,7 +193,7 @@ def _fit_one_stage(
         leaves = np.empty(y.shape[0], dtype=np.intp)  # one-hot y of K classes has K columns
         tree = build_tree(stage_data, stage_weights, spec, rng, threads=threads, leaves=leaves)
         if leaves.min() < 0:  # rows out of the subsample, or a best-first tree
-            leaves = tree.apply(train.encoded)
+            leaves = train.leaves(tree)
         leaves_in = leaves if rows is None else leaves[rows]
         gamma = loss.leaf_values(y_in, raw_in, w_in, leaves_in, tree.node_count, k)
         is_leaf = tree.nodes["left_child"] < 0

@@ -12,11 +12,15 @@
 
 A series a method does not have is an empty list. Curves longer than ``MAX_POINTS`` are
 thinned to evenly spaced iterations (always keeping the last).
+
+The staged curves read their rows' feature values ``CHUNK_ROWS`` rows at a time (a fit from
+a dataset's parts decodes them from its bin codes), and a series is the chunks' scores
+weighted by their share of the rows: the score itself when the rows fit in one chunk.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 import numpy as np
@@ -27,6 +31,11 @@ from engine.callbacks import TRAIN_PREFIX, ProgressEvent, train_metric
 from service.training.metrics import json_number
 
 MAX_POINTS = 1000
+# Rows whose feature values a staged curve holds at once.
+CHUNK_ROWS = 1 << 16
+
+# The feature values of a series' rows ``start:stop``, as the model predicts them.
+RowValues = Callable[[int, int], npt.NDArray[np.float64]]
 
 
 def learning_curves(
@@ -35,8 +44,8 @@ def learning_curves(
     *,
     classification: bool,
     classes: Sequence[str] | None,
-    train: tuple[npt.NDArray[np.float64], npt.NDArray[Any]],
-    validation: tuple[npt.NDArray[np.float64], npt.NDArray[Any]] | None,
+    train: tuple[RowValues, npt.NDArray[Any]],
+    validation: tuple[RowValues, npt.NDArray[Any]] | None,
     events: Sequence[ProgressEvent],
 ) -> dict[str, Any] | None:
     series: dict[str, list[float]] = {"train": [], "validation": [], "oob": []}
@@ -84,6 +93,29 @@ def _reported_train_metric(events: Sequence[ProgressEvent]) -> str | None:
 
 def _staged(
     model: Any,
+    values: RowValues,
+    y: npt.NDArray[Any],
+    classification: bool,
+    classes: Sequence[str] | None,
+    *,
+    proba: bool,
+) -> list[float]:
+    n = y.shape[0]
+    series: list[float] = []
+    for start in range(0, n, CHUNK_ROWS):
+        stop = min(n, start + CHUNK_ROWS)
+        scores = _stage_scores(model, values(start, stop), y[start:stop], classification,
+                               classes, proba=proba)  # fmt: skip
+        share = (stop - start) / n
+        if start == 0:
+            series = [score * share for score in scores]
+        else:
+            series = [total + score * share for total, score in zip(series, scores, strict=True)]
+    return series
+
+
+def _stage_scores(
+    model: Any,
     X: npt.NDArray[np.float64],
     y: npt.NDArray[Any],
     classification: bool,
@@ -91,8 +123,6 @@ def _staged(
     *,
     proba: bool,
 ) -> list[float]:
-    if X.shape[0] == 0:
-        return []
     if classification and proba:
         labels = np.asarray(classes)
         stages: Iterable[Any] = model.staged_predict_proba(X)

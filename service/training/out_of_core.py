@@ -151,7 +151,7 @@ def run_out_of_core(
         rows=ranks.n_train,
     )
     monitoring["prediction"] = evaluation["prediction"]
-    empty = (data.X, data.y)
+    empty = (lambda start, stop: data.X[start:stop], data.y)
     curves = learning_curves(
         method.name,
         estimator,

@@ -22,7 +22,7 @@ from service.methods.catalog import CATALOG, Method, Task
 from service.methods.params import ParamsInvalid, build_estimator, resolve_params
 from service.models.importance import available_kinds
 from service.monitoring.baseline import training_baseline
-from service.training.curves import learning_curves
+from service.training.curves import RowValues, learning_curves
 from service.training.data import PartRows, TrainingData, prepare, prepare_from_parts
 from service.training.diagnostics import validation_diagnostics
 from service.training.metrics import (
@@ -169,25 +169,18 @@ def run_training(
         data.classes if classification else None,
         rows=int(train_rows.size),
     )
-    _forget_codes(data, model)
-    # The methods fitted from parts draw no curve from feature values (their curves are OOB
-    # errors or the engine's reported training metric): none are read.
-    empty = data.X[:0]
     curves = learning_curves(
         method.name,
         model,
         classification=classification,
         classes=data.classes,
-        train=(data.X[scored_rows], data.y[scored_rows])
-        if data.parts is None
-        else (empty, data.y[:0]),
+        train=(_row_values(data, coded, scored_rows), data.y[scored_rows]),
         validation=None
         if validation_rows is None
-        else (data.X[validation_rows], data.y[validation_rows])
-        if data.parts is None
-        else (empty, data.y[:0]),
+        else (_row_values(data, coded, validation_rows), data.y[validation_rows]),
         events=progress.events,
     )
+    _forget_codes(data, model)
     importances = _importances(model, data)
     # Which kinds of importance the model has follows from the fitted model, which the API's
     # reads of the model should not have to load: kept here, beside the metrics.
@@ -480,9 +473,12 @@ def _n_estimators(model: Any) -> int:
 # parts into the binned matrix, and so does bagging whose member is a decision tree (the
 # engine bags trees as a forest, on one binned matrix). Every other method reads the columns
 # whole, as floats: linear models, k-NN, naive Bayes and the combiners need the values;
-# gradient boosting, AdaBoost, Arc-x4 and RegionBoost, bagging of any other learner, and
-# XGBoost's exact method bin or weigh the float table themselves (docs/engine.md).
-BINNED_METHODS = frozenset({"decision_tree", "random_forest", "extra_trees", "xgboost"})
+# AdaBoost, Arc-x4 and RegionBoost, bagging of any other learner, XGBoost's exact method and
+# gradient boosting with early stopping (its holdout is drawn before binning) bin or weigh
+# the float table themselves (docs/engine.md).
+BINNED_METHODS = frozenset(
+    {"decision_tree", "random_forest", "extra_trees", "xgboost", "gradient_boosting"}
+)
 
 
 def bins_from_parts(method: str, resolved: Mapping[str, Any]) -> bool:
@@ -493,6 +489,8 @@ def bins_from_parts(method: str, resolved: Mapping[str, Any]) -> bool:
     if method == "bagging":
         member = resolved.get("estimator")
         return isinstance(member, Mapping) and member.get("method") == "decision_tree"
+    if method == "gradient_boosting" and resolved.get("n_iter_no_change") is not None:
+        return False
     return method in BINNED_METHODS and resolved.get("tree_method") != "exact"
 
 
@@ -627,6 +625,14 @@ def _fit_out_of_core(
         estimator.classes_ = np.asarray(data.classes)[codes]
     assert keep.sample is not None
     parts.coded[id(estimator)] = _Coded(estimator.bin_mapper_, groups, keep.codes, keep.sample)
+
+
+def _row_values(data: TrainingData, coded: _Coded | None, rows: Rows) -> RowValues:
+    """``rows[start:stop]``'s feature values as the model predicts them: from the columns in
+    memory, or decoded from the codes a fit from parts binned."""
+    if coded is None:
+        return lambda start, stop: data.X[rows[start:stop]]
+    return lambda start, stop: coded.values(rows[start:stop])
 
 
 def _codes_of(data: TrainingData, model: Any) -> _Coded | None:

@@ -13,6 +13,8 @@ from engine import (
     DecisionTreeRegressor,
     ExtraTreesClassifier,
     ExtraTreesRegressor,
+    GradientBoostingClassifier,
+    GradientBoostingRegressor,
     RandomForestClassifier,
     RandomForestRegressor,
     XGBoostClassifier,
@@ -58,6 +60,9 @@ CASES = [
     (XGBoostRegressor, {"n_estimators": 8, "max_depth": 4, "subsample": 0.7}),
     (XGBoostRegressor, {"n_estimators": 6, "objective": "reg:absoluteerror"}),
     (XGBoostClassifier, {"n_estimators": 6, "grow_policy": "lossguide", "max_leaves": 9}),
+    # Subsampled, so rows out of a stage's sample take their leaves from the decoded codes.
+    (GradientBoostingClassifier, {"n_estimators": 8, "max_depth": 3, "subsample": 0.7}),
+    (GradientBoostingRegressor, {"n_estimators": 8, "max_leaf_nodes": 7, "loss": "huber"}),
 ]
 
 
@@ -109,3 +114,10 @@ def test_codes_binned_with_other_settings_are_refused() -> None:
         RandomForestClassifier(random_state=0).fit(binned, labels)
     with pytest.raises(ValueError, match="other max_bins"):
         DecisionTreeClassifier(random_state=0, categorical_features=[1]).fit(binned, labels)
+
+
+def test_gradient_boosting_with_early_stopping_refuses_codes() -> None:
+    X, labels, _ = _data(500)
+    model = GradientBoostingClassifier(n_iter_no_change=3, random_state=0)
+    with pytest.raises(ValueError, match="n_iter_no_change"):
+        _from_pieces(model, X, labels)

@@ -73,6 +73,13 @@ CASES: list[tuple[str, str, dict[str, Any], dict[str, Any]]] = [
         {"holdout": 0.2},
     ),
     ("bagging", "regression", {"n_estimators": 4, "bootstrap_features": True}, {"folds": 2}),
+    (
+        "gradient_boosting",
+        "classification",
+        {"n_estimators": 5, "subsample": 0.8},
+        {"holdout": 0.2},
+    ),
+    ("gradient_boosting", "regression", {"n_estimators": 5}, {"folds": 2}),
 ]
 
 
@@ -114,7 +121,7 @@ def test_a_fit_from_parts_is_the_fit_from_memory(
     ("method", "params"),
     [
         ("logistic_regression", {}),
-        ("gradient_boosting", {"n_estimators": 3}),
+        ("gradient_boosting", {"n_estimators": 3, "n_iter_no_change": 2}),
         ("adaboost", {"n_estimators": 3}),
         ("bagging", {"n_estimators": 3, "estimator": {"method": "gaussian_nb"}}),
     ],
@@ -204,3 +211,30 @@ def test_past_the_binner_subsample_the_model_is_the_same_and_the_baseline_a_samp
     for found, full in zip(monitoring["features"], expected["features"], strict=True):
         # A 200,000-row uniform sample's proportions: within a point of all rows'.
         assert np.allclose(found["proportions"], full["proportions"], atol=0.01)
+
+
+def test_staged_curves_read_their_rows_a_chunk_at_a_time(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Gradient boosting's curves from parts decode the rows' codes a chunk at a time; the
+    chunks' shares add up to the curves the whole rows give."""
+    from service.training import curves
+
+    columns = _columns()
+    spec = TrainingSpec(
+        method="gradient_boosting",
+        task="classification",
+        target="label",
+        features=("x", "colour", "wide"),
+        params={"n_estimators": 4},
+        validation={"holdout": 0.2},
+        seed=3,
+    )
+    whole = run_training(spec, columns, lambda f, s: None, lambda: False).curves
+    monkeypatch.setattr(curves, "CHUNK_ROWS", 256)
+    chunked = run_training(spec, _table(tmp_path, columns), lambda f, s: None, lambda: False)
+    assert whole is not None and chunked.curves is not None
+    assert len(whole["train"]) == len(whole["validation"]) == 4
+    for name in ("train", "validation"):
+        np.testing.assert_allclose(chunked.curves[name], whole[name], rtol=1e-12)
+        assert chunked.curves[name] != whole[name]  # summed in pieces, not in one mean
