@@ -1,7 +1,7 @@
 """The ``/v1`` predict path against its floors, measured from outside on a real server.
 
     python -m benchmarks.predict_path [--rows N] [--trees N] [--predict-rows N] [--rounds N]
-                                      [--calls N] [--output PATH]
+                                      [--calls N] [--output PATH] [--peer CHECKOUT]
 
 Two ratios (issue 26, "The predict path itself"):
 
@@ -13,7 +13,9 @@ Two ratios (issue 26, "The predict path itself"):
 
 Each round times one large request, then the in-process predict, then ``--calls`` one-row
 predicts alternating with as many health calls; the figures are medians over the rounds, so
-a neighbour's load falls on both sides of each ratio alike.
+a neighbour's load falls on both sides of each ratio alike. ``--peer CHECKOUT`` starts a
+second server running another checkout's code on the same data directory; each round then
+runs the same steps against both, in an order that rotates.
 """
 
 from __future__ import annotations
@@ -33,8 +35,9 @@ import numpy as np
 
 from benchmarks import service as svc
 from benchmarks.machine import describe_machine
+from benchmarks.prediction_log import python_path
 from benchmarks.progress import log
-from tests.e2e.processes import Processes, free_port, wait_until_ready
+from tests.e2e.processes import Processes, start_server
 
 RESULTS = svc.RESULTS_DIR / "predict_path.json"
 
@@ -48,75 +51,112 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("--rounds", type=int, default=7, help="interleaved rounds (default 7)")
     parser.add_argument("--calls", type=int, default=200, help="one-row calls a round")
     parser.add_argument("--output", type=Path, default=RESULTS)
+    parser.add_argument(
+        "--peer",
+        type=Path,
+        default=None,
+        help="a checkout whose code a second server runs, interleaved with ours",
+    )
     return parser.parse_args(argv)
 
 
 def run_rounds(
-    client: httpx.Client, url: str, data: svc.Data, model: Any, args: argparse.Namespace
-) -> dict[str, Any]:
+    clients: dict[str, httpx.Client], url: str, data: svc.Data, model: Any,
+    args: argparse.Namespace,
+) -> dict[str, Any]:  # fmt: skip
+    """The rounds against each server in ``clients`` (``serve``, and ``peer`` with
+    ``--peer``), their order rotating from round to round; the figures of ``serve`` at the
+    top level, the peer's under ``peer``."""
     rows = data.test_rows(args.predict_rows)
     matrix = np.asarray(rows)
     content = json.dumps({"columns": data.columns, "rows": rows}).encode()
     headers = {"content-type": "application/json"}
     one_row = [{"records": [svc._record(data.columns, row)]} for row in data.test_rows(50)]
-    for body in one_row:  # warm-up: the model into the cache, the connection open
-        client.post(url, json=body).raise_for_status()
-    served = client.post(url, content=content, headers=headers).json()["predictions"]
-    agreement = float(np.mean(np.asarray(served) == model.predict(matrix)))
-    large, local, predict_p50, health_p50 = [], [], [], []
+    agreement = 1.0
+    for client in clients.values():
+        for body in one_row:  # warm-up: the model into the cache, the connection open
+            client.post(url, json=body).raise_for_status()
+        served = client.post(url, content=content, headers=headers).json()["predictions"]
+        agreement = min(agreement, float(np.mean(np.asarray(served) == model.predict(matrix))))
+    names = list(clients)
+    large: dict[str, list[float]] = {name: [] for name in names}
+    local: dict[str, list[float]] = {name: [] for name in names}
+    predict_p50: dict[str, list[float]] = {name: [] for name in names}
+    health_p50: dict[str, list[float]] = {name: [] for name in names}
     for round_ in range(args.rounds):
-        started = time.perf_counter()
-        client.post(url, content=content, headers=headers).raise_for_status()
-        large.append(time.perf_counter() - started)
-        started = time.perf_counter()
-        model.predict(matrix)
-        local.append(time.perf_counter() - started)
-        predicts, healths = [], []
-        for i in range(args.calls):
+        order = names[round_ % len(names) :] + names[: round_ % len(names)]
+        for name in order:
+            client = clients[name]
             started = time.perf_counter()
-            client.post(url, json=one_row[i % len(one_row)]).raise_for_status()
-            predicts.append(time.perf_counter() - started)
+            client.post(url, content=content, headers=headers).raise_for_status()
+            large[name].append(time.perf_counter() - started)
             started = time.perf_counter()
-            client.get("/v2/health/live").raise_for_status()
-            healths.append(time.perf_counter() - started)
-        predict_p50.append(statistics.median(predicts))
-        health_p50.append(statistics.median(healths))
-        log(
-            f"round {round_ + 1}: {args.predict_rows} rows {large[-1]:.3f} s (in-process "
-            f"{local[-1]:.3f} s); one row p50 {predict_p50[-1] * 1e3:.2f} ms, health "
-            f"{health_p50[-1] * 1e3:.2f} ms"
-        )
-    large_s, local_s = statistics.median(large), statistics.median(local)
-    one_ms, health_ms = statistics.median(predict_p50) * 1e3, statistics.median(health_p50) * 1e3
-    return {
-        "rows": args.predict_rows,
-        "body_bytes": len(content),
-        "agreement": agreement,
-        "large_request_s": large_s,
-        "in_process_s": local_s,
-        "large_ratio": large_s / local_s,
-        "large_all_s": large,
-        "in_process_all_s": local,
-        "one_row_p50_ms": one_ms,
-        "health_p50_ms": health_ms,
-        "one_row_ratio": one_ms / health_ms,
-        "one_row_p50_all_ms": [v * 1e3 for v in predict_p50],
-        "health_p50_all_ms": [v * 1e3 for v in health_p50],
-    }
+            model.predict(matrix)
+            local[name].append(time.perf_counter() - started)
+            predicts, healths = [], []
+            for i in range(args.calls):
+                started = time.perf_counter()
+                client.post(url, json=one_row[i % len(one_row)]).raise_for_status()
+                predicts.append(time.perf_counter() - started)
+                started = time.perf_counter()
+                client.get("/v2/health/live").raise_for_status()
+                healths.append(time.perf_counter() - started)
+            predict_p50[name].append(statistics.median(predicts))
+            health_p50[name].append(statistics.median(healths))
+            log(
+                f"round {round_ + 1} {name}: {args.predict_rows} rows {large[name][-1]:.3f} s "
+                f"(in-process {local[name][-1]:.3f} s); one row p50 "
+                f"{predict_p50[name][-1] * 1e3:.2f} ms, health {health_p50[name][-1] * 1e3:.2f} ms"
+            )
+
+    def figures(name: str) -> dict[str, Any]:
+        large_s, local_s = statistics.median(large[name]), statistics.median(local[name])
+        one_ms = statistics.median(predict_p50[name]) * 1e3
+        health_ms = statistics.median(health_p50[name]) * 1e3
+        return {
+            "rows": args.predict_rows,
+            "body_bytes": len(content),
+            "agreement": agreement,
+            "large_request_s": large_s,
+            "in_process_s": local_s,
+            "large_ratio": large_s / local_s,
+            # Medians of each round's own ratio, so a round's load is on both sides of it.
+            "large_ratio_of_rounds": statistics.median(
+                a / b for a, b in zip(large[name], local[name], strict=True)
+            ),
+            "large_all_s": large[name],
+            "in_process_all_s": local[name],
+            "one_row_p50_ms": one_ms,
+            "health_p50_ms": health_ms,
+            "one_row_ratio": one_ms / health_ms,
+            "one_row_ratio_of_rounds": statistics.median(
+                a / b for a, b in zip(predict_p50[name], health_p50[name], strict=True)
+            ),
+            "one_row_p50_all_ms": [v * 1e3 for v in predict_p50[name]],
+            "health_p50_all_ms": [v * 1e3 for v in health_p50[name]],
+        }
+
+    result = figures("serve")
+    if "peer" in clients:
+        result["peer"] = figures("peer")
+    return result
 
 
 def render(result: dict[str, Any]) -> str:
-    return "\n".join(
-        [
-            "| measure | value | floor | ratio |",
-            "|---|---|---|---|",
-            f"| {result['rows']:,}-row predict | {result['large_request_s']:.3f} s | in-process "
-            f"{result['in_process_s']:.3f} s | {result['large_ratio']:.2f}× |",
-            f"| one-row predict p50 | {result['one_row_p50_ms']:.2f} ms | health "
-            f"{result['health_p50_ms']:.2f} ms | {result['one_row_ratio']:.2f}× |",
-            "",
+    lines = ["| server | measure | value | floor | ratio | median of rounds' ratios |",
+             "|---|---|---|---|---|---|"]  # fmt: skip
+    for name, figures in (("this tree", result), ("peer", result.get("peer"))):
+        if figures is None:
+            continue
+        lines += [
+            f"| {name} | {figures['rows']:,}-row predict | {figures['large_request_s']:.3f} s | "
+            f"in-process {figures['in_process_s']:.3f} s | {figures['large_ratio']:.2f}× | "
+            f"{figures['large_ratio_of_rounds']:.2f}× |",
+            f"| {name} | one-row predict p50 | {figures['one_row_p50_ms']:.2f} ms | health "
+            f"{figures['health_p50_ms']:.2f} ms | {figures['one_row_ratio']:.2f}× | "
+            f"{figures['one_row_ratio_of_rounds']:.2f}× |",
         ]
-    )
+    return "\n".join([*lines, ""])
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -131,16 +171,24 @@ def main(argv: Sequence[str] | None = None) -> int:
         data = svc._data(svc.DATASET.with_samples(args.rows), workdir / "data")
         processes = Processes(workdir / "logs", data_dir=str(workdir / "coppice"))
         try:
-            port = free_port()
-            server = processes.start("serve", "serve", "--port", str(port))
-            base_url = f"http://127.0.0.1:{port}"
-            wait_until_ready(base_url, server)
-            with httpx.Client(base_url=base_url, timeout=600) as client:
-                _, model_id, model = svc.measure_fit(client, data, settings)
-                result = run_rounds(client, f"/v1/models/{model_id}/predict", data, model, args)
+            base_url, _ = start_server(processes, "serve")
+            clients = {"serve": httpx.Client(base_url=base_url, timeout=600)}
+            _, model_id, model = svc.measure_fit(clients["serve"], data, settings)
+            if args.peer is not None:  # started once the first has migrated the database
+                with python_path(args.peer):
+                    peer_url, _ = start_server(processes, "peer")
+                clients["peer"] = httpx.Client(base_url=peer_url, timeout=600)
+            try:
+                result = run_rounds(clients, f"/v1/models/{model_id}/predict", data, model, args)
+            finally:
+                for client in clients.values():
+                    client.close()
         finally:
             processes.stop_all()
-    payload = {"args": vars(args) | {"output": str(args.output)}, "machine": describe_machine()}
+    payload = {
+        "args": vars(args) | {"output": str(args.output), "peer": args.peer and str(args.peer)},
+        "machine": describe_machine(),
+    }
     payload["result"] = result
     args.output.parent.mkdir(parents=True, exist_ok=True)
     args.output.write_text(json.dumps(payload, indent=2) + "\n")

@@ -17,13 +17,11 @@ from service.bodies import parse_json, read_limited
 from service.db.session import reading
 from service.db.tables import ModelRecord
 from service.deps import (
-    DbEngineDep,
     ModelCacheDep,
-    PredictionLogDep,
     ReferenceCacheDep,
     SessionDep,
-    SettingsDep,
     StoreDep,
+    get_resources,
 )
 from service.errors import PayloadTooLarge, problem_responses
 from service.methods.catalog import Task
@@ -148,18 +146,16 @@ def get_diagnostics(
         {409: "The stored artifact is corrupt.", 413: "Too many rows, or too large a body."}
     ),
 )
-async def predict(
-    model_id: ModelRef,
-    request: Request,
-    db_engine: DbEngineDep,
-    settings: SettingsDep,
-    cache: ModelCacheDep,
-    store: StoreDep,
-    refs: ReferenceCacheDep,
-    log: PredictionLogDep,
-) -> Response:
+async def predict(model_id: ModelRef, request: Request) -> Response:
     """Predict rows; optionally with class probabilities and per-feature explanations. The
     rows go to the model's prediction log (docs/monitoring.md), each with an id."""
+    # The app's resources read here, not as six dependencies: FastAPI resolving a dependency
+    # costs more than the attribute it returns, and this route's one-row answer is held to
+    # 1.3x a health check (benchmarks/README.md).
+    resources = get_resources(request)
+    db_engine, settings = resources.db_engine, resources.settings
+    cache, store, refs = resources.model_cache, resources.store, resources.references
+    log = resources.prediction_log
     raw = await read_limited(
         request, settings.max_request_bytes, setting="COPPICE_MAX_REQUEST_BYTES"
     )
