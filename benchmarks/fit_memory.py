@@ -1,6 +1,7 @@
 """A fit process's peak memory: training from a dataset's parts against from its columns in memory.
 
-    python -m benchmarks.fit_memory [--rows 2000000] [--features 20] [--method xgboost]
+    python -m benchmarks.fit_memory [--rows 2000000] [--features 20]
+                                   [--method xgboost|gradient_boosting|random_forest]
 
 Writes a table of ``--rows`` × ``--features`` (standard normal numbers, the last feature a
 categorical of eight strings, a two-class target) as the service's Parquet parts in a temporary
@@ -46,11 +47,11 @@ WARM_ROWS = 2_000
 def _spec(method: str, features: list[str]) -> Any:
     from service.training import TrainingSpec
 
-    params: dict[str, Any] = (
-        {"n_estimators": 10, "max_depth": 6}
-        if method == "xgboost"
-        else {"n_estimators": 4, "max_depth": 12}
-    )
+    params: dict[str, Any] = {
+        "xgboost": {"n_estimators": 10, "max_depth": 6},
+        "gradient_boosting": {"n_estimators": 10, "max_depth": 3},
+        "random_forest": {"n_estimators": 4, "max_depth": 12},
+    }[method]
     return TrainingSpec(
         method=method,
         task="classification",
@@ -162,7 +163,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--rows", type=int, default=2_000_000)
     parser.add_argument("--features", type=int, default=20)
-    parser.add_argument("--method", default="xgboost", choices=["xgboost", "random_forest"])
+    parser.add_argument(
+        "--method", default="xgboost", choices=["xgboost", "gradient_boosting", "random_forest"]
+    )
     parser.add_argument("--child", nargs=2, metavar=("TABLE_JSON", "HOW"), help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
