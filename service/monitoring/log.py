@@ -175,7 +175,7 @@ class PredictionLog:
         self._wake.set()
         try:
             with self._idle:
-                while self._pending or self._writing:
+                while self._pending or self._forget or self._writing:
                     left = deadline - time.monotonic()
                     if left <= 0:
                         return False
@@ -245,8 +245,9 @@ class PredictionLog:
             logger.warning("prediction log: a batch could not be prepared", exc_info=True)
             self.counts.failed += sum(len(request.ids) for request in taken)
             return
-        if not requests and not forget:
-            return
+        running = self._process is not None and self._process.is_alive()
+        if not requests and (not forget or not running):
+            return  # a writer started afresh remembers nothing to forget
         n_rows = sum(len(request.ids) for request in requests)
         try:
             inbox, outbox = self._writer()

@@ -307,3 +307,15 @@ async def test_the_writer_is_a_process_started_again_when_it_dies(svc: Service) 
     assert again is not None and again.pid != first.pid and again.is_alive()
     assert logged_ids(svc, model_id) == ["a", "b", "c", "d", "e", "f"]
     assert log.counts.failed == 0 and log.counts.logged[model_id] == 6
+
+
+async def test_forgetting_a_model_starts_no_writer(svc: Service) -> None:
+    # A log that never wrote has no writer process; forgetting a model must not start one.
+    log = PredictionLog(svc.db_engine, rate=1.0, max_rows=100, queue_size=10)
+    log.start()
+    try:
+        log.forget("a-model")
+        assert log.drain(30)
+        assert log.writer_process is None
+    finally:
+        log.stop()
