@@ -253,3 +253,72 @@ def test_an_out_of_core_job_opens_parts_only_in_worker_processes(
     assert len(pids) == len(records) + 3 * sum(len(group) for group in dealt)
     assert outcome.metrics["validation"] is not None
     assert outcome.metrics["monitoring"] is not None
+
+
+@pytest.mark.parametrize(
+    ("task", "target", "validation"),
+    [
+        ("classification", "label", {"holdout": 0.2}),
+        ("regression", "amount", {"holdout": 0.25}),  # quantiles by bisection, residual rows
+    ],
+)
+def test_a_worker_killed_while_the_metrics_are_made_is_replaced_and_they_are_the_same(
+    client: Any,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    task: str,
+    target: str,
+    validation: dict[str, Any],
+) -> None:
+    """SIGKILL a worker holding rows after the workers' metric sums (training and held-out
+    rows), before the next call reads what they kept (``KeptRows.evaluate``): a new actor reads its rows (and their holdout tags) again
+    and replays the trees, the evaluation starts over, and the metrics are the undisturbed
+    run's; nothing hangs (the nanny restarts the worker)."""
+    import signal
+    import time
+
+    import engine
+    from engine.parallel import _dask_parts
+    from service.training import TrainingSpec, run_training
+
+    _, table = _stored(tmp_path)
+    spec = TrainingSpec(
+        method="xgboost",
+        task=task,
+        target=target,
+        features=FEATURES,
+        params={"n_estimators": 5, "max_depth": 4},
+        validation=validation,
+        seed=11,
+    )
+    with engine.parallel_backend(client):
+        undisturbed = run_training(spec, table, lambda f, s: None, lambda: False)
+    client.wait_for_workers(2, timeout=120)
+    pid_of = client.run(os.getpid)
+    victim = pid_of[min(pid_of)]
+    replaced: list[list[int]] = []
+    calls: list[str] = []
+    replace, each = _dask_parts.DaskPartitions.replace, _dask_parts.ActorCalls.each
+
+    def counted_replace(self: Any, lost: Any, replay: Any) -> None:
+        replaced.append(list(lost))
+        replace(self, lost, replay)
+
+    def kill_at_third_call(self: Any, function: Any, *args: Any) -> Any:
+        calls.append(function.__name__)
+        if len(calls) == 3:
+            os.kill(victim, signal.SIGKILL)
+        return each(self, function, *args)
+
+    monkeypatch.setattr(_dask_parts.DaskPartitions, "replace", counted_replace)
+    monkeypatch.setattr(_dask_parts.ActorCalls, "each", kill_at_third_call)
+    start = time.monotonic()
+    with engine.parallel_backend(client):
+        disturbed = run_training(spec, table, lambda f, s: None, lambda: False)
+    assert time.monotonic() - start < 300
+    # One loss, and the evaluation started over on the new actors: its sums made again.
+    assert len(replaced) == 1, replaced
+    assert calls[:2] == calls[3:5] == ["_sums", "_sums"], calls
+    assert disturbed.metrics == undisturbed.metrics
+    assert disturbed.n_validation_rows == undisturbed.n_validation_rows
+    client.wait_for_workers(2, timeout=120)
