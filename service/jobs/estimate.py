@@ -12,7 +12,8 @@ with ``n`` rows, ``p`` features, ``K`` classes (1 for regression) and ``n_jobs``
 (``COPPICE_PROCESSES_PER_JOB``). What a cell and a row cost depends on where the fit holds
 its table (:class:`TableHolding`): the float columns whole (most methods), the bin codes read
 part by part (histogram trees; the float table never whole in the process), or nothing but
-per-row state when the fit runs out of core on a Dask cluster, whose workers hold the parts.
+per-row state when the fit runs out of core on a Dask cluster, whose workers hold the parts
+(and, with a holdout or none, the target, the split and the metrics' rows too).
 ``nodes`` bounds the tree nodes the fitted model can hold: each tree has at most
 ``min(2⌈n/min_samples_leaf⌉ − 1, 2·max_leaf_nodes − 1, 2^(max_depth+1) − 1)``; a method's
 ``n_estimators`` (or ``n_experts``) multiplies the trees of everything below it, multiclass
@@ -29,8 +30,11 @@ own trees); a fitted node with its share of the model's bookkeeping took up to ~
 From parts, a fit holds a byte or two of codes a cell (and a feature-major copy), one part's
 float values while binning it, and per row its target, margins, gradients, hessians and row
 indices (2M × 20 XGBoost-style from parts grew 389–487 MiB, ~200–250 bytes a row, glibc's
-kept heap included); out of core, the fit process keeps ~70 bytes a row (the target, the
-split's row indices and the validation rows' codes: 392 MB at 1M rows, 460 MB at 2M).
+kept heap included); out of core with folds (or successive halving's subsamples), the fit
+process keeps ~70 bytes a row (the target, the split's row indices and the validation rows'
+codes: 392 MB at 1M rows, 460 MB at 2M); with a holdout or none, the target, split and metrics
+stay on the workers (``service.training.out_of_core``) and it keeps only the held-out rows'
+ranks while it sends them, four bytes each (335.5 MB at 1M rows, 335.9 MB at 2M).
 """
 
 from __future__ import annotations
@@ -51,8 +55,10 @@ CODES_PER_CELL = 4
 CODES_ROW_BYTES = 384
 # The float values of the one part being binned (parts are at most 2^17 rows).
 PART_ROWS = 1 << 17
-# Out of core on a Dask cluster: the fit process's own per-row state.
+# Out of core on a Dask cluster: the fit process's own per-row state with folds, and with
+# a holdout or none (the held-out rows' int32 ranks, charged for every row).
 CLUSTER_ROW_BYTES = 160
+WORKERS_ROW_BYTES = 4
 # Methods that grow K trees a round for K classes (one per class's gradient).
 PER_CLASS_TREES = frozenset({"gradient_boosting", "xgboost"})
 TREE_LIMIT_KEYS = ("max_depth", "max_leaf_nodes", "max_leaves")
@@ -64,6 +70,8 @@ class TableHolding(Enum):
     FLOATS = "floats"  # the float columns whole, in the fit process
     CODES = "codes"  # bin codes read part by part (service.training.run.bins_from_parts)
     CLUSTER = "cluster"  # out of core: the Dask workers hold the parts, this process rows' state
+    # Out of core with a holdout or none: the workers hold the target, split and metrics too.
+    WORKERS = "workers"
 
 
 def estimate_job_bytes(
@@ -92,6 +100,8 @@ def estimate_job_bytes(
 
 
 def _table_bytes(holding: TableHolding, n_rows: int, n_features: int, n_jobs: int) -> int:
+    if holding is TableHolding.WORKERS:
+        return n_rows * WORKERS_ROW_BYTES
     if holding is TableHolding.CLUSTER:
         return n_rows * CLUSTER_ROW_BYTES
     if holding is TableHolding.CODES:

@@ -64,9 +64,16 @@ def create_job(session: Session, request: JobCreate, settings: Settings) -> JobR
     )
     processes = settings.processes_per_job if parallel else 1
     # Where the fit will hold the table: histogram trees keep codes read part by part, and out
-    # of core on a cluster the workers hold the parts (a 16M-row table is no 46 GiB here).
+    # of core on a cluster the workers hold the parts (a 16M-row table is no 46 GiB here),
+    # with a holdout or none the target and the split too.
     holding = TableHolding(
-        table_holding(method.name, task, resolved, cluster=settings.dask_scheduler is not None)
+        table_holding(
+            method.name,
+            task,
+            resolved,
+            cluster=settings.dask_scheduler is not None,
+            validation=request.validation.model_dump(),
+        )
     )
     _check_memory(
         method.name,

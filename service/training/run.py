@@ -62,8 +62,7 @@ def run_training(
     if (
         isinstance(columns, PartTable)
         and bins_from_parts(method.name, resolved)
-        and "folds" not in spec.validation
-        and not spec.validation.get("rows")
+        and splits_on_workers(spec.validation)
         and _out_of_core(method, task, resolved, spec)
     ):
         # Out of core with a holdout or none: the target, the split and the metrics stay on
@@ -548,13 +547,27 @@ def can_fit_out_of_core(estimator: Any) -> bool:
     return hasattr(estimator, "fit_parts") and not estimator.out_of_core_refusals()
 
 
-def table_holding(method: str, task: Task, resolved: Mapping[str, Any], cluster: bool) -> str:
+def splits_on_workers(validation: Mapping[str, Any]) -> bool:
+    """Whether a run out of core leaves its target, split and metrics on the workers
+    (``service.training.out_of_core``): a holdout or none. Folds and successive halving's
+    row subsamples assign rows here."""
+    return "folds" not in validation and not validation.get("rows")
+
+
+def table_holding(
+    method: str,
+    task: Task,
+    resolved: Mapping[str, Any],
+    cluster: bool,
+    validation: Mapping[str, Any],
+) -> str:
     """Where a fit of ``method`` holds its table (``service.jobs.estimate.TableHolding``'s
-    values), decided before any data is read: ``cluster`` when a Dask scheduler is set."""
+    values), decided before any data is read: ``cluster`` when a Dask scheduler is set
+    (``workers`` when the run's ``validation`` leaves its target there too)."""
     if not bins_from_parts(method, resolved):
         return "floats"
     if cluster and can_fit_out_of_core(build_estimator(method, task, resolved)):
-        return "cluster"
+        return "workers" if splits_on_workers(validation) else "cluster"
     return "codes"
 
 

@@ -85,9 +85,17 @@ def test_codes_and_a_cluster_cost_less_than_the_float_table_and_a_cluster_no_cel
         )
 
     wide = {holding: bytes_of(holding, 40) for holding in TableHolding}
-    assert wide[TableHolding.CLUSTER] < wide[TableHolding.CODES] < wide[TableHolding.FLOATS]
-    # Out of core the workers hold every feature; the fit process, per-row state alone.
+    assert (
+        wide[TableHolding.WORKERS]
+        < wide[TableHolding.CLUSTER]
+        < wide[TableHolding.CODES]
+        < wide[TableHolding.FLOATS]
+    )
+    # Out of core the workers hold every feature; the fit process, per-row state alone: with
+    # folds its target and split (160 B a row), with a holdout the held-out rows' ranks.
     assert bytes_of(TableHolding.CLUSTER, 400) == wide[TableHolding.CLUSTER]
+    assert bytes_of(TableHolding.WORKERS, 400) == wide[TableHolding.WORKERS]
+    assert wide[TableHolding.CLUSTER] - wide[TableHolding.WORKERS] == 1_000_000 * (160 - 4)
     assert bytes_of(TableHolding.CODES, 400) > wide[TableHolding.CODES]
 
 

@@ -341,30 +341,40 @@ async def test_an_out_of_core_job_is_charged_for_its_rows_state_not_the_table(
 ) -> None:
     # XGBoost-style boosting with a Dask scheduler set fits out of core: the workers hold the
     # parts and the fit process only per-row state, so a budget below the in-process fit's
-    # estimate still admits it; without the scheduler the same job is refused.
+    # estimate still admits it; without the scheduler the same job is refused. With a holdout
+    # the target and split stay on the workers too: a budget below the folds' estimate (their
+    # target and split here) admits the holdout job and refuses the folds one.
     rows = [
         [float(i), ("red", "blue")[i % 2], ("yes", "no")[i % 3 == 0], i / 7] for i in range(3000)
     ]
     resolved = resolve_params("xgboost", Task.CLASSIFICATION, {})
     shape = {"n_rows": 3000, "n_features": 3, "n_classes": 2, "n_jobs": 1}
-    out_of_core = estimate.estimate_job_bytes(
-        "xgboost", resolved, **shape, holding=estimate.TableHolding.CLUSTER
+    on_workers, out_of_core, in_process = (
+        estimate.estimate_job_bytes("xgboost", resolved, **shape, holding=holding)
+        for holding in (
+            estimate.TableHolding.WORKERS,
+            estimate.TableHolding.CLUSTER,
+            estimate.TableHolding.CODES,
+        )
     )
-    in_process = estimate.estimate_job_bytes(
-        "xgboost", resolved, **shape, holding=estimate.TableHolding.CODES
-    )
-    assert out_of_core < in_process
-    budget = (out_of_core + in_process) // 2
+    assert on_workers < out_of_core < in_process
     verdicts = []
-    for scheduler in ("tcp://127.0.0.1:8786", None):
+    for budget, scheduler, validation in [
+        ((out_of_core + in_process) // 2, "tcp://127.0.0.1:8786", {"folds": 3}),
+        ((out_of_core + in_process) // 2, None, {"folds": 3}),
+        ((on_workers + out_of_core) // 2, "tcp://127.0.0.1:8786", {"holdout": 0.2}),
+        ((on_workers + out_of_core) // 2, "tcp://127.0.0.1:8786", {"holdout": 0}),
+        ((on_workers + out_of_core) // 2, "tcp://127.0.0.1:8786", {"folds": 3}),
+    ]:
         settings = backend_settings.model_copy(
             update={"max_job_memory_bytes": budget, "dask_scheduler": scheduler}
         )
         async with app_client(settings) as client:
             body = {"dataset_id": await _dataset(client, rows), "target": "label"}
-            verdicts.append((await _create(client, **body, method="xgboost")).status_code)
+            created = await _create(client, **body, method="xgboost", validation=validation)
+            verdicts.append(created.status_code)
 
-    assert verdicts == [202, 422]
+    assert verdicts == [202, 422, 202, 202, 422]
 
 
 async def test_get_waits_for_the_job_to_end(any_client: httpx.AsyncClient) -> None:
