@@ -44,6 +44,7 @@ from service.db.tables import ColumnKind
 from service.methods.catalog import Method, Task
 from service.models.importance import available_kinds
 from service.monitoring.baseline import NUMERIC_BINS, numeric_bins, training_baseline
+from service.training import fit_steps
 from service.training.curves import learning_curves
 from service.training.data import TrainingData, _check_categories
 from service.training.diagnostics import (
@@ -51,6 +52,14 @@ from service.training.diagnostics import (
     RESIDUAL_ROWS,
     ROC_POINTS,
     thin_curve,
+)
+from service.training.fit_steps import (
+    FIT_SHARE,
+    Progress,
+    drop_prediction_caches,
+    impurity_importances,
+    job_estimator,
+    n_estimators_of,
 )
 from service.training.metrics import json_number, ranking_scores
 from service.training.part_table import PartTable
@@ -81,8 +90,6 @@ def run_out_of_core(
     should_stop: Callable[[], bool],
 ) -> TrainingOutcome:
     """``run_training`` of a holdout (or no validation) job fitted out of core."""
-    from service.training import run
-
     client = engine.parallel.active_backend().client  # type: ignore[union-attr]
     classification = task == Task.CLASSIFICATION
     missing = [name for name in spec.columns if name not in table]
@@ -106,7 +113,7 @@ def run_out_of_core(
     counts = _group_counts(summaries, classes)
     holdout = float(spec.validation.get("holdout", 0.0))
     ranks = split_by_counts(
-        counts, holdout, run.TRAIN_SCORE_ROWS, classification=classification, seed=spec.seed
+        counts, holdout, fit_steps.TRAIN_SCORE_ROWS, classification=classification, seed=spec.seed
     )
     sources = worker_parts(
         table.store,
@@ -119,13 +126,13 @@ def run_out_of_core(
         ranks=ranks,
     )
     del ranks.held_out[:]  # the workers' sources hold them now
-    progress = run._Progress(on_progress, should_stop, method.progress_unit, 1)
+    progress = Progress(on_progress, should_stop, method.progress_unit, 1)
     progress.start(0, "")
-    estimator = run._estimator(method, task, resolved, spec, data.categorical_features)
+    estimator = job_estimator(method, task, resolved, spec, data.categorical_features)
     has_validation = holdout > 0
 
     def evaluate(actors: Any) -> dict[str, Any]:
-        on_progress(run.FIT_SHARE, "computing metrics")
+        on_progress(FIT_SHARE, "computing metrics")
         return _evaluate(actors, estimator, classes, has_validation, spec.seed)
 
     keep = engine.parallel.KeptRows([], evaluate=evaluate)
@@ -161,7 +168,7 @@ def run_out_of_core(
         validation=empty if has_validation else None,
         events=progress.events,
     )
-    importances = run._importances(estimator, data)
+    importances = impurity_importances(estimator, data)
     result_metrics: dict[str, Any] = {
         "train": evaluation["train"],
         "validation": evaluation["validation"],
@@ -173,7 +180,7 @@ def run_out_of_core(
         ),
         "monitoring": monitoring,
     }
-    run._drop_prediction_caches(estimator)
+    drop_prediction_caches(estimator)
     return TrainingOutcome(
         model=estimator,
         features=data.features,
@@ -183,7 +190,7 @@ def run_out_of_core(
         metrics=result_metrics,
         curves=curves,
         importances=importances,
-        n_estimators=run._n_estimators(estimator),
+        n_estimators=n_estimators_of(estimator),
         n_rows=ranks.n_train + ranks.n_validation,
         n_train_rows=ranks.n_train,
         n_validation_rows=ranks.n_validation,

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import replace
 from typing import Any, NamedTuple
 
@@ -10,9 +10,8 @@ import numpy as np
 import numpy.typing as npt
 
 import engine
-from engine.base import BaseEstimator
 from engine.boosting._xgboost_base import BaseXGBoost
-from engine.callbacks import ProgressEvent, TrainingInterrupted
+from engine.callbacks import TrainingInterrupted
 from engine.tree import Binned
 from engine.tree._binned import ROUTING_CHUNK_ROWS, routing_values
 from engine.tree._binning import BinMapper
@@ -22,26 +21,32 @@ from service.methods.catalog import CATALOG, Method, Task
 from service.methods.params import ParamsInvalid, build_estimator, resolve_params
 from service.models.importance import available_kinds
 from service.monitoring.baseline import training_baseline
+from service.training import fit_steps
 from service.training.curves import RowValues, learning_curves
 from service.training.data import PartRows, TrainingData, prepare, prepare_from_parts
 from service.training.diagnostics import validation_diagnostics
+from service.training.fit_steps import (
+    FIT_SHARE,
+    Progress,
+    ProgressReport,
+    StopCheck,
+    drop_prediction_caches,
+    impurity_importances,
+    job_estimator,
+    n_estimators_of,
+)
 from service.training.metrics import (
     classification_metrics,
     json_number,
     regression_metrics,
     summarise_folds,
 )
+from service.training.out_of_core import run_out_of_core
 from service.training.part_table import PartTable
 from service.training.spec import TrainingError, TrainingOutcome, TrainingSpec
 from service.training.split import fold_assignments, holdout_split
 from service.training.worker_parts import first_pass_on_workers, read_worker_part, worker_parts
 
-ProgressReport = Callable[[float, str], None]
-StopCheck = Callable[[], bool]
-# Fitting is most of the work; the rest (metrics, curves, saving) gets the last stretch.
-FIT_SHARE = 0.95
-# Most training rows scored for the train metrics and curves (see scored_training_rows).
-TRAIN_SCORE_ROWS = 10_000
 Rows = npt.NDArray[np.intp]
 
 
@@ -67,8 +72,6 @@ def run_training(
     ):
         # Out of core with a holdout or none: the target, the split and the metrics stay on
         # the workers too, so this process holds nothing that grows with the rows.
-        from service.training.out_of_core import run_out_of_core
-
         return run_out_of_core(spec, columns, method, task, resolved, on_progress, should_stop)
     if isinstance(columns, PartTable) and bins_from_parts(method.name, resolved):
         # A fit out of core on the cluster: the workers make the first pass too, so this
@@ -96,7 +99,7 @@ def run_training(
     all_rows = np.arange(n_rows, dtype=np.intp)
     folds = int(spec.validation["folds"]) if "folds" in spec.validation else 0
     holdout = float(spec.validation.get("holdout", 0.0)) if not folds else 0.0
-    progress = _Progress(on_progress, should_stop, method.progress_unit, folds + 1)
+    progress = Progress(on_progress, should_stop, method.progress_unit, folds + 1)
 
     metrics: dict[str, Any] = {
         "train": None,
@@ -180,7 +183,7 @@ def run_training(
         events=progress.events,
     )
     _forget_codes(data, model)
-    importances = _importances(model, data)
+    importances = impurity_importances(model, data)
     # Which kinds of importance the model has follows from the fitted model, which the API's
     # reads of the model should not have to load: kept here, beside the metrics.
     metrics["importance_kinds"] = available_kinds(
@@ -188,7 +191,7 @@ def run_training(
     )
     # Not saved here: the fit process streams the artifact from the model into the store
     # (TrainingOutcome.artifact_pieces), never holding its bytes whole.
-    _drop_prediction_caches(model)
+    drop_prediction_caches(model)
     return TrainingOutcome(
         model=model,
         features=data.features,
@@ -198,7 +201,7 @@ def run_training(
         metrics=metrics,
         curves=curves,
         importances=importances,
-        n_estimators=_n_estimators(model),
+        n_estimators=n_estimators_of(model),
         n_rows=n_rows,
         n_train_rows=int(train_rows.size),
         n_validation_rows=0 if validation_rows is None else int(validation_rows.size),
@@ -240,35 +243,6 @@ def _with_oob(resolved: dict[str, Any], requested: Mapping[str, Any]) -> dict[st
     return {**resolved, "oob_score": True} if leaves_rows_out else resolved
 
 
-class _Progress:
-    """The engine callback: reports each iteration, stops when asked, keeps the events."""
-
-    def __init__(self, report: ProgressReport, should_stop: StopCheck, unit: str, fits: int):
-        self.report, self.should_stop, self.unit, self.fits = report, should_stop, unit, fits
-        self.index, self.prefix = 0, ""
-        self.events: list[ProgressEvent] = []
-
-    def start(self, index: int, prefix: str) -> None:
-        self.index, self.prefix, self.events = index, prefix, []
-        self._check()
-        self.report(FIT_SHARE * index / self.fits, f"{prefix}fitting")
-
-    def __call__(self, event: ProgressEvent) -> None:
-        self._check()
-        self.events.append(event)
-        fraction = FIT_SHARE * (self.index + min(event.fraction, 1.0)) / self.fits
-        self.report(fraction, f"{self.prefix}{self.unit} {event.done}/{event.total}")
-
-    def note(self, what: str) -> None:
-        """A step of the fit before its first iteration (reading parts, binning)."""
-        self._check()
-        self.report(FIT_SHARE * self.index / self.fits, f"{self.prefix}{what}")
-
-    def _check(self) -> None:
-        if self.should_stop():
-            raise TrainingInterrupted("training was asked to stop")
-
-
 def _fit(
     method: Method,
     task: Task,
@@ -276,7 +250,7 @@ def _fit(
     data: TrainingData,
     rows: Rows,
     spec: TrainingSpec,
-    progress: _Progress,
+    progress: Progress,
     evaluated: Rows | None = None,
 ) -> Any:
     """The fitted estimator; from parts, the codes of ``rows`` and ``evaluated`` (rows its
@@ -288,7 +262,7 @@ def _fit(
             f"A training split holds only one class ({y[0]!r}); use fewer folds, a smaller "
             "holdout, or more rows of the other classes.",
         )
-    estimator = _estimator(method, task, resolved, spec, data.categorical_features)
+    estimator = job_estimator(method, task, resolved, spec, data.categorical_features)
     try:
         if data.parts is None:
             estimator.fit(data.X[rows], y, callbacks=[progress])
@@ -315,9 +289,9 @@ def scored_training_rows(
     of a 100-tree forest's 80,000 rows, most of the service's overhead on such a job), for a
     figure whose standard error on 10,000 rows is at most half a point of accuracy.
     """
-    if train_rows.size <= TRAIN_SCORE_ROWS:
+    if train_rows.size <= fit_steps.TRAIN_SCORE_ROWS:
         return train_rows
-    fraction = TRAIN_SCORE_ROWS / train_rows.size
+    fraction = fit_steps.TRAIN_SCORE_ROWS / train_rows.size
     _, sample = holdout_split(y[train_rows], fraction, classification=classification, seed=seed)
     return train_rows[sample]
 
@@ -443,31 +417,6 @@ def _oob_metrics(
     return None
 
 
-def _importances(model: Any, data: TrainingData) -> dict[str, Any]:
-    try:
-        values = np.asarray(model.feature_importances_, dtype=np.float64)
-    except (AttributeError, ValueError, NotImplementedError):
-        return {}
-    if values.shape != (len(data.features),) or not np.all(np.isfinite(values)):
-        return {}
-    ranked = sorted(
-        (
-            {"name": feature["name"], "importance": float(value), "std": None}
-            for feature, value in zip(data.features, values, strict=True)
-        ),
-        key=lambda item: -float(item["importance"] or 0.0),
-    )
-    return {"impurity": ranked}
-
-
-def _n_estimators(model: Any) -> int:
-    if hasattr(model, "n_estimators_"):
-        return int(model.n_estimators_)
-    if hasattr(model, "estimators_"):
-        return len(model.estimators_)
-    return 1
-
-
 # Methods whose estimators fit from bin codes alone (engine.tree.Binned): their fits read the
 # parts into the binned matrix, and so does bagging whose member is a decision tree (the
 # engine bags trees as a forest, on one binned matrix). Every other method reads the columns
@@ -518,7 +467,7 @@ def _bin_from_parts(
     parts: PartRows,
     rows: Rows,
     evaluated: Rows | None,
-    progress: _Progress,
+    progress: Progress,
 ) -> Binned:
     """The training rows as ``Binned``: the plan's rows gathered for the edges, then every
     part binned into preallocated codes (the training rows, and apart the evaluated ones)."""
@@ -579,25 +528,7 @@ def _out_of_core(
     which no refusal depends on)."""
     if engine.parallel.active_backend() is None:
         return False
-    return fits_out_of_core(_estimator(method, task, resolved, spec, []))
-
-
-def _estimator(
-    method: Method,
-    task: Task,
-    resolved: Mapping[str, Any],
-    spec: TrainingSpec,
-    categorical_features: list[int],
-) -> Any:
-    """The job's estimator, unfitted."""
-    return build_estimator(
-        method.name,
-        task,
-        resolved,
-        random_state=spec.seed,
-        n_jobs=spec.n_jobs,
-        categorical_features=categorical_features,
-    )
+    return fits_out_of_core(job_estimator(method, task, resolved, spec, []))
 
 
 def _fit_out_of_core(
@@ -607,7 +538,7 @@ def _fit_out_of_core(
     rows: Rows,
     evaluated: Rows | None,
     spec: TrainingSpec,
-    progress: _Progress,
+    progress: Progress,
 ) -> None:
     """Fit on the Dask workers, each reading its own parts (``engine``'s ``fit_parts``): the
     training rows learn, the others ride along with weight 0. This process then reads what
@@ -658,21 +589,3 @@ def _codes_of(data: TrainingData, model: Any) -> _Coded | None:
 def _forget_codes(data: TrainingData, model: Any) -> None:
     if data.parts is not None:
         data.parts.coded.pop(id(model), None)
-
-
-def _drop_prediction_caches(model: Any, depth: int = 0) -> None:
-    """Drop what the model built to predict the metrics (a forest's packed trees, about half
-    the trees' size again) before the artifact is streamed: a class lists such rebuildable
-    attributes in ``_persistence_exclude``, and the serving process rebuilds them on first use.
-    """
-    if depth > 8:  # as deep as any nesting of learners the catalogue builds
-        return
-    state = getattr(model, "__dict__", None)
-    if not isinstance(state, dict):
-        return
-    for name in getattr(type(model), "_persistence_exclude", ()):
-        state.pop(name, None)
-    for value in state.values():
-        for item in value if isinstance(value, list | tuple) else [value]:
-            if isinstance(item, BaseEstimator) or hasattr(item, "_persistence_exclude"):
-                _drop_prediction_caches(item, depth + 1)

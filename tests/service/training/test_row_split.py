@@ -8,7 +8,7 @@ from itertools import pairwise
 import numpy as np
 import pytest
 
-from service.training import run
+from service.training import fit_steps, run
 from service.training.row_split import NONE, SCORED, TRAIN, VALIDATION, split_by_counts, tag_rows
 from service.training.spec import TrainingError
 from service.training.split import holdout_split
@@ -60,7 +60,7 @@ def test_the_split_from_counts_is_the_split_from_the_target(
         train, validation = holdout_split(y, fraction, classification=classification, seed=3)
     else:
         train, validation = np.arange(y.size), np.zeros(0, dtype=np.intp)
-    monkeypatch.setattr(run, "TRAIN_SCORE_ROWS", score_rows)
+    monkeypatch.setattr(fit_steps, "TRAIN_SCORE_ROWS", score_rows)
     scored = np.sort(run.scored_training_rows(y, train, classification, 3))
     kept = tags[group >= 0]
     assert np.all(tags[group < 0] == NONE)

@@ -16,8 +16,7 @@ from service.db.tables import JobRecord
 from service.methods.catalog import CATALOG
 from service.models.artifacts import read_artifact
 from service.store import DataStore
-from service.training import TrainingError, TrainingSpec, run_training
-from service.training import run as run_module
+from service.training import TrainingError, TrainingSpec, fit_steps, run_training
 from service.worker.fit_process import store_outcome
 
 N = 120
@@ -351,7 +350,7 @@ def test_training_metrics_are_scored_on_a_stratified_sample_past_the_cap(
     everything, _ = _run(spec)
     assert np.sum(everything.metrics["train"]["confusion_matrix"]) == everything.n_train_rows
 
-    monkeypatch.setattr(run_module, "TRAIN_SCORE_ROWS", 40)
+    monkeypatch.setattr(fit_steps, "TRAIN_SCORE_ROWS", 40)
     sampled, _ = _run(spec)
     matrix = np.asarray(sampled.metrics["train"]["confusion_matrix"])
     assert sampled.n_train_rows == N - 1 and 39 <= matrix.sum() <= 41
@@ -370,7 +369,7 @@ def test_gradient_boosting_train_curve_uses_the_same_sample(
 ) -> None:
     spec = _spec("gradient_boosting", "regression", validation={"holdout": 0})
     everything, _ = _run(spec)
-    monkeypatch.setattr(run_module, "TRAIN_SCORE_ROWS", 30)
+    monkeypatch.setattr(fit_steps, "TRAIN_SCORE_ROWS", 30)
     sampled, _ = _run(spec)
     assert len(sampled.curves["train"]) == len(everything.curves["train"])
     assert sampled.curves["train"] != everything.curves["train"]

@@ -17,6 +17,7 @@ from service.datasets.columns import CategoricalColumn
 from service.datasets.parts import PartWriter
 from service.datasets.service import part_records
 from service.store import DataStore
+from service.training import fit_steps
 from service.training.part_table import PartTable
 from service.training.worker_parts import read_worker_part, worker_parts
 from tests.service.parquet_opens import log_opens, register_by_value
@@ -141,9 +142,7 @@ def test_run_training_on_a_cluster_fits_xgboost_out_of_core(
 
     monkeypatch.setattr(BaseXGBoost, "fit_parts", counted)
     if score_rows is not None:
-        from service.training import run
-
-        monkeypatch.setattr(run, "TRAIN_SCORE_ROWS", score_rows)
+        monkeypatch.setattr(fit_steps, "TRAIN_SCORE_ROWS", score_rows)
     columns, table = _stored(tmp_path)
     spec = TrainingSpec(
         method="xgboost",
