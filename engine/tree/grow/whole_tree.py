@@ -146,12 +146,15 @@ class TreeWorkspace:
 
 
 # A step goes to the threads when it holds at least PARALLEL_MIN_WORK histogram adds (one row
-# of one feature; ~0.2 ms on one thread): a wake of Numba's pool costs ~85 us here at load 9
-# (thread_kernels), so smaller steps lose more to the wake than they gain. Scanning a
-# histogram bin costs about _BIN_ADDS adds; a partition costs a few adds per row and wakes
-# the pool three times (count, move, children's totals), so it counts _PARTITION_ADDS a row.
+# of one feature): a wake of Numba's pool costs ~85 us here at load 9 (thread_kernels), so
+# smaller steps lose more to the wake than they gain. Scanning a histogram bin costs about
+# _BIN_ADDS adds; a partition costs a few adds per row and wakes the pool three times (count,
+# move, children's totals), so it counts _PARTITION_ADDS a row. 512k since the serial kernels
+# got faster (ordered gradients, four features a pass): on a quiet machine a binary 80k x 40,
+# 100-tree fit on two threads took 1.82 s at 128k, 1.61 s at 512k, 1.63 s at 2M and 1.64 s
+# with no step on the threads (medians of 3, the same model each time).
 # Read at each call (tests lower it to put every step on the threads).
-PARALLEL_MIN_WORK = 128_000
+PARALLEL_MIN_WORK = 512_000
 _BIN_ADDS = 4
 _PARTITION_ADDS = 4
 
