@@ -76,17 +76,7 @@ def prepare_from_parts(
         )
     target = table.first_pass(spec.target, spec.features, answers)
     y, keep = _target(spec, target)
-    features: list[dict[str, str]] = []
-    categorical: list[int] = []
-    categories: dict[str, list[str]] = {}
-    for index, name in enumerate(spec.features):
-        kind = table.kinds[name]
-        if kind == ColumnKind.CATEGORICAL:
-            found = table.categories[name]
-            _check_categories(name, len(found))
-            categorical.append(index)
-            categories[name] = list(found)
-        features.append({"name": name, "kind": str(ColumnKind(kind).value)})
+    features, categorical, categories = describe_features(table, spec.features)
     classes = _classes(y) if spec.task == "classification" else None
     return TrainingData(
         X=np.empty((0, len(spec.features))),
@@ -199,3 +189,22 @@ def _label(value: float) -> str:
     if value.is_integer() and abs(value) < 1e15:
         return str(int(value))
     return repr(float(value))
+
+
+def describe_features(
+    table: PartTable, names: Sequence[str]
+) -> tuple[list[dict[str, str]], list[int], dict[str, list[str]]]:
+    """The features as a model records them (name and kind), the positions of the categorical
+    ones and their categories, from a table whose categories are known (after its first pass)."""
+    features: list[dict[str, str]] = []
+    categorical: list[int] = []
+    categories: dict[str, list[str]] = {}
+    for index, name in enumerate(names):
+        kind = table.kinds[name]
+        if kind == ColumnKind.CATEGORICAL:
+            found = table.categories[name]
+            _check_categories(name, len(found))
+            categorical.append(index)
+            categories[name] = list(found)
+        features.append({"name": name, "kind": str(ColumnKind(kind).value)})
+    return features, categorical, categories

@@ -46,7 +46,7 @@ from service.models.importance import available_kinds
 from service.monitoring.baseline import NUMERIC_BINS, numeric_bins, training_baseline
 from service.training import fit_steps
 from service.training.curves import learning_curves
-from service.training.data import TrainingData, _check_categories
+from service.training.data import TrainingData, describe_features
 from service.training.diagnostics import (
     MAX_ROC_CLASSES,
     RESIDUAL_ROWS,
@@ -207,17 +207,7 @@ def _training_data(
         for name, found in summary.categories.items():
             union.setdefault(name, set()).update(found)
     table.use_categories({name: sorted(found) for name, found in union.items()})
-    features: list[dict[str, str]] = []
-    categorical: list[int] = []
-    categories: dict[str, list[str]] = {}
-    for index, name in enumerate(spec.features):
-        kind = table.kinds[name]
-        if kind == ColumnKind.CATEGORICAL:
-            known = table.categories[name]
-            _check_categories(name, len(known))
-            categorical.append(index)
-            categories[name] = list(known)
-        features.append({"name": name, "kind": str(ColumnKind(kind).value)})
+    features, categorical, categories = describe_features(table, spec.features)
     if sum(summary.n_known for summary in summaries) == 0:
         raise TrainingError(
             "no_rows", f"Every row's target '{spec.target}' is missing; there is nothing to learn."
