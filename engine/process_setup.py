@@ -12,6 +12,7 @@ from __future__ import annotations
 import ctypes
 import importlib
 import multiprocessing
+import os
 import platform
 import signal
 import threading
@@ -24,6 +25,7 @@ __all__ = [
     "describe_exit",
     "keep_freed_memory",
     "limit_blas_threads",
+    "limit_malloc_arenas",
     "process_context",
 ]
 
@@ -126,6 +128,7 @@ def limit_blas_threads(n_threads: int = 1) -> None:
 # glibc's mallopt parameters (malloc.h) and the values a worker uses; see keep_freed_memory().
 _M_TRIM_THRESHOLD = -1
 _M_MMAP_THRESHOLD = -3
+_M_ARENA_MAX = -8
 WORKER_MMAP_THRESHOLD = 32 * 1024 * 1024  # glibc's largest
 WORKER_TRIM_THRESHOLD = 256 * 1024 * 1024
 
@@ -153,3 +156,25 @@ def keep_freed_memory() -> bool:
         libc.mallopt(_M_MMAP_THRESHOLD, WORKER_MMAP_THRESHOLD)
         and libc.mallopt(_M_TRIM_THRESHOLD, WORKER_TRIM_THRESHOLD)
     )
+
+
+def limit_malloc_arenas(arenas: int) -> bool:
+    """Cap how many malloc arenas glibc gives this process's threads (``MALLOC_ARENA_MAX``).
+
+    glibc gives a thread that finds the arenas busy an arena of its own, up to eight per core,
+    and each keeps the memory its thread freed for that thread's next blocks. A server that
+    runs requests on a pool of threads then holds one high-water mark per thread: an upload
+    taken by a thread other than the one that took the last (which a busy machine makes
+    likely) grows a fresh arena, and the same 15 MiB upload measured 0.6× its size in peak RSS
+    growth on a quiet machine and 2.4× on a busy one, where the variance vanished with a
+    single arena. Python's own objects come from pymalloc and Arrow's buffers from Arrow's
+    pool, so few arenas cost the threads little contention; fewer arenas is also the usual
+    advice for threaded Python servers. Must run before the process has started more than a
+    few threads: glibc fixes its arena limit once eight arenas exist. An operator's own
+    ``MALLOC_ARENA_MAX`` wins (glibc applied it at start). Returns whether it applied
+    (glibc only; elsewhere a no-op).
+    """
+    if platform.libc_ver()[0] != "glibc" or "MALLOC_ARENA_MAX" in os.environ:
+        return False
+    libc = ctypes.CDLL(None)
+    return bool(libc.mallopt(_M_ARENA_MAX, arenas))

@@ -9,6 +9,7 @@ from importlib.metadata import PackageNotFoundError, version
 
 from fastapi import FastAPI
 
+from engine.process_setup import limit_malloc_arenas
 from service.batch.router import router as batch_router
 from service.config import Settings
 from service.console import OPEN_PATHS as CONSOLE_PATHS
@@ -50,11 +51,19 @@ def _start_embedded_worker(settings: Settings) -> Supervisor:
     return worker
 
 
+# glibc malloc arenas for the API process: one per busy thread by default, each keeping its
+# own freed memory, made an upload's peak RSS depend on which pool thread took it
+# (engine.process_setup.limit_malloc_arenas); two is the usual advice for threaded servers.
+API_MALLOC_ARENAS = 2
+
+
 def create_app(settings: Settings) -> FastAPI:
     """Build the ASGI app; every long-lived resource is opened and closed by its lifespan."""
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        # Before the thread pool that runs uploads and sync handlers exists (see there).
+        limit_malloc_arenas(API_MALLOC_ARENAS)
         db_engine = create_db_engine(settings.resolved_database_url)
         model_cache = ModelCache(settings.model_cache_bytes)
         references = ReferenceCache()

@@ -2,13 +2,20 @@
 
 from __future__ import annotations
 
+import os
+import subprocess
 import sys
 import threading
 from pathlib import Path
 
 import pytest
 
-from engine.process_setup import default_start_method, describe_exit, process_context
+from engine.process_setup import (
+    default_start_method,
+    describe_exit,
+    limit_malloc_arenas,
+    process_context,
+)
 
 
 def test_exit_descriptions() -> None:
@@ -48,3 +55,49 @@ def test_a_forking_context_imports_the_preload_here_first(
         assert ("preload_probe" in sys.modules) == imported_here
     finally:
         sys.modules.pop("preload_probe", None)
+
+
+_COUNT_ARENAS = """
+import ctypes, sys, threading
+from engine.process_setup import limit_malloc_arenas
+applied = limit_malloc_arenas(2) if sys.argv[1] == "limited" else False
+libc = ctypes.CDLL(None)
+libc.malloc.restype = ctypes.c_void_p
+barrier = threading.Barrier(6)
+def allocate():
+    barrier.wait()  # all six threads alive at once, each asking for its first blocks
+    libc.malloc(64 * 1024)
+    barrier.wait()
+threads = [threading.Thread(target=allocate) for _ in range(6)]
+for thread in threads:
+    thread.start()
+for thread in threads:
+    thread.join()
+print(applied)
+libc.malloc_stats()  # one "Arena N:" block per arena, on stderr
+"""
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="glibc's malloc arenas")
+@pytest.mark.parametrize("mode", ["limited", "default"])
+def test_limiting_malloc_arenas_keeps_threads_to_that_many(mode: str) -> None:
+    environment = {k: v for k, v in os.environ.items() if k != "MALLOC_ARENA_MAX"}
+    done = subprocess.run(
+        [sys.executable, "-c", _COUNT_ARENAS, mode],
+        capture_output=True,
+        text=True,
+        env=environment,
+        check=True,
+    )
+    arenas = sum(line.startswith("Arena ") for line in done.stderr.splitlines())
+    if mode == "limited":
+        assert done.stdout.strip() == "True"
+        assert 1 <= arenas <= 2
+    else:
+        # Each new thread takes an arena of its own (glibc allows eight per core).
+        assert arenas > 2
+
+
+def test_an_operator_s_malloc_arena_max_wins(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("MALLOC_ARENA_MAX", "4")
+    assert limit_malloc_arenas(2) is False
