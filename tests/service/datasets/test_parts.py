@@ -11,8 +11,8 @@ import pyarrow.parquet as pq
 import pytest
 from sqlalchemy.orm import Session
 
+from service.datasets import download, repository, service
 from service.datasets import parts as parts_module
-from service.datasets import repository, service
 from service.datasets.columns import CategoricalColumn, NumericColumn
 from service.store import DataStore
 
@@ -111,6 +111,26 @@ async def test_download_gives_the_table_back_as_parquet_and_csv(
     assert back.column("colour").to_pylist() == table.column("colour").to_pylist()
     assert back.column("y").to_pylist() == table.column("y").to_pylist()
     assert back.column("x").to_pylist() == table.column("x").to_pylist()
+
+
+async def test_csv_download_is_one_csv_writer_s_bytes_whatever_the_slices(
+    any_client: httpx.AsyncClient, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Slices of 3 rows, formatted on the download's threads, across parts of 8 rows: the
+    bytes, in order, of one ``CSVWriter`` fed the whole table."""
+    monkeypatch.setattr(parts_module, "layout", lambda row_bytes: (4, 2))
+    monkeypatch.setattr(download, "CSV_ROWS", 3)
+    dataset = await _upload(any_client)
+    url = f"/v1/datasets/{dataset['id']}/data"
+
+    as_csv = await any_client.get(url, params={"format": "csv"})
+    table = pq.read_table(io.BytesIO((await any_client.get(url)).content))
+
+    expected = io.BytesIO()
+    with pa_csv.CSVWriter(expected, table.schema) as writer:
+        writer.write_table(table)
+    assert as_csv.status_code == 200
+    assert as_csv.content == expected.getvalue()
 
 
 async def test_download_of_an_unknown_dataset_or_format(any_client: httpx.AsyncClient) -> None:
