@@ -34,13 +34,14 @@ size. Either way the parts, kinds, summaries and errors are the same.
 from __future__ import annotations
 
 import contextlib
+import io
 import queue
 import threading
 from collections.abc import Generator, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
-from typing import BinaryIO
+from typing import TYPE_CHECKING, BinaryIO
 
 import numpy as np
 import numpy.typing as npt
@@ -56,6 +57,9 @@ from service.datasets.summaries import Summary, add_batch, summary_for
 from service.db.tables import ColumnKind
 from service.errors import InvalidInput
 from service.store import DataStore
+
+if TYPE_CHECKING:
+    from service.datasets.csv_live import LiveCsv
 
 # Bytes pyarrow parses at once (what a block costs is a few times this: measured, a peak 8 MiB
 # above the baseline at 256 KiB, 23 MiB at 1 MiB), at most what a row that long grows it to;
@@ -82,11 +86,11 @@ _SIMPLE_NUMBER = r"^[+-]?([0-9]+\.?[0-9]*|\.[0-9]+)([eE][+-]?[0-9]+)?$"
 _OK_AROUND_QUOTES = np.array([ord(","), ord("\n"), ord("\r"), ord('"')], dtype=np.uint8)
 
 
-class _Inexact(Exception):
+class InexactRead(Exception):
     """pyarrow's reading cannot be taken as Python's for this file: read it with Python's."""
 
 
-class _RowTooLong(_Inexact):
+class RowTooLong(InexactRead):
     """A row is longer than pyarrow's block: read again in larger blocks."""
 
 
@@ -168,10 +172,22 @@ class _Scan:
         return self.plain and not self._inside
 
 
-def spool_csv(chunks: Iterable[bytes], directory: Path) -> SpooledCsv:
-    """Write the upload to a temporary file in ``directory``; the caller deletes it."""
+def spool_csv(
+    chunks: Iterable[bytes], directory: Path, *, live: LiveCsv | None = None
+) -> SpooledCsv:
+    """Write the upload to a temporary file in ``directory``; the caller deletes it.
+    ``live`` (``csv_live``) is told of the spool's progress, and may parse it meanwhile."""
     scan = _Scan()
-    spooled = spool(chunks, directory, observe=scan.add)
+    try:
+        spooled = spool(
+            chunks, directory, observe=scan.add, progress=live.progress if live else None
+        )
+    except BaseException:
+        if live is not None:
+            live.close()
+        raise
+    if live is not None:
+        live.spool_ended()
     return SpooledCsv(spooled.path, spooled.size, spooled.sha256, scan.finish())
 
 
@@ -186,7 +202,11 @@ def _file_chunks(path: Path) -> Iterator[bytes]:
 
 def read_header(path: Path, *, max_columns: int) -> list[str]:
     """The header row as Python's reader reads it (its errors, if the header has any)."""
-    rows = csv_rows(_file_chunks(path), max_columns=max_columns)
+    return read_header_of(_file_chunks(path), max_columns=max_columns)
+
+
+def read_header_of(chunks: Iterable[bytes], *, max_columns: int) -> list[str]:
+    rows = csv_rows(chunks, max_columns=max_columns)
     try:
         return next(rows)
     finally:
@@ -216,13 +236,13 @@ def _fast_blocks(
         # reader measured 8x the block size more at its peak (16 MiB on a 20 MiB file).
         source = path.open("rb")
     except OSError:
-        raise _Inexact from None
+        raise InexactRead from None
     with source:
-        yield from _fast_blocks_of(source, names, block_bytes)
+        yield from fast_blocks_of(source, names, block_bytes)
 
 
-def _fast_blocks_of(
-    source: BinaryIO, names: Sequence[str], block_bytes: int
+def fast_blocks_of(
+    source: BinaryIO | io.RawIOBase, names: Sequence[str], block_bytes: int
 ) -> Generator[list[pa.Array], None, None]:
     try:
         reader = pa_csv.open_csv(
@@ -238,26 +258,26 @@ def _fast_blocks_of(
             ),
         )
         if reader.schema.names != list(names):
-            raise _Inexact
+            raise InexactRead
         for batch in reader:
             columns = list(batch.columns)
             # Only a batch of more bytes than the limit can hold a cell over it.
             if batch.nbytes > FIELD_LIMIT:
                 for column in columns:
                     if len(column) and pc.max(pc.binary_length(column)).as_py() > FIELD_LIMIT:
-                        raise _Inexact
+                        raise InexactRead
             yield columns
     except (pa.ArrowException, OSError, ValueError) as error:
         if "straddling" in str(error):
-            raise _RowTooLong from None
-        raise _Inexact from None
+            raise RowTooLong from None
+        raise InexactRead from None
 
 
 # --- cells to the parts' columns ------------------------------------------------------------
 
 
 @dataclass(slots=True)
-class _Column:
+class ColumnState:
     name: str
     forced: bool
     flip: int | None = None  # the row of the first present cell that is not a number
@@ -272,7 +292,7 @@ class _Column:
 
 
 def _numbers(
-    column: _Column, cells: pa.Array, start: int
+    column: ColumnState, cells: pa.Array, start: int
 ) -> tuple[npt.NDArray[np.float64], int | None]:
     """The cells as numbers (NaN for missing) up to the first present cell that is not one,
     whose position in the block comes second (None if every present cell is a number)."""
@@ -281,7 +301,7 @@ def _numbers(
 
 
 def _numbers_and_array(
-    column: _Column, cells: pa.Array, start: int
+    column: ColumnState, cells: pa.Array, start: int
 ) -> tuple[npt.NDArray[np.float64], int | None, pa.Array | None]:
     """As :func:`_numbers`, with, when every cell read as a finite number, pyarrow's own
     array of them (the parts' column as it is: no copy, no mask of missing cells)."""
@@ -322,7 +342,7 @@ def _numbers_and_array(
     return values, flip, None
 
 
-def _convert(column: _Column, cells: pa.Array, start: int, *, written: bool) -> pa.Array:
+def _convert(column: ColumnState, cells: pa.Array, start: int, *, written: bool) -> pa.Array:
     """One block of a column in the parts' type. ``written``: rows before ``start`` are in
     parts already; a numeric column turning categorical then raises ``_LateFlip``."""
     scan = column.flip is None and (column.kind == ColumnKind.NUMERIC or column.forced)
@@ -352,7 +372,7 @@ def _convert(column: _Column, cells: pa.Array, start: int, *, written: bool) -> 
     return pc.if_else(missing, pa.scalar(None, CATEGORY_TYPE), text).cast(CATEGORY_TYPE)
 
 
-def _scan_only(columns: Sequence[_Column], cells: Sequence[pa.Array], start: int) -> None:
+def _scan_only(columns: Sequence[ColumnState], cells: Sequence[pa.Array], start: int) -> None:
     for column, block in zip(columns, cells, strict=True):
         if column.flip is None and column.kind == ColumnKind.NUMERIC and not column.forced:
             _, position = _numbers(column, block, start)
@@ -374,6 +394,16 @@ class CsvTable:
     n_rows: int
 
 
+@dataclass(slots=True)
+class PassOutcome:
+    """How a pass ended: a table, or None after a column turned categorical late
+    (``columns`` then say which), or pyarrow's refusal (``error``)."""
+
+    columns: list[ColumnState]
+    table: CsvTable | None
+    error: InexactRead | None
+
+
 def ingest_csv(
     spooled: SpooledCsv,
     *,
@@ -384,12 +414,15 @@ def ingest_csv(
     block_bytes: int | None = None,
     block_rows: int = EXACT_BLOCK_ROWS,
     threaded: bool | None = None,
+    first: PassOutcome | None = None,
 ) -> CsvTable:
     """Read the spooled CSV into the dataset's parts. On any error, nothing is left written.
 
     ``block_bytes`` is what pyarrow reads at once, ``block_rows`` what Python's reader
     gathers, ``threaded`` whether the parts are written on a thread beside the parser (by
     default, for files of ``THREADED_BYTES`` or more); none changes what the file becomes.
+    ``first``: the first pass's outcome, when it ran while the file was spooled
+    (``csv_live``), in pyarrow's blocks of ``block_bytes``.
     """
     if threaded is None:
         threaded = spooled.size >= THREADED_BYTES
@@ -403,18 +436,26 @@ def ingest_csv(
         return _fast_blocks(spooled.path, names, block_bytes=block_bytes)
 
     forced = set(categorical)
-    columns = [_Column(name, name in forced) for name in names]
+    columns = [ColumnState(name, name in forced) for name in names]
     exact = not spooled.plain
     while True:
         try:
-            table = _pass(blocks(exact), names, columns, store, dataset_id, threaded=threaded)
-        except _Inexact as error:
-            if isinstance(error, _RowTooLong) and block_bytes < MAX_BLOCK_BYTES:
+            if first is not None:
+                columns, table, refused = first.columns, first.table, first.error
+                first = None
+                if refused is not None:
+                    raise refused
+            else:
+                table = read_pass(
+                    blocks(exact), names, columns, store, dataset_id, threaded=threaded
+                )
+        except InexactRead as error:
+            if isinstance(error, RowTooLong) and block_bytes < MAX_BLOCK_BYTES:
                 block_bytes *= 8
             else:
                 exact = True
             # Python's reader may cut rows elsewhere: what pyarrow's rows said counts no more.
-            columns = [_Column(name, name in forced) for name in names]
+            columns = [ColumnState(name, name in forced) for name in names]
             continue
         if table is not None:
             break
@@ -472,10 +513,10 @@ class _WritingThread:
             raise self._error
 
 
-def _pass(
+def read_pass(
     blocks: Generator[list[pa.Array], None, None],
     names: list[str],
-    columns: list[_Column],
+    columns: list[ColumnState],
     store: DataStore,
     dataset_id: str,
     *,
@@ -537,7 +578,7 @@ def _pass(
 
 
 def _check_finished(
-    categorical: Sequence[str], columns: Sequence[_Column], table: CsvTable, store: DataStore
+    categorical: Sequence[str], columns: Sequence[ColumnState], table: CsvTable, store: DataStore
 ) -> None:
     """The checks ``TableBuilder.finish`` makes once a file is read, in its order; the parts
     are deleted if one fails."""

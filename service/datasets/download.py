@@ -144,7 +144,8 @@ def _csv(
 def _csv_text(rows: pa.RecordBatch | pa.Table, *, header: bool = False) -> bytes:
     sink = pa.BufferOutputStream()
     pa_csv.write_csv(rows, sink, None if header else _NO_HEADER)
-    return sink.getvalue().to_pybytes()
+    text: bytes = sink.getvalue().to_pybytes()
+    return text
 
 
 def _tables(

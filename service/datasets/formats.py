@@ -128,10 +128,14 @@ def stale_spools(directory: Path, older_than: float) -> list[Path]:
 
 
 def spool(
-    chunks: Iterable[bytes], directory: Path, observe: Callable[[bytes], None] | None = None
+    chunks: Iterable[bytes],
+    directory: Path,
+    observe: Callable[[bytes], None] | None = None,
+    progress: Callable[[Path, int], None] | None = None,
 ) -> Spooled:
     """Write ``chunks`` to a new temporary file in ``directory``; the caller deletes it.
-    ``observe`` sees each chunk as it is written."""
+    ``observe`` sees each chunk as it is written; ``progress`` is told the file's path and
+    size once each chunk is flushed to it (another thread may read it meanwhile)."""
     directory.mkdir(parents=True, exist_ok=True)
     digest = hashlib.sha256()
     size = 0
@@ -144,6 +148,9 @@ def spool(
                 if observe is not None:
                     observe(chunk)
                 size += len(chunk)
+                if progress is not None:
+                    sink.flush()
+                    progress(Path(name), size)
     except BaseException:
         Path(name).unlink(missing_ok=True)
         raise

@@ -18,10 +18,11 @@ from service.bodies import check_declared_length, parse_json, read_limited
 from service.config import Settings
 from service.datasets import service
 from service.datasets.csv_ingest import spool_csv
+from service.datasets.csv_live import LiveCsv
 from service.datasets.formats import UploadFormat, body_format, form_file_format, spool, with_head
 from service.datasets.ingest import parse_json_upload
 from service.datasets.upload import MAX_FIELD_BYTES, FormStream, multipart_boundary
-from service.db.tables import DatasetColumnRecord, DatasetRecord
+from service.db.tables import DatasetColumnRecord, DatasetRecord, new_id
 from service.errors import PayloadTooLarge, UnsupportedMediaType
 from service.store import DataStore
 
@@ -78,9 +79,13 @@ def _store_file(
     """Any format's bytes into a dataset (runs in a worker thread). ``name`` and
     ``categorical`` are asked for once the file is read: a form may send them after it."""
     if fmt == UploadFormat.CSV:
-        # Spooled first: the file is read again if a column turns categorical late, and a
-        # form's fields (the forced-categorical names) may come after the file.
-        spooled_csv = spool_csv(chunks, settings.data_dir / "uploads")
+        # Spooled: the file is read again if a column turns categorical late, and a form's
+        # fields (the forced-categorical names) may come after the file. A large one is read
+        # meanwhile, as it is spooled (csv_live).
+        live = LiveCsv(
+            new_id(), store=store, categorical=categorical, max_columns=settings.max_columns
+        )
+        spooled_csv = spool_csv(chunks, settings.data_dir / "uploads", live=live)
         try:
             return service.create_from_csv(
                 session,
@@ -89,8 +94,10 @@ def _store_file(
                 categorical=categorical(),
                 store=store,
                 max_columns=settings.max_columns,
+                live=live,
             )
         finally:
+            live.close()
             spooled_csv.path.unlink(missing_ok=True)
     spooled = spool(chunks, settings.data_dir / "uploads")
     try:

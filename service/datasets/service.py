@@ -28,6 +28,7 @@ from service.datasets.columns import (
     summarize,
 )
 from service.datasets.csv_ingest import SpooledCsv, ingest_csv
+from service.datasets.csv_live import LiveCsv
 from service.datasets.formats import Spooled, UploadFormat
 from service.datasets.ingest import ParsedTable, is_storable_text
 from service.datasets.part_reader import read_columns
@@ -145,16 +146,20 @@ def create_from_csv(
     categorical: Sequence[str],
     store: DataStore,
     max_columns: int,
+    live: LiveCsv | None = None,
 ) -> tuple[DatasetRecord, list[DatasetColumnRecord]]:
-    """Store a spooled CSV upload as a dataset, a block at a time (``csv_ingest``)."""
+    """Store a spooled CSV upload as a dataset, a block at a time (``csv_ingest``); ``live``
+    may have read it while it was spooled (``csv_live``; the caller closes it)."""
     name = check_name(name)
-    dataset_id = new_id()
+    dataset_id = live.dataset_id if live is not None else new_id()
+    first = live.take(set(categorical), plain=spooled.plain) if live is not None else None
     table = ingest_csv(
         spooled,
         categorical=categorical,
         store=store,
         dataset_id=dataset_id,
         max_columns=max_columns,
+        first=first,
     )
     try:
         parts_rows = part_records(dataset_id, table.parts)

@@ -12,6 +12,7 @@ from __future__ import annotations
 import csv
 import io
 import math
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -23,13 +24,15 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from service.datasets import csv_live
 from service.datasets import parts as parts_module
 from service.datasets.columns import CategoricalColumn, NumericColumn, summarize
 from service.datasets.csv_ingest import ingest_csv, spool_csv
+from service.datasets.csv_live import LiveCsv
 from service.datasets.ingest import parse_csv
 from service.datasets.service import part_records
 from service.datasets.summaries import count_histograms
-from service.errors import ServiceError
+from service.errors import PayloadTooLarge, ServiceError
 from service.store import DataStore
 from tests.service.fuzz.test_ingest_fuzz import tables, write_csv
 
@@ -69,10 +72,24 @@ def _streamed(
     block_bytes: int = 1 << 20,
     block_rows: int = 16384,
     threaded: bool = False,
+    live: bool = False,
 ) -> dict[str, Cells] | str:
+    """``live``: the first pass reads the spool from its middle on, as it is written."""
     store = DataStore(str(root / "store"))
-    spooled = spool_csv(_chunks(data), root / "uploads")
+    reader = None
+    if live:
+        reader = LiveCsv(
+            "d",
+            store=store,
+            categorical=lambda: categorical,
+            max_columns=100,
+            start_bytes=len(data) // 2,
+            block_bytes=block_bytes,
+            threaded=threaded,
+        )
+    spooled = spool_csv(_chunks(data), root / "uploads", live=reader)
     try:
+        first = reader.take(set(categorical), plain=spooled.plain) if reader else None
         table = ingest_csv(
             spooled,
             categorical=categorical,
@@ -82,13 +99,22 @@ def _streamed(
             block_bytes=block_bytes,
             block_rows=block_rows,
             threaded=threaded,
+            first=first,
         )
     except ServiceError as error:
+        if reader is not None:
+            reader.close()
         assert not list((root / "store").rglob("*.parquet")), "a refused upload left parts"
         return f"{type(error).__name__}: {error.detail}"
     finally:
+        if reader is not None:
+            reader.close()
         spooled.path.unlink()
     assert spooled.size == len(data)
+    # Nothing but the table's parts: a first pass not taken left none of its own.
+    assert {
+        str(path.relative_to(root / "store")) for path in (root / "store").rglob("*.parquet")
+    } == {part.stored.path for part in table.parts}
     out: dict[str, Cells] = {
         name: (kind.value, []) for name, kind in zip(table.names, table.kinds, strict=True)
     }
@@ -127,14 +153,17 @@ def _check(
     reference = _reference(data, categorical)
     # pyarrow in blocks of 1 MiB, then of a few bytes (a row may straddle them: Python's
     # reader takes over); Python's reader in blocks of two rows (a lone CR sends files there);
-    # and the parts written on a thread beside the parser, as for large files.
+    # and the parts written on a thread beside the parser, as for large files; and the first
+    # pass reading the spool as it is written (csv_live), from its middle on.
     sizes: list[dict[str, Any]] = [{}]
     if small:
         sizes += [
             {"block_bytes": 32, "block_rows": 2},
             {"block_bytes": 4096, "block_rows": 1},
             {"block_bytes": 32, "block_rows": 2, "threaded": True},
+            {"block_bytes": 32, "live": True},
         ]
+    sizes += [{"live": True, "threaded": True}]
     for size in sizes:
         _same(reference, _streamed(data, categorical, tmp_path, **size))
 
@@ -231,6 +260,78 @@ def test_the_writing_thread_writes_what_the_parser_alone_writes(
     assert finished[0].stats["mean"] == pytest.approx(expected.stats["mean"], rel=1e-12)
 
 
+def _numeric_csv(rows: int) -> bytes:
+    rng = np.random.default_rng(3)
+    lines = [f"{v:.6f},{i % 5},k{i % 3}" for i, v in enumerate(rng.normal(size=rows))]
+    return ("x,code,k\n" + "\n".join(lines) + "\n").encode()
+
+
+def test_a_first_pass_read_while_spooling_is_the_upload(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The pass run on the growing spool is taken as it is: the same parts, kinds and
+    summaries as a pass over the finished spool."""
+    monkeypatch.setattr(parts_module, "layout", lambda row_bytes: (256, 2))
+    data = _numeric_csv(3000)
+    chunks = [data[start : start + 1000] for start in range(0, len(data), 1000)]
+    results = []
+    for live in (False, True):
+        store = DataStore(str(tmp_path / f"store-{live}"))
+        reader = LiveCsv(
+            "d", store=store, categorical=tuple, max_columns=10, start_bytes=5000, block_bytes=4096
+        )
+        spooled = spool_csv(chunks, tmp_path / "uploads", live=reader if live else None)
+        first = reader.take(set(), plain=spooled.plain) if live else None
+        if live:
+            assert first is not None and first.table is not None and first.error is None
+        table = ingest_csv(
+            spooled,
+            categorical=(),
+            store=store,
+            dataset_id="d",
+            max_columns=10,
+            block_bytes=4096,
+            threaded=True,
+            first=first,
+        )
+        reader.close()
+        spooled.path.unlink()
+        if first is not None:
+            assert table is first.table
+        finished = count_histograms(
+            store, part_records("d", table.parts), table.names, table.summaries
+        )
+        read = [pq.read_table(store.full_path(part.stored.path)) for part in table.parts]
+        results.append(
+            (
+                [kind.value for kind in table.kinds],
+                [(part.row_offset, part.n_rows, part.stored.sha256) for part in table.parts],
+                [t.to_pydict() for t in read],
+                finished,
+            )
+        )
+    assert results[0] == results[1]
+    assert results[1][0] == ["numeric", "numeric", "categorical"]
+
+
+def test_a_spool_that_fails_stops_the_first_pass_and_leaves_no_part(tmp_path: Path) -> None:
+    data = _numeric_csv(3000)
+    store = DataStore(str(tmp_path / "store"))
+    reader = LiveCsv("d", store=store, categorical=tuple, max_columns=10, start_bytes=5000)
+
+    def chunks() -> Iterator[bytes]:
+        yield from (data[start : start + 1000] for start in range(0, len(data) // 2, 1000))
+        raise PayloadTooLarge("too large")
+
+    with pytest.raises(PayloadTooLarge):
+        spool_csv(chunks(), tmp_path / "uploads", live=reader)
+
+    assert reader.started
+    assert not any(thread.name == "csv-live" for thread in threading.enumerate())
+    assert not list((tmp_path / "store").rglob("*.parquet"))
+    assert not list((tmp_path / "uploads").iterdir())
+
+
 @pytest.mark.parametrize(
     ("data", "categorical"),
     [
@@ -303,3 +404,44 @@ async def test_an_upload_whose_later_rows_turn_a_column_categorical_is_as_before
     expected[7] = ""
     # "0.00", "0.25", "0.50", ...: the texts as written, not the numbers they were read as.
     assert [cell.strip('"') for cell in cells] == expected
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("how", ["form, field after the file", "raw body"])
+async def test_an_upload_read_while_it_arrives_is_as_before(
+    any_client: httpx.AsyncClient, monkeypatch: pytest.MonkeyPatch, how: str
+) -> None:
+    """Every upload read as it arrives (csv_live from its first byte): a form's
+    forced-categorical field sent after the file, which the first pass could not know, is
+    obeyed (the spool is read again); a raw body's query is known from the start."""
+    monkeypatch.setattr(csv_live, "LIVE_BYTES", 1)
+    data = _numeric_csv(3000)
+    if how == "raw body":
+        upload = await any_client.post(
+            "/v1/datasets",
+            params={"name": "t", "categorical": "code"},
+            content=data,
+            headers={"content-type": "text/csv"},
+        )
+    else:
+        boundary = "b0undary"
+        body = (
+            f'--{boundary}\r\nContent-Disposition: form-data; name="file"; filename="t.csv"\r\n'
+            "Content-Type: text/csv\r\n\r\n".encode()
+            + data
+            + f'\r\n--{boundary}\r\nContent-Disposition: form-data; name="categorical"\r\n\r\n'
+            f"code\r\n--{boundary}--\r\n".encode()
+        )
+        upload = await any_client.post(
+            "/v1/datasets",
+            content=body,
+            headers={"content-type": f"multipart/form-data; boundary={boundary}"},
+        )
+
+    assert upload.status_code == 201, upload.text
+    body_out = upload.json()
+    assert body_out["n_rows"] == 3000
+    assert [c["kind"] for c in body_out["columns"]] == ["numeric", "categorical", "categorical"]
+    assert body_out["columns"][1]["n_unique"] == 5
+    download = await any_client.get(f"/v1/datasets/{body_out['id']}/data", params={"format": "csv"})
+    assert download.text.splitlines()[1].split(",")[1].strip('"') == "0"
