@@ -84,6 +84,9 @@ _NAN_SPELLING = "^[+-]?[nN][aA][nN]$"
 # Decimal numbers in ASCII, which pyarrow's cast and float() read alike (correctly rounded).
 _SIMPLE_NUMBER = r"^[+-]?([0-9]+\.?[0-9]*|\.[0-9]+)([eE][+-]?[0-9]+)?$"
 _OK_AROUND_QUOTES = np.array([ord(","), ord("\n"), ord("\r"), ord('"')], dtype=np.uint8)
+# The bytes a quote may have beside it, as a table indexed by byte (a gather, not np.isin's sort).
+_OK_AROUND = np.zeros(256, dtype=bool)
+_OK_AROUND[_OK_AROUND_QUOTES] = True
 
 
 class InexactRead(Exception):
@@ -149,20 +152,22 @@ class _Scan:
         quotes = np.flatnonzero(data == ord('"'))
         self._check_next = False
         if quotes.size:
-            odd = (np.arange(quotes.size) + int(self._inside)) % 2 == 1
-            opening = quotes[~odd]
+            # Every other quote opens, from the first if an even number came before it.
+            first_closing = 0 if self._inside else 1
+            opening = quotes[1 - first_closing :: 2]
+            closing = quotes[first_closing::2]
             before = data[np.maximum(opening - 1, 0)]
-            at_start = opening == 0
-            if at_start.any() and self._previous is not None:
-                before[at_start] = self._previous
-            bad_open = ~np.isin(before, _OK_AROUND_QUOTES)
-            if at_start.any() and self._previous is None:
-                bad_open[at_start] = False
-            closing = quotes[odd]
-            last = closing == data.size - 1
+            at_start = opening[:1] == 0  # only the first quote can be the chunk's first byte
+            if at_start.any():
+                if self._previous is None:
+                    before[0] = ord(",")  # the file's start
+                else:
+                    before[0] = self._previous
+            last = closing[-1:] == data.size - 1
             after = data[np.minimum(closing + 1, data.size - 1)]
-            bad_close = ~np.isin(after, _OK_AROUND_QUOTES) & ~last
-            if bad_open.any() or bad_close.any():
+            if last.any():
+                after[-1] = ord(",")  # whatever the next chunk starts with: checked then
+            if not (_OK_AROUND[before].all() and _OK_AROUND[after].all()):
                 self.plain = False
             self._check_next = bool(last.any())
             self._inside ^= bool(quotes.size % 2)

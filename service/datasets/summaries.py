@@ -109,11 +109,24 @@ class DistinctCounter:
 
     def add(self, present: npt.NDArray[np.float64]) -> None:
         if self._exact is not None:
-            self._exact = np.union1d(self._exact, present)
-            if self._exact.size <= DISTINCT_EXACT:
+            # The batch's new values found in the sorted set by binary search and inserted:
+            # np.union1d would sort the whole set again for every batch.
+            new = np.unique(present)
+            exact = self._exact
+            if exact.size:
+                at = np.searchsorted(exact, new)
+                known = exact[np.minimum(at, exact.size - 1)] == new
+                new, at = new[~known], at[~known]
+            if exact.size + new.size <= DISTINCT_EXACT:
+                self._exact = np.insert(exact, at, new) if exact.size else new
                 return
-            present, self._exact = self._exact, None
+            self._exact = None
             self._sketch = HyperLogLog()
+            self._hash(exact)
+            present = new
+        self._hash(present)
+
+    def _hash(self, present: npt.NDArray[np.float64]) -> None:
         assert self._sketch is not None
         # + 0.0 turns -0.0 into 0.0, so both hash alike.
         self._sketch.add(_mix((present + 0.0).view(np.uint64)))
