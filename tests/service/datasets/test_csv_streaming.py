@@ -27,7 +27,7 @@ from hypothesis import strategies as st
 from service.datasets import csv_live
 from service.datasets import parts as parts_module
 from service.datasets.columns import CategoricalColumn, NumericColumn, summarize
-from service.datasets.csv_ingest import ingest_csv, spool_csv
+from service.datasets.csv_ingest import CsvTable, ingest_csv, spool_csv
 from service.datasets.csv_live import LiveCsv
 from service.datasets.ingest import parse_csv
 from service.datasets.service import part_records
@@ -212,6 +212,28 @@ def test_streamed_csv_is_what_the_reference_parser_gives(data: bytes, tmp_path: 
     _check(data, tmp_path)
 
 
+# Pyarrow blocks of 4 KiB: a table of a few thousand rows is many blocks.
+_SMALL_BLOCKS: dict[str, Any] = {
+    "categorical": (),
+    "dataset_id": "d",
+    "max_columns": 10,
+    "block_bytes": 4096,
+}
+
+
+def _written(store: DataStore, table: CsvTable) -> tuple[Any, ...]:
+    """What an ingest wrote, to compare: kinds, parts (offsets, rows, SHA-256), their
+    cells, and the finished summaries."""
+    finished = count_histograms(store, part_records("d", table.parts), table.names, table.summaries)
+    read = [pq.read_table(store.full_path(part.stored.path)) for part in table.parts]
+    return (
+        [kind.value for kind in table.kinds],
+        [(part.row_offset, part.n_rows, part.stored.sha256) for part in table.parts],
+        [t.to_pydict() for t in read],
+        finished,
+    )
+
+
 def test_the_writing_thread_writes_what_the_parser_alone_writes(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -229,28 +251,9 @@ def test_the_writing_thread_writes_what_the_parser_alone_writes(
     for threaded in (False, True):
         store = DataStore(str(tmp_path / f"store-{threaded}"))
         spooled = spool_csv([data], tmp_path / "uploads")
-        table = ingest_csv(
-            spooled,
-            categorical=(),
-            store=store,
-            dataset_id="d",
-            max_columns=10,
-            block_bytes=4096,
-            threaded=threaded,
-        )
+        table = ingest_csv(spooled, store=store, threaded=threaded, **_SMALL_BLOCKS)
         spooled.path.unlink()
-        finished = count_histograms(
-            store, part_records("d", table.parts), table.names, table.summaries
-        )
-        read = [pq.read_table(store.full_path(part.stored.path)) for part in table.parts]
-        results.append(
-            (
-                [kind.value for kind in table.kinds],
-                [(part.row_offset, part.n_rows) for part in table.parts],
-                [t.to_pydict() for t in read],
-                finished,
-            )
-        )
+        results.append(_written(store, table))
     assert results[0] == results[1]
     kinds, parts, _, finished = results[1]
     assert kinds == ["numeric", "numeric", "categorical", "categorical"]
@@ -284,32 +287,12 @@ def test_a_first_pass_read_while_spooling_is_the_upload(
         first = reader.take(set(), plain=spooled.plain) if live else None
         if live:
             assert first is not None and first.table is not None and first.error is None
-        table = ingest_csv(
-            spooled,
-            categorical=(),
-            store=store,
-            dataset_id="d",
-            max_columns=10,
-            block_bytes=4096,
-            threaded=True,
-            first=first,
-        )
+        table = ingest_csv(spooled, store=store, threaded=True, first=first, **_SMALL_BLOCKS)
         reader.close()
         spooled.path.unlink()
         if first is not None:
             assert table is first.table
-        finished = count_histograms(
-            store, part_records("d", table.parts), table.names, table.summaries
-        )
-        read = [pq.read_table(store.full_path(part.stored.path)) for part in table.parts]
-        results.append(
-            (
-                [kind.value for kind in table.kinds],
-                [(part.row_offset, part.n_rows, part.stored.sha256) for part in table.parts],
-                [t.to_pydict() for t in read],
-                finished,
-            )
-        )
+        results.append(_written(store, table))
     assert results[0] == results[1]
     assert results[1][0] == ["numeric", "numeric", "categorical"]
 
