@@ -27,6 +27,7 @@ __all__ = [
     "limit_blas_threads",
     "limit_malloc_arenas",
     "process_context",
+    "trim_freed_memory",
 ]
 
 
@@ -178,3 +179,18 @@ def limit_malloc_arenas(arenas: int) -> bool:
         return False
     libc = ctypes.CDLL(None)
     return bool(libc.mallopt(_M_ARENA_MAX, arenas))
+
+
+def trim_freed_memory() -> bool:
+    """Give the pages of freed memory back to the system now (glibc's ``malloc_trim(0)``).
+
+    For a process that has just dropped a large transient (a pass over a table's parts) and
+    is about to allocate long-lived state of another shape: the freed blocks glibc would keep
+    (up to :func:`keep_freed_memory`'s threshold, and whatever lies below the heap's top)
+    would otherwise stay in the process's peak beside the new state. A few milliseconds.
+    Returns whether it applied (glibc only; elsewhere a no-op).
+    """
+    if platform.libc_ver()[0] != "glibc":
+        return False
+    ctypes.CDLL(None).malloc_trim(0)
+    return True

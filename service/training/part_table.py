@@ -26,6 +26,7 @@ import numpy.typing as npt
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from engine.process_setup import trim_freed_memory
 from engine.tree._binning import BinMapper
 from service.datasets.arrow_columns import ColumnCollector
 from service.datasets.columns import ColumnData
@@ -94,6 +95,7 @@ class PartTable(Mapping[str, ColumnData]):
         categorical = [n for n in features if self.kinds[n] == ColumnKind.CATEGORICAL]
         if answers is None:
             answers = [pass_answer(self._open(part), target, categorical) for part in self.parts]
+            give_back_read_buffers()
         if len(answers) != len(self.parts):
             raise ValueError(f"{len(answers)} first-pass answers for {len(self.parts)} parts")
         collector = ColumnCollector(target, self.kinds[target], self.n_rows)
@@ -115,6 +117,7 @@ class PartTable(Mapping[str, ColumnData]):
         for spans, values in self._selected([rows], features):
             (start, stop) = spans[0]
             out[start:stop] = values
+        give_back_read_buffers()
         return out
 
     def bin(
@@ -146,6 +149,7 @@ class PartTable(Mapping[str, ColumnData]):
             for out, (start, stop) in zip(outputs, spans, strict=True):
                 out[start:stop] = codes[taken : taken + stop - start]
                 taken += stop - start
+        give_back_read_buffers()
         return outputs
 
     def use_categories(self, categories: Mapping[str, Sequence[str]]) -> None:
@@ -288,3 +292,12 @@ def _dictionary(column: pa.ChunkedArray) -> list[str]:
         else:
             texts.update(t for t in chunk.unique().to_pylist() if t is not None)
     return sorted(texts)
+
+
+def give_back_read_buffers() -> None:
+    """After a pass over the parts: return the memory its reads freed to the system, Arrow's
+    pool (mimalloc keeps freed segments) and glibc's heap both, so that what the fit allocates
+    next (the codes, the boosting rounds' per-row state) does not sit on top of it in the fit
+    process's peak. Measured on 2 M × 20 (``benchmarks.fit_memory``): −50 MiB of peak."""
+    pa.default_memory_pool().release_unused()
+    trim_freed_memory()

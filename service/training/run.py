@@ -10,6 +10,7 @@ import numpy as np
 import numpy.typing as npt
 
 import engine
+from engine.boosting._gradient_base import BaseGradientBoosting
 from engine.boosting._xgboost_base import BaseXGBoost
 from engine.callbacks import TrainingInterrupted
 from engine.tree import Binned
@@ -477,11 +478,16 @@ def _bin_from_parts(
     mapper = plan.fit(sample)
     progress.note("binning the parts")
     groups = [rows] if evaluated is None else [rows, evaluated]
-    # Boosting's trees read the codes feature-major only (engine.tree._memo.feature_major):
-    # binned so, the fit keeps no transposed copy of the training codes (30 MiB of 2 M × 20).
-    codes = parts.bin(mapper, groups, feature_major=isinstance(estimator, BaseXGBoost))
+    codes = parts.bin(mapper, groups, feature_major=_reads_feature_major(estimator))
     parts.coded[id(estimator)] = _Coded(mapper, groups, codes, sample)
     return Binned(codes[0], mapper)
+
+
+def _reads_feature_major(estimator: Any) -> bool:
+    """Whether the fit's trees read the codes feature-major only (the tree kernels read
+    ``engine.tree._memo.feature_major``): binned so, the fit keeps no transposed copy of the
+    training codes (30 MiB of 1.6 M × 20)."""
+    return isinstance(estimator, (BaseXGBoost, BaseGradientBoosting))
 
 
 def fits_out_of_core(estimator: Any) -> bool:

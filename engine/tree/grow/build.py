@@ -126,16 +126,22 @@ def build_tree(
     """
     rows = np.flatnonzero(weights > 0)
     binned = _rows_of(data.binned, rows)
-    row_weights = weights[rows]
+    # Every row (a boosting stage without subsampling): the arrays themselves, read only,
+    # rather than copies of them, 8 bytes a row each (13 MiB apiece at 1.6 M rows).
+    every_row = rows.size == weights.size
+    row_weights = weights if every_row else weights[rows]
+    row_targets = data.target if every_row else data.target[rows]
     if spec.n_classes:
-        classes = data.target[rows]
+        classes = row_targets
         channels = np.zeros((rows.size, spec.n_classes))
         channels[np.arange(rows.size), classes] = row_weights
         targets = None
     else:
-        targets = data.target[rows].astype(np.float64)
+        targets = row_targets.astype(np.float64, copy=False)
         classes = None
-        channels = np.stack([row_weights, row_weights * targets], axis=1)
+        channels = np.empty((rows.size, 2))
+        channels[:, 0] = row_weights
+        np.multiply(row_weights, targets, out=channels[:, 1])
     ctx = SplitContext(
         binned=binned,
         channels=channels,
