@@ -37,7 +37,7 @@ import contextlib
 import io
 import queue
 import threading
-from collections.abc import Generator, Iterable, Iterator, Sequence
+from collections.abc import Collection, Generator, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
@@ -95,6 +95,11 @@ class InexactRead(Exception):
 
 class RowTooLong(InexactRead):
     """A row is longer than pyarrow's block: read again in larger blocks."""
+
+
+class TypedRefused(InexactRead):
+    """A column pyarrow read as numbers met a cell it does not read as a finite number (or
+    a missing text): read the file again with every column as text."""
 
 
 class _LateFlip(Exception):
@@ -234,29 +239,78 @@ def _exact_blocks(
 
 
 def _fast_blocks(
-    path: Path, names: Sequence[str], *, block_bytes: int
+    path: Path, names: Sequence[str], *, block_bytes: int, columns: Sequence[ColumnState] | None
 ) -> Generator[list[pa.Array], None, None]:
+    """``columns``: read those ``typed_columns`` picks as numbers (None: all as text)."""
     try:
         # A Python file, read a block at a time: given the path (or an OSFile), pyarrow's
         # reader measured 8x the block size more at its peak (16 MiB on a 20 MiB file).
         source = path.open("rb")
+        numeric = set()
+        if columns is not None:
+            with path.open("rb") as first:
+                numeric = typed_columns(first, names, block_bytes, columns)
     except OSError:
         raise InexactRead from None
     with source:
-        yield from fast_blocks_of(source, names, block_bytes)
+        yield from fast_blocks_of(source, names, block_bytes, numeric)
+
+
+def typed_columns(
+    source: BinaryIO | io.RawIOBase,
+    names: Sequence[str],
+    block_bytes: int,
+    columns: Sequence[ColumnState],
+) -> set[str]:
+    """The columns pyarrow may read as numbers: numeric so far (neither forced categorical nor
+    seen to turn) and, in the file's first block, nothing but what pyarrow reads as finite
+    numbers and the missing texts. Read so, a column costs pyarrow's number parsing alone,
+    not a column of texts and a cast; a later cell it cannot read so refuses the pass
+    (``TypedRefused``), and the file is read again as text."""
+    blocks = fast_blocks_of(source, names, block_bytes)
+    try:
+        first = next(blocks, None)
+    except InexactRead:
+        return set()
+    finally:
+        blocks.close()
+    if first is None:
+        return set()
+    return {
+        column.name
+        for column, cells in zip(columns, first, strict=True)
+        if not column.forced and column.flip is None and _reads_as_numbers(cells)
+    }
+
+
+def _reads_as_numbers(cells: pa.Array) -> bool:
+    # At least one number: a column missing throughout the first block may well hold texts.
+    present = cells.filter(pc.invert(pc.is_in(cells, value_set=_MISSING)))
+    try:
+        values = pc.cast(present, NUMERIC_TYPE).to_numpy(zero_copy_only=False)
+    except pa.ArrowException:
+        return False
+    return bool(values.size) and bool(np.isfinite(values).all())
 
 
 def fast_blocks_of(
-    source: BinaryIO | io.RawIOBase, names: Sequence[str], block_bytes: int
+    source: BinaryIO | io.RawIOBase,
+    names: Sequence[str],
+    block_bytes: int,
+    numeric: Collection[str] = (),
 ) -> Generator[list[pa.Array], None, None]:
+    """Blocks of the columns: text, or float64 for the ``numeric`` ones (the missing texts
+    null; any other cell pyarrow cannot read as a number refuses the pass)."""
+    types = {name: NUMERIC_TYPE if name in numeric else pa.string() for name in names}
     try:
         reader = pa_csv.open_csv(
             source,
             read_options=pa_csv.ReadOptions(block_size=block_bytes, use_threads=False),
             parse_options=pa_csv.ParseOptions(newlines_in_values=True, ignore_empty_lines=True),
             convert_options=pa_csv.ConvertOptions(
-                column_types=dict.fromkeys(names, pa.string()),
-                null_values=[],
+                column_types=types,
+                # Text columns never hold a null (strings_can_be_null): only numeric ones.
+                null_values=sorted(MISSING_TEXTS) if numeric else [],
                 strings_can_be_null=False,
                 quoted_strings_can_be_null=False,
                 check_utf8=True,
@@ -269,12 +323,18 @@ def fast_blocks_of(
             # Only a batch of more bytes than the limit can hold a cell over it.
             if batch.nbytes > FIELD_LIMIT:
                 for column in columns:
-                    if len(column) and pc.max(pc.binary_length(column)).as_py() > FIELD_LIMIT:
+                    if (
+                        len(column)
+                        and column.type == pa.string()
+                        and pc.max(pc.binary_length(column)).as_py() > FIELD_LIMIT
+                    ):
                         raise InexactRead
             yield columns
     except (pa.ArrowException, OSError, ValueError) as error:
         if "straddling" in str(error):
             raise RowTooLong from None
+        if numeric:
+            raise TypedRefused from None
         raise InexactRead from None
 
 
@@ -350,6 +410,8 @@ def _numbers_and_array(
 def _convert(column: ColumnState, cells: pa.Array, start: int, *, written: bool) -> pa.Array:
     """One block of a column in the parts' type. ``written``: rows before ``start`` are in
     parts already; a numeric column turning categorical then raises ``_LateFlip``."""
+    if cells.type == NUMERIC_TYPE:
+        return _typed_numbers(cells)
     scan = column.flip is None and (column.kind == ColumnKind.NUMERIC or column.forced)
     stop = len(cells)
     if scan:
@@ -377,8 +439,25 @@ def _convert(column: ColumnState, cells: pa.Array, start: int, *, written: bool)
     return pc.if_else(missing, pa.scalar(None, CATEGORY_TYPE), text).cast(CATEGORY_TYPE)
 
 
+def _typed_numbers(cells: pa.Array) -> pa.Array:
+    """A block pyarrow read as numbers, null for the missing texts: as it is, but a number
+    spelling NaN is missing too, and an infinite one refuses the pass (its message names the
+    cell's text, which only a reading as text has)."""
+    values = cells.to_numpy(zero_copy_only=False)  # nulls as NaN
+    if cells.null_count == 0 and np.isfinite(values).all():
+        return cells
+    if np.isinf(values).any():
+        raise TypedRefused
+    nan = np.isnan(values)
+    if np.count_nonzero(nan) == cells.null_count:
+        return cells
+    return pa.array(values, type=NUMERIC_TYPE, mask=nan)
+
+
 def _scan_only(columns: Sequence[ColumnState], cells: Sequence[pa.Array], start: int) -> None:
     for column, block in zip(columns, cells, strict=True):
+        if block.type == NUMERIC_TYPE:
+            continue  # read as numbers: a text would have refused the pass
         if column.flip is None and column.kind == ColumnKind.NUMERIC and not column.forced:
             _, position = _numbers(column, block, start)
             if position is not None:
@@ -402,11 +481,13 @@ class CsvTable:
 @dataclass(slots=True)
 class PassOutcome:
     """How a pass ended: a table, or None after a column turned categorical late
-    (``columns`` then say which), or pyarrow's refusal (``error``)."""
+    (``columns`` then say which), or pyarrow's refusal (``error``); ``typed``: whether a
+    next pass may read columns as numbers (no pass has been refused for it)."""
 
     columns: list[ColumnState]
     table: CsvTable | None
     error: InexactRead | None
+    typed: bool = True
 
 
 def ingest_csv(
@@ -435,28 +516,33 @@ def ingest_csv(
         block_bytes = THREADED_BLOCK_BYTES if threaded else BLOCK_BYTES
     names = read_header(spooled.path, max_columns=max_columns)
 
-    def blocks(exact: bool) -> Generator[list[pa.Array], None, None]:
+    def blocks(exact: bool, typed: bool) -> Generator[list[pa.Array], None, None]:
         if exact:
             return _exact_blocks(spooled.path, max_columns=max_columns, block_rows=block_rows)
-        return _fast_blocks(spooled.path, names, block_bytes=block_bytes)
+        return _fast_blocks(
+            spooled.path, names, block_bytes=block_bytes, columns=columns if typed else None
+        )
 
     forced = set(categorical)
     columns = [ColumnState(name, name in forced) for name in names]
     exact = not spooled.plain
+    typed = True
     while True:
         try:
             if first is not None:
                 columns, table, refused = first.columns, first.table, first.error
-                first = None
+                typed, first = first.typed, None
                 if refused is not None:
                     raise refused
             else:
                 table = read_pass(
-                    blocks(exact), names, columns, store, dataset_id, threaded=threaded
+                    blocks(exact, typed), names, columns, store, dataset_id, threaded=threaded
                 )
         except InexactRead as error:
             if isinstance(error, RowTooLong) and block_bytes < MAX_BLOCK_BYTES:
                 block_bytes *= 8
+            elif isinstance(error, TypedRefused):
+                typed = False
             else:
                 exact = True
             # Python's reader may cut rows elsewhere: what pyarrow's rows said counts no more.

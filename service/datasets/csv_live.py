@@ -33,7 +33,7 @@ from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 
 from service.datasets import csv_ingest
-from service.datasets.csv_ingest import ColumnState, InexactRead, PassOutcome
+from service.datasets.csv_ingest import ColumnState, InexactRead, PassOutcome, TypedRefused
 from service.store import DataStore
 
 LIVE_BYTES = csv_ingest.THREADED_BYTES
@@ -184,25 +184,36 @@ class LiveCsv:
                     _chunks(header_source), max_columns=self._max_columns
                 )
             columns = [ColumnState(name, name in self._forced) for name in names]
-            with _GrowingFile(path, self._growth) as source:
-                blocks = csv_ingest.fast_blocks_of(source, names, self._block_bytes)
-                try:
-                    table = csv_ingest.read_pass(
-                        blocks,
-                        names,
-                        columns,
-                        self._store,
-                        self.dataset_id,
-                        threaded=self._threaded,
-                    )
-                except InexactRead as error:
-                    self._outcome = PassOutcome(columns, None, error)
-                    return
-            self._outcome = PassOutcome(columns, table, None)
+            outcome = self._pass(path, names, columns, typed=True)
+            if outcome is None:  # a column read as numbers met a text: all as text
+                columns = [ColumnState(name, name in self._forced) for name in names]
+                outcome = self._pass(path, names, columns, typed=False)
+            self._outcome = outcome
         except BaseException:
             # read_pass deleted what it wrote; the finished spool is read again and meets the
             # same error, if the spool ends at all.
             self._outcome = None
+
+    def _pass(
+        self, path: Path, names: list[str], columns: list[ColumnState], *, typed: bool
+    ) -> PassOutcome | None:
+        """One pass over the growing spool, as ``ingest_csv`` runs it; None when reading
+        columns as numbers was refused."""
+        numeric: set[str] = set()
+        if typed:
+            with _GrowingFile(path, self._growth) as first:
+                numeric = csv_ingest.typed_columns(first, names, self._block_bytes, columns)
+        with _GrowingFile(path, self._growth) as source:
+            blocks = csv_ingest.fast_blocks_of(source, names, self._block_bytes, numeric)
+            try:
+                table = csv_ingest.read_pass(
+                    blocks, names, columns, self._store, self.dataset_id, threaded=self._threaded
+                )
+            except TypedRefused:
+                return None
+            except InexactRead as error:
+                return PassOutcome(columns, None, error, typed=typed)
+        return PassOutcome(columns, table, None, typed=typed)
 
 
 def _chunks(source: io.RawIOBase) -> Iterator[bytes]:

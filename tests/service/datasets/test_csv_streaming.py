@@ -24,7 +24,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from service.datasets import csv_live
+from service.datasets import csv_ingest, csv_live
 from service.datasets import parts as parts_module
 from service.datasets.columns import CategoricalColumn, NumericColumn, summarize
 from service.datasets.csv_ingest import CsvTable, ingest_csv, spool_csv
@@ -428,3 +428,31 @@ async def test_an_upload_read_while_it_arrives_is_as_before(
     assert body_out["columns"][1]["n_unique"] == 5
     download = await any_client.get(f"/v1/datasets/{body_out['id']}/data", params={"format": "csv"})
     assert download.text.splitlines()[1].split(",")[1].strip('"') == "0"
+
+
+def test_columns_of_numbers_are_read_as_numbers_from_the_first_block(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """pyarrow reads as float64 the columns whose first block holds numbers and missing
+    texts only (at least one number), unless forced categorical; a later text or infinity
+    in one refuses the pass, and the file is read again as text, as the reference reads it."""
+    head = b"x,c,m,e,f,i\n1.5,a,,,1,1\n-2e3,b,NA,,2,inf\nNaN,c,3,NA,3,2\n"
+    passes: list[set[str]] = []
+    original = csv_ingest.fast_blocks_of
+
+    def spy(source: Any, names: Any, block_bytes: int, numeric: Any = ()) -> Any:
+        passes.append(set(numeric))
+        return original(source, names, block_bytes, numeric)
+
+    monkeypatch.setattr(csv_ingest, "fast_blocks_of", spy)
+    tail = b"".join(b"%d,d,%d,,4,5\n" % (i, i) for i in range(2000))
+    # The probe of the first block (all as text), then each pass.
+    for data, expected in [
+        (head + tail, [set(), {"x", "m"}]),
+        # refused, then as text: m turns categorical late, so a pass more
+        (head + tail + b"7,d,word,,4,5\n", [set(), {"x", "m"}, set(), set()]),
+        (head + tail + b"-Infinity,d,1,,4,5\n", [set(), {"x", "m"}, set()]),
+    ]:
+        passes.clear()
+        _same(_reference(data, ("f",)), _streamed(data, ("f",), tmp_path, block_bytes=4096))
+        assert passes == expected
