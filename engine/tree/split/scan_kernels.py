@@ -34,6 +34,7 @@ __all__ = [
     "channels_weight",
     "node_score",
     "present_bins",
+    "scan_scratch",
     "scan_segment",
     "write_split",
 ]
@@ -212,37 +213,53 @@ def _scan_newton(
     l2: float,
     min_samples_leaf: int,
     min_weight_leaf: float,
+    scratch: NDArray[np.float64],
 ) -> tuple[float, int, int, float]:
     """:func:`_scan_pairs` for XGBoost's common case (Newton, no L1, no monotone bounds, no
     missing rows): the same gains, each from the same float operations in the same order
-    as :func:`_pair_gain` (a rejected candidate's gain is −∞ as there), written without the
-    criterion dispatch and early returns, so the bins' independent gains overlap in the
-    pipeline: 5.0 -> 3.2 ns per bin on a binary fit's histograms."""
+    as :func:`_pair_gain` (a rejected candidate's gain is −∞ as there), ties to the first.
+
+    In three loops over ``scratch`` (4 rows of at least ``n_present`` cells) rather than
+    one: the running sums, the only chain from bin to bin; then every candidate's gain,
+    which depends on no other and so LLVM vectorises, its divisions included; then the
+    first best. With the one loop the gains only overlapped in the pipeline: a binary fit's
+    level histograms took 6.0 ns per bin with the present bins' pass, 3.6 ns split this
+    way (thread CPU, minimum of 50, load 5-7). LightGBM's ``FindBestThresholdSequentially``
+    keeps one loop with a scalar division (Ke et al. 2017)."""
+    g_sums, h_sums, counts, gains = scratch[0], scratch[1], scratch[2], scratch[3]
+    n_candidates = n_present - 1  # the last bin would leave the right side empty
     g_prefix, h_prefix, prefix_count = 0.0, 0.0, 0.0
-    best_gain, best_position, best_left_weight = -np.inf, -1, 0.0
-    for position in range(n_present - 1):  # the last bin would leave the right side empty
+    for position in range(n_candidates):
         code = order[position]
         prefix_count += cells[code, 0]
         g_prefix += cells[code, 1]
         h_prefix += cells[code, 2]
-        g_right = g_parent - g_prefix
-        h_right = h_parent - h_prefix
-        right_count = parent_count - prefix_count
-        left_denominator = h_prefix + l2
+        g_sums[position] = g_prefix
+        h_sums[position] = h_prefix
+        counts[position] = prefix_count
+    for position in range(n_candidates):
+        g_left, h_left, left_count = g_sums[position], h_sums[position], counts[position]
+        g_right = g_parent - g_left
+        h_right = h_parent - h_left
+        right_count = parent_count - left_count
+        left_denominator = h_left + l2
         right_denominator = h_right + l2
-        left = 0.5 * g_prefix * g_prefix / left_denominator if left_denominator > 0 else 0.0
+        left = 0.5 * g_left * g_left / left_denominator if left_denominator > 0 else 0.0
         right = 0.5 * g_right * g_right / right_denominator if right_denominator > 0 else 0.0
         allowed = (
-            prefix_count >= min_samples_leaf
-            and right_count >= min_samples_leaf
-            and h_prefix > 0
-            and h_right > 0
-            and h_prefix >= min_weight_leaf
-            and h_right >= min_weight_leaf
+            (left_count >= min_samples_leaf)
+            & (right_count >= min_samples_leaf)
+            & (h_left > 0)
+            & (h_right > 0)
+            & (h_left >= min_weight_leaf)
+            & (h_right >= min_weight_leaf)
         )
-        gain = left + right - parent_score if allowed else -np.inf
-        if gain > best_gain:
-            best_gain, best_position, best_left_weight = gain, position, h_prefix
+        gains[position] = left + right - parent_score if allowed else -np.inf
+    best_gain, best_position = -np.inf, -1
+    for position in range(n_candidates):
+        if gains[position] > best_gain:
+            best_gain, best_position = gains[position], position
+    best_left_weight = h_sums[best_position] if best_position >= 0 else 0.0
     return best_gain, best_position, 0, best_left_weight
 
 
@@ -265,6 +282,7 @@ def _scan_pairs(
     lower: float,
     upper: float,
     constrained: bool,
+    scratch: NDArray[np.float64],
 ) -> tuple[float, int, int, float]:
     """:func:`scan_segment` for two channels, with every running sum in a register."""
     g_parent, h_parent = parent[0], parent[1]
@@ -285,6 +303,7 @@ def _scan_pairs(
             l2,
             min_samples_leaf,
             min_weight_leaf,
+            scratch,
         )
     g_prefix, h_prefix, prefix_count = 0.0, 0.0, 0.0
     best_gain, best_position, best_option, best_left_weight = -np.inf, -1, 0, 0.0
@@ -361,9 +380,9 @@ def _scan_classes(
 ) -> tuple[float, int, int, float]:
     """:func:`scan_segment` for the class weights of three or more classes."""
     n_channels = parent.size
-    prefix = scratch[0]
-    left = scratch[1]
-    right = scratch[2]
+    prefix = scratch[0, :n_channels]
+    left = scratch[1, :n_channels]
+    right = scratch[2, :n_channels]
     prefix[:] = 0.0
     missing = cells[missing_code, 1:]
     missing_count = cells[missing_code, 0]
@@ -410,6 +429,12 @@ def _scan_classes(
     return best_gain, best_position, best_option, best_left_weight
 
 
+@inline_kernel
+def scan_scratch(n_codes: int, n_channels: int) -> NDArray[np.float64]:
+    """The work space :func:`scan_segment` takes, allocated once per search, not per scan."""
+    return np.empty((4, max(n_codes, n_channels)))
+
+
 @kernel
 def scan_segment(
     order: NDArray[np.int64],
@@ -434,8 +459,9 @@ def scan_segment(
     """Best candidate of one segment: ``(gain, position in order, option, left weight)``.
 
     Option 1 sends the missing rows left, 0 right; the left weight is that of the present
-    rows left of the cut (missing excluded). ``scratch`` holds three channel vectors, used
-    for three or more classes. Monotone constraints only exist for Newton's two channels.
+    rows left of the cut (missing excluded). ``scratch`` (see :func:`scan_scratch`) holds
+    three channel vectors for three or more classes, or four per-bin rows for two
+    channels. Monotone constraints only exist for Newton's two channels.
     """
     if parent.size == 2:
         return _scan_pairs(
@@ -456,6 +482,7 @@ def scan_segment(
             lower,
             upper,
             constrained,
+            scratch,
         )
     return _scan_classes(
         order,

@@ -22,6 +22,7 @@ from engine.tree.split.scan_kernels import (
     channels_weight,
     node_score,
     present_bins,
+    scan_scratch,
     scan_segment,
     write_split,
 )
@@ -178,7 +179,7 @@ def search_rows(
     order = np.empty(n_codes, dtype=np.int64)
     best_order = np.empty(n_codes, dtype=np.int64)
     statistic = np.empty(n_codes)
-    scratch = np.empty((3, n_channels))
+    scratch = scan_scratch(n_codes, n_channels)
     best = np.empty(7)
     constrained = monotone.size > 0
     criterion, l1, l2, max_delta_step = int(settings[0]), settings[1], settings[2], settings[3]
@@ -314,7 +315,7 @@ def search_histograms(
     order = np.empty(n_codes, dtype=np.int64)
     best_order = np.empty(n_codes, dtype=np.int64)
     statistic = np.empty(n_codes)
-    scratch = np.empty((3, n_channels))
+    scratch = scan_scratch(n_codes, n_channels)
     best = np.empty(7)
     constrained = monotone.size > 0
     criterion, l1, l2, max_delta_step = int(settings[0]), settings[1], settings[2], settings[3]
