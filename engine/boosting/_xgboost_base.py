@@ -21,6 +21,7 @@ from engine._params import (
     RandomStateValue,
     SequenceValue,
 )
+from engine._threads import kernel_threads
 from engine._validation import check_sample_weight, check_target, check_X, resolve_seed_sequence
 from engine.base import BaseEstimator, check_is_fitted
 from engine.boosting._objectives import Objective, resolve_objective
@@ -147,7 +148,10 @@ class BaseXGBoost(PackedStagesMixin, BaseEstimator):
             X_encoded = given
         else:
             mapper = self._mapper(binning_seed)
-            mapper.fit(X[weights > 0], categorical)
+            weighted = weights > 0
+            with kernel_threads(self.n_jobs) as threads:
+                # Every row weighs in a plain fit: X itself, not a copy of it.
+                mapper.fit(X if weighted.all() else X[weighted], categorical, threads)
             data = BinnedData.from_mapper(mapper.transform(X), target, mapper)
             X_encoded = mapper.encode_for_prediction(X)
         base = (

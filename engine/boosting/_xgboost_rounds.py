@@ -138,7 +138,10 @@ class Rounds:
             # The round's per-row arrays go before the metric's and the next round's come.
             del gradient, hessian, weights, leaves, tree_leaves
             self.trees.append(stage)
-            metrics = self._evaluate()
+            # The training metric is for listeners (progress, early stopping) only: a fit
+            # that no one watches skips it, as LightGBM evaluates no metric it was not
+            # asked for (a pass of logarithms over every row, each round).
+            metrics = self._evaluate(train=bool(listeners))
             event = ProgressEvent(
                 type(model).__name__, round_index + 1, model.n_estimators, metrics
             )
@@ -200,10 +203,12 @@ class Rounds:
         is_leaf = tree.nodes["left_child"] < 0
         tree.values[is_leaf, 0] = quantiles[is_leaf]
 
-    def _evaluate(self) -> dict[str, float]:
-        metrics = {
-            train_metric(self.metric): _metric(self.metric, self.target, self.raw, self.objective)
-        }
+    def _evaluate(self, train: bool = True) -> dict[str, float]:
+        metrics: dict[str, float] = {}
+        if train:
+            metrics[train_metric(self.metric)] = _metric(
+                self.metric, self.target, self.raw, self.objective
+            )
         for index, (name, _, y_eval, raw_eval) in enumerate(self.evaluations):
             value = _metric(self.metric, y_eval, raw_eval, self.objective)
             self.history[name][self.metric].append(value)

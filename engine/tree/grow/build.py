@@ -241,7 +241,8 @@ def build_newton_trees(
         Row ``k`` takes each row's leaf in tree ``k`` (see :func:`build_newton_tree`).
     """
     rows = np.flatnonzero(weights > 0)
-    row_weights = weights[rows]
+    every_row = rows.size == weights.size  # no gathers then: the rounds' common case
+    row_weights = weights if every_row else weights[rows]
     binned = _rows_of(data.binned, rows)
     has_missing = has_missing_codes(binned)
     n_outputs = gradient.shape[1]
@@ -249,9 +250,9 @@ def build_newton_trees(
     trees: list[Tree | None] = [None] * n_outputs
     deferred: list[tuple[int, Growth]] = []
     for k in range(n_outputs):
-        channels = np.stack(
-            [gradient[rows, k] * row_weights, hessian[rows, k] * row_weights], axis=1
-        )
+        channels = np.empty((rows.size, 2))
+        np.multiply(gradient[:, k] if every_row else gradient[rows, k], row_weights, channels[:, 0])
+        np.multiply(hessian[:, k] if every_row else hessian[rows, k], row_weights, channels[:, 1])
         ctx = SplitContext(
             binned=binned,
             channels=channels,
