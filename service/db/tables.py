@@ -313,7 +313,6 @@ class PredictionLogRecord(Base):
         Index("ix_prediction_log_model_id_logged_at", "model_id", "logged_at"),
         Index("ix_prediction_log_model_id_row_id", "model_id", "row_id"),
         Index("ix_prediction_log_model_id_id", "model_id", "id"),
-        Index("ix_prediction_log_model_id_actual", "model_id", "actual"),
         # Few rows have an actual: the report finds a window's labelled rows through this
         # partial index without reading the window's other rows.
         Index(
