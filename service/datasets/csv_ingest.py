@@ -1,9 +1,11 @@
 """CSV uploads streamed into parts: pyarrow reads, the service's rules decide.
 
-The upload is spooled to disk as it arrives (hashed, and scanned for what pyarrow's reader
-would read otherwise than Python's ``csv`` module, below), then read a block at a time, every
-column as text, by ``pyarrow.csv.open_csv``. Each block's cells are turned into the parts'
-columns by the rules ``ColumnBuilder`` (``service.datasets.columns``) applies cell by cell:
+The upload is spooled to disk as it arrives (``csv_spool``: hashed, and scanned for what
+pyarrow's reader would read otherwise than Python's ``csv`` module, below), then read a block
+at a time by ``pyarrow.csv.open_csv`` (``csv_blocks``): as text, but as float64 the columns
+whose first block holds only numbers and missing texts (a later cell pyarrow cannot read as a
+finite number, and the file is read again as text). A large upload's first pass runs while it
+is still arriving (``csv_live``). Each block's cells are turned into the parts' columns by the rules ``ColumnBuilder`` (``service.datasets.columns``) applies cell by cell:
 surrounding whitespace (``str.strip``'s) is not part of a value; the ``MISSING_TEXTS`` are
 missing; a column is numeric while every present cell reads as a number (``float``, no ``_``)
 and categorical from its first cell that does not, its categories the cells' texts as written;
@@ -34,308 +36,57 @@ size. Either way the parts, kinds, summaries and errors are the same.
 from __future__ import annotations
 
 import contextlib
-import io
-import queue
-import threading
-from collections.abc import Collection, Generator, Iterable, Iterator, Sequence
+from collections.abc import Generator, Sequence
 from dataclasses import dataclass, field
 from functools import partial
-from pathlib import Path
-from typing import TYPE_CHECKING, BinaryIO
 
 import numpy as np
 import numpy.typing as npt
 import pyarrow as pa
 import pyarrow.compute as pc
-import pyarrow.csv as pa_csv
 
 from service.datasets.columns import MISSING_TEXTS, NonFiniteValue, _read_number
-from service.datasets.formats import spool
-from service.datasets.ingest import check_categorical_names, csv_rows
-from service.datasets.parts import CATEGORY_TYPE, NUMERIC_TYPE, PartWriter, WrittenPart
+from service.datasets.csv_blocks import (
+    BLOCK_BYTES,
+    EXACT_BLOCK_ROWS,
+    MAX_BLOCK_BYTES,
+    InexactRead,
+    RowTooLong,
+    TypedRefused,
+    exact_blocks,
+    fast_blocks,
+    read_header,
+)
+from service.datasets.csv_spool import SpooledCsv
+from service.datasets.ingest import check_categorical_names
+from service.datasets.parts import (
+    CATEGORY_TYPE,
+    NUMERIC_TYPE,
+    PartWriter,
+    PartWriterThread,
+    WrittenPart,
+)
 from service.datasets.summaries import Summary, add_batch, summary_for
 from service.db.tables import ColumnKind
 from service.errors import InvalidInput
 from service.store import DataStore
 
-if TYPE_CHECKING:
-    from service.datasets.csv_live import LiveCsv
-
-# Bytes pyarrow parses at once (what a block costs is a few times this: measured, a peak 8 MiB
-# above the baseline at 256 KiB, 23 MiB at 1 MiB), at most what a row that long grows it to;
-# rows the Python reader gathers into one block.
-BLOCK_BYTES = 256 * 1024
-MAX_BLOCK_BYTES = 64 * 1024 * 1024
-EXACT_BLOCK_ROWS = 16384
 # Files of at least this many bytes are written by a thread of their own beside the parser,
 # in blocks of ``THREADED_BLOCK_BYTES``: the thread, its allocator arena and the blocks in
 # flight cost a fixed 20-50 MiB, which is noise beside such a file but would double the peak
 # of a 20 MiB upload (measured: 2.73x the upload, tests/e2e/test_upload_memory.py).
 THREADED_BYTES = 64 * 1024 * 1024
 THREADED_BLOCK_BYTES = 1024 * 1024
-READ_BYTES = 1024 * 1024
-# Python's csv field limit (``ingest._CSV_FIELD_LIMIT``), in characters: a longer cell has at
-# least as many bytes, so a block with none longer in bytes has none longer in characters.
-FIELD_LIMIT = 1024 * 1024
 # What str.strip() removes: every character str.isspace() calls whitespace.
 _WHITESPACE = "".join(chr(c) for c in range(0x110000) if chr(c).isspace())
 _MISSING = pa.array(sorted(MISSING_TEXTS), type=pa.string())
 _NAN_SPELLING = "^[+-]?[nN][aA][nN]$"
 # Decimal numbers in ASCII, which pyarrow's cast and float() read alike (correctly rounded).
 _SIMPLE_NUMBER = r"^[+-]?([0-9]+\.?[0-9]*|\.[0-9]+)([eE][+-]?[0-9]+)?$"
-_OK_AROUND_QUOTES = np.array([ord(","), ord("\n"), ord("\r"), ord('"')], dtype=np.uint8)
-# The bytes a quote may have beside it, as a table indexed by byte (a gather, not np.isin's sort).
-_OK_AROUND = np.zeros(256, dtype=bool)
-_OK_AROUND[_OK_AROUND_QUOTES] = True
-
-
-class InexactRead(Exception):
-    """pyarrow's reading cannot be taken as Python's for this file: read it with Python's."""
-
-
-class RowTooLong(InexactRead):
-    """A row is longer than pyarrow's block: read again in larger blocks."""
-
-
-class TypedRefused(InexactRead):
-    """A column pyarrow read as numbers met a cell it does not read as a finite number (or
-    a missing text): read the file again with every column as text."""
 
 
 class _LateFlip(Exception):
     """A column turned categorical after numbers of it were written."""
-
-
-# --- spooling, with the scan for what the readers disagree on -----------------------------
-
-
-@dataclass(slots=True)
-class SpooledCsv:
-    path: Path
-    size: int
-    sha256: str
-    plain: bool  # pyarrow and Python's csv module read it alike, as far as the scan sees
-
-
-class _Scan:
-    """Lone carriage returns and quotes placed where only Python's reader would object.
-
-    In a file both readers take alike, a quote with an even number of quotes before it opens a
-    field (after a comma, a line end or the file's start) or is the second of a doubled quote;
-    one with an odd number closes a field (a comma, a line end or the file's end after it) or
-    is the first of a doubled quote. Anything else, and the file goes to Python's reader.
-    """
-
-    def __init__(self) -> None:
-        self.plain = True
-        self._inside = False  # an odd number of quotes so far
-        self._previous: int | None = None  # the last byte of the previous chunk
-        self._check_next = False  # the previous chunk ended with a closing quote or a CR
-        self._cr_pending = False
-
-    def add(self, chunk: bytes) -> None:
-        if not self.plain or not chunk:
-            return
-        data = np.frombuffer(chunk, dtype=np.uint8)
-        if self._cr_pending and data[0] != ord("\n"):
-            self.plain = False
-        if self._check_next and data[0] not in _OK_AROUND_QUOTES:
-            self.plain = False
-        # bytes.find is a memchr, many times faster than a NumPy pass: most files have no
-        # carriage return at all, and many no quote.
-        self._cr_pending = False
-        if chunk.find(b"\r") >= 0:
-            returns = np.flatnonzero(data == ord("\r"))
-            inner = returns[returns < data.size - 1]
-            if inner.size and np.any(data[inner + 1] != ord("\n")):
-                self.plain = False
-            self._cr_pending = bool(returns.size) and returns[-1] == data.size - 1
-        if chunk.find(b'"') < 0:
-            self._check_next = False
-            self._previous = int(data[-1])
-            return
-        quotes = np.flatnonzero(data == ord('"'))
-        self._check_next = False
-        if quotes.size:
-            # Every other quote opens, from the first if an even number came before it.
-            first_closing = 0 if self._inside else 1
-            opening = quotes[1 - first_closing :: 2]
-            closing = quotes[first_closing::2]
-            before = data[np.maximum(opening - 1, 0)]
-            at_start = opening[:1] == 0  # only the first quote can be the chunk's first byte
-            if at_start.any():
-                if self._previous is None:
-                    before[0] = ord(",")  # the file's start
-                else:
-                    before[0] = self._previous
-            last = closing[-1:] == data.size - 1
-            after = data[np.minimum(closing + 1, data.size - 1)]
-            if last.any():
-                after[-1] = ord(",")  # whatever the next chunk starts with: checked then
-            if not (_OK_AROUND[before].all() and _OK_AROUND[after].all()):
-                self.plain = False
-            self._check_next = bool(last.any())
-            self._inside ^= bool(quotes.size % 2)
-        self._previous = int(data[-1])
-
-    def finish(self) -> bool:
-        return self.plain and not self._inside
-
-
-def spool_csv(
-    chunks: Iterable[bytes], directory: Path, *, live: LiveCsv | None = None
-) -> SpooledCsv:
-    """Write the upload to a temporary file in ``directory``; the caller deletes it.
-    ``live`` (``csv_live``) is told of the spool's progress, and may parse it meanwhile."""
-    scan = _Scan()
-    try:
-        spooled = spool(
-            chunks, directory, observe=scan.add, progress=live.progress if live else None
-        )
-    except BaseException:
-        if live is not None:
-            live.close()
-        raise
-    if live is not None:
-        live.spool_ended()
-    return SpooledCsv(spooled.path, spooled.size, spooled.sha256, scan.finish())
-
-
-# --- reading blocks of text cells -----------------------------------------------------------
-
-
-def _file_chunks(path: Path) -> Iterator[bytes]:
-    with path.open("rb") as source:
-        while chunk := source.read(READ_BYTES):
-            yield chunk
-
-
-def read_header(path: Path, *, max_columns: int) -> list[str]:
-    """The header row as Python's reader reads it (its errors, if the header has any)."""
-    return read_header_of(_file_chunks(path), max_columns=max_columns)
-
-
-def read_header_of(chunks: Iterable[bytes], *, max_columns: int) -> list[str]:
-    rows = csv_rows(chunks, max_columns=max_columns)
-    try:
-        return next(rows)
-    finally:
-        rows.close()
-
-
-def _exact_blocks(
-    path: Path, *, max_columns: int, block_rows: int
-) -> Generator[list[pa.Array], None, None]:
-    rows = csv_rows(_file_chunks(path), max_columns=max_columns)
-    next(rows)  # the header
-    block: list[list[str]] = []
-    for row in rows:
-        block.append(row)
-        if len(block) == block_rows:
-            yield [pa.array(column, type=pa.string()) for column in zip(*block, strict=True)]
-            block = []
-    if block:
-        yield [pa.array(column, type=pa.string()) for column in zip(*block, strict=True)]
-
-
-def _fast_blocks(
-    path: Path, names: Sequence[str], *, block_bytes: int, columns: Sequence[ColumnState] | None
-) -> Generator[list[pa.Array], None, None]:
-    """``columns``: read those ``typed_columns`` picks as numbers (None: all as text)."""
-    try:
-        # A Python file, read a block at a time: given the path (or an OSFile), pyarrow's
-        # reader measured 8x the block size more at its peak (16 MiB on a 20 MiB file).
-        source = path.open("rb")
-        numeric = set()
-        if columns is not None:
-            with path.open("rb") as first:
-                numeric = typed_columns(first, names, block_bytes, columns)
-    except OSError:
-        raise InexactRead from None
-    with source:
-        yield from fast_blocks_of(source, names, block_bytes, numeric)
-
-
-def typed_columns(
-    source: BinaryIO | io.RawIOBase,
-    names: Sequence[str],
-    block_bytes: int,
-    columns: Sequence[ColumnState],
-) -> set[str]:
-    """The columns pyarrow may read as numbers: numeric so far (neither forced categorical nor
-    seen to turn) and, in the file's first block, nothing but what pyarrow reads as finite
-    numbers and the missing texts. Read so, a column costs pyarrow's number parsing alone,
-    not a column of texts and a cast; a later cell it cannot read so refuses the pass
-    (``TypedRefused``), and the file is read again as text."""
-    blocks = fast_blocks_of(source, names, block_bytes)
-    try:
-        first = next(blocks, None)
-    except InexactRead:
-        return set()
-    finally:
-        blocks.close()
-    if first is None:
-        return set()
-    return {
-        column.name
-        for column, cells in zip(columns, first, strict=True)
-        if not column.forced and column.flip is None and _reads_as_numbers(cells)
-    }
-
-
-def _reads_as_numbers(cells: pa.Array) -> bool:
-    # At least one number: a column missing throughout the first block may well hold texts.
-    present = cells.filter(pc.invert(pc.is_in(cells, value_set=_MISSING)))
-    try:
-        values = pc.cast(present, NUMERIC_TYPE).to_numpy(zero_copy_only=False)
-    except pa.ArrowException:
-        return False
-    return bool(values.size) and bool(np.isfinite(values).all())
-
-
-def fast_blocks_of(
-    source: BinaryIO | io.RawIOBase,
-    names: Sequence[str],
-    block_bytes: int,
-    numeric: Collection[str] = (),
-) -> Generator[list[pa.Array], None, None]:
-    """Blocks of the columns: text, or float64 for the ``numeric`` ones (the missing texts
-    null; any other cell pyarrow cannot read as a number refuses the pass)."""
-    types = {name: NUMERIC_TYPE if name in numeric else pa.string() for name in names}
-    try:
-        reader = pa_csv.open_csv(
-            source,
-            read_options=pa_csv.ReadOptions(block_size=block_bytes, use_threads=False),
-            parse_options=pa_csv.ParseOptions(newlines_in_values=True, ignore_empty_lines=True),
-            convert_options=pa_csv.ConvertOptions(
-                column_types=types,
-                # Text columns never hold a null (strings_can_be_null): only numeric ones.
-                null_values=sorted(MISSING_TEXTS) if numeric else [],
-                strings_can_be_null=False,
-                quoted_strings_can_be_null=False,
-                check_utf8=True,
-            ),
-        )
-        if reader.schema.names != list(names):
-            raise InexactRead
-        for batch in reader:
-            columns = list(batch.columns)
-            # Only a batch of more bytes than the limit can hold a cell over it.
-            if batch.nbytes > FIELD_LIMIT:
-                for column in columns:
-                    if (
-                        len(column)
-                        and column.type == pa.string()
-                        and pc.max(pc.binary_length(column)).as_py() > FIELD_LIMIT
-                    ):
-                        raise InexactRead
-            yield columns
-    except (pa.ArrowException, OSError, ValueError) as error:
-        if "straddling" in str(error):
-            raise RowTooLong from None
-        if numeric:
-            raise TypedRefused from None
-        raise InexactRead from None
 
 
 # --- cells to the parts' columns ------------------------------------------------------------
@@ -354,6 +105,11 @@ class ColumnState:
         self.kind = (
             ColumnKind.CATEGORICAL if self.forced or self.flip is not None else ColumnKind.NUMERIC
         )
+
+
+def numeric_so_far(columns: Sequence[ColumnState]) -> set[str]:
+    """The columns a pass may read as numbers: neither forced categorical nor seen to turn."""
+    return {column.name for column in columns if not column.forced and column.flip is None}
 
 
 def _numbers(
@@ -518,10 +274,9 @@ def ingest_csv(
 
     def blocks(exact: bool, typed: bool) -> Generator[list[pa.Array], None, None]:
         if exact:
-            return _exact_blocks(spooled.path, max_columns=max_columns, block_rows=block_rows)
-        return _fast_blocks(
-            spooled.path, names, block_bytes=block_bytes, columns=columns if typed else None
-        )
+            return exact_blocks(spooled.path, max_columns=max_columns, block_rows=block_rows)
+        eligible = numeric_so_far(columns) if typed else set()
+        return fast_blocks(spooled.path, names, block_bytes=block_bytes, eligible=eligible)
 
     forced = set(categorical)
     columns = [ColumnState(name, name in forced) for name in names]
@@ -554,56 +309,6 @@ def ingest_csv(
     return table
 
 
-class _WritingThread:
-    """A ``PartWriter`` fed from another thread, so that Parquet encoding and the summaries
-    of one row group run while the parser reads the next blocks (pyarrow and NumPy release
-    the GIL in both), as ``pyarrow.csv.read_csv`` keeps two cores busy. At most
-    ``QUEUED_BLOCKS`` blocks wait, so what is in flight is the writer's row group and two
-    blocks, whatever the file's size. An error in the thread is raised in the caller at its
-    next ``write`` or at ``finish``; after one, the thread only drains the queue."""
-
-    QUEUED_BLOCKS = 2
-
-    def __init__(self, writer: PartWriter) -> None:
-        self.writer = writer
-        self.schema = writer.schema
-        self._queue: queue.Queue[pa.RecordBatch | None] = queue.Queue(self.QUEUED_BLOCKS)
-        self._error: BaseException | None = None
-        self._thread = threading.Thread(target=self._run, name="csv-parts", daemon=True)
-        self._thread.start()
-
-    def _run(self) -> None:
-        while (batch := self._queue.get()) is not None:
-            if self._error is None:
-                try:
-                    self.writer.write(batch)
-                except BaseException as error:  # handed to the parsing thread
-                    self._error = error
-            del batch
-
-    def write(self, batch: pa.RecordBatch) -> None:
-        self._raise()
-        self._queue.put(batch)
-
-    def finish(self) -> list[WrittenPart]:
-        self._stop()
-        self._raise()
-        return self.writer.finish()
-
-    def abort(self) -> None:
-        self._stop()
-        self.writer.abort()
-
-    def _stop(self) -> None:
-        if self._thread.is_alive():
-            self._queue.put(None)
-            self._thread.join()
-
-    def _raise(self) -> None:
-        if self._error is not None:
-            raise self._error
-
-
 def read_pass(
     blocks: Generator[list[pa.Array], None, None],
     names: list[str],
@@ -616,7 +321,7 @@ def read_pass(
     """One reading of the file; None when a late flip asks for another."""
     for column in columns:
         column.start_pass()
-    writer: PartWriter | _WritingThread | None = None
+    writer: PartWriter | PartWriterThread | None = None
     summaries: list[Summary] = []
     start = 0
     late = False
@@ -648,7 +353,7 @@ def read_pass(
                     store, dataset_id, schema, on_group=partial(add_batch, summaries)
                 )
                 if threaded:
-                    writer = _WritingThread(writer)
+                    writer = PartWriterThread(writer)
             batch = pa.RecordBatch.from_arrays(arrays, schema=writer.schema)
             del arrays
             writer.write(batch)

@@ -1,6 +1,6 @@
 """A large CSV upload parsed while it arrives: ``ingest_csv``'s first pass behind the spool.
 
-A CSV upload is spooled to disk as it arrives (``csv_ingest``: hashed and scanned on the way)
+A CSV upload is spooled to disk as it arrives (``csv_spool``: hashed and scanned on the way)
 and read from the spool. Once the spool passes ``LIVE_BYTES``, a thread of its own starts
 reading it from its first byte as it is written (``_GrowingFile``: a read waits until the
 bytes it asks for are written, or the spool has ended), and runs the pass ``ingest_csv``
@@ -32,11 +32,19 @@ import threading
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 
-from service.datasets import csv_ingest
-from service.datasets.csv_ingest import ColumnState, InexactRead, PassOutcome, TypedRefused
+from service.datasets import csv_blocks
+from service.datasets.csv_blocks import InexactRead, TypedRefused
+from service.datasets.csv_ingest import (
+    THREADED_BLOCK_BYTES,
+    THREADED_BYTES,
+    ColumnState,
+    PassOutcome,
+    numeric_so_far,
+    read_pass,
+)
 from service.store import DataStore
 
-LIVE_BYTES = csv_ingest.THREADED_BYTES
+LIVE_BYTES = THREADED_BYTES
 
 
 class _SpoolFailed(Exception):
@@ -119,7 +127,7 @@ class LiveCsv:
         categorical: Callable[[], Sequence[str]],
         max_columns: int,
         start_bytes: int | None = None,
-        block_bytes: int = csv_ingest.THREADED_BLOCK_BYTES,
+        block_bytes: int = THREADED_BLOCK_BYTES,
         threaded: bool = True,
     ) -> None:
         self.dataset_id = dataset_id
@@ -180,7 +188,7 @@ class LiveCsv:
     def _run(self, path: Path) -> None:
         try:
             with _GrowingFile(path, self._growth) as header_source:
-                names = csv_ingest.read_header_of(
+                names = csv_blocks.read_header_of(
                     _chunks(header_source), max_columns=self._max_columns
                 )
             columns = [ColumnState(name, name in self._forced) for name in names]
@@ -202,11 +210,13 @@ class LiveCsv:
         numeric: set[str] = set()
         if typed:
             with _GrowingFile(path, self._growth) as first:
-                numeric = csv_ingest.typed_columns(first, names, self._block_bytes, columns)
+                numeric = csv_blocks.typed_columns(
+                    first, names, self._block_bytes, numeric_so_far(columns)
+                )
         with _GrowingFile(path, self._growth) as source:
-            blocks = csv_ingest.fast_blocks_of(source, names, self._block_bytes, numeric)
+            blocks = csv_blocks.fast_blocks_of(source, names, self._block_bytes, numeric)
             try:
-                table = csv_ingest.read_pass(
+                table = read_pass(
                     blocks, names, columns, self._store, self.dataset_id, threaded=self._threaded
                 )
             except TypedRefused:
@@ -217,7 +227,7 @@ class LiveCsv:
 
 
 def _chunks(source: io.RawIOBase) -> Iterator[bytes]:
-    while chunk := source.read(csv_ingest.READ_BYTES):
+    while chunk := source.read(csv_blocks.READ_BYTES):
         yield chunk
 
 

@@ -22,6 +22,8 @@ removes what was written, and a crash leaves objects no row names, which ``store
 from __future__ import annotations
 
 import contextlib
+import queue
+import threading
 from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
@@ -228,3 +230,53 @@ def string_columns(schema: pa.Schema) -> list[str]:
 def iter_batches(table: pa.Table, rows: int) -> Iterator[pa.RecordBatch]:
     """``table`` as record batches of at most ``rows`` rows."""
     yield from table.to_batches(max_chunksize=rows)
+
+
+class PartWriterThread:
+    """A ``PartWriter`` fed from another thread, so that Parquet encoding and the summaries
+    of one row group run while a CSV parser reads the next blocks (pyarrow and NumPy release
+    the GIL in both), as ``pyarrow.csv.read_csv`` keeps two cores busy. At most
+    ``QUEUED_BLOCKS`` blocks wait, so what is in flight is the writer's row group and two
+    blocks, whatever the file's size. An error in the thread is raised in the caller at its
+    next ``write`` or at ``finish``; after one, the thread only drains the queue."""
+
+    QUEUED_BLOCKS = 2
+
+    def __init__(self, writer: PartWriter) -> None:
+        self.writer = writer
+        self.schema = writer.schema
+        self._queue: queue.Queue[pa.RecordBatch | None] = queue.Queue(self.QUEUED_BLOCKS)
+        self._error: BaseException | None = None
+        self._thread = threading.Thread(target=self._run, name="csv-parts", daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        while (batch := self._queue.get()) is not None:
+            if self._error is None:
+                try:
+                    self.writer.write(batch)
+                except BaseException as error:  # handed to the parsing thread
+                    self._error = error
+            del batch
+
+    def write(self, batch: pa.RecordBatch) -> None:
+        self._raise()
+        self._queue.put(batch)
+
+    def finish(self) -> list[WrittenPart]:
+        self._stop()
+        self._raise()
+        return self.writer.finish()
+
+    def abort(self) -> None:
+        self._stop()
+        self.writer.abort()
+
+    def _stop(self) -> None:
+        if self._thread.is_alive():
+            self._queue.put(None)
+            self._thread.join()
+
+    def _raise(self) -> None:
+        if self._error is not None:
+            raise self._error

@@ -17,8 +17,8 @@ from sqlalchemy.orm import Session
 from service.bodies import check_declared_length, parse_json, read_limited
 from service.config import Settings
 from service.datasets import service
-from service.datasets.csv_ingest import spool_csv
 from service.datasets.csv_live import LiveCsv
+from service.datasets.csv_spool import spool_csv
 from service.datasets.formats import UploadFormat, body_format, form_file_format, spool, with_head
 from service.datasets.ingest import parse_json_upload
 from service.datasets.upload import MAX_FIELD_BYTES, FormStream, multipart_boundary

@@ -27,8 +27,9 @@ from service.datasets.columns import (
     decode_column,
     summarize,
 )
-from service.datasets.csv_ingest import SpooledCsv, ingest_csv
+from service.datasets.csv_ingest import ingest_csv
 from service.datasets.csv_live import LiveCsv
+from service.datasets.csv_spool import SpooledCsv
 from service.datasets.formats import Spooled, UploadFormat
 from service.datasets.ingest import ParsedTable, is_storable_text
 from service.datasets.part_reader import read_columns

@@ -24,11 +24,12 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from service.datasets import csv_ingest, csv_live
+from service.datasets import csv_blocks, csv_live
 from service.datasets import parts as parts_module
 from service.datasets.columns import CategoricalColumn, NumericColumn, summarize
-from service.datasets.csv_ingest import CsvTable, ingest_csv, spool_csv
+from service.datasets.csv_ingest import CsvTable, ingest_csv
 from service.datasets.csv_live import LiveCsv
+from service.datasets.csv_spool import spool_csv
 from service.datasets.ingest import parse_csv
 from service.datasets.service import part_records
 from service.datasets.summaries import count_histograms
@@ -438,13 +439,13 @@ def test_columns_of_numbers_are_read_as_numbers_from_the_first_block(
     in one refuses the pass, and the file is read again as text, as the reference reads it."""
     head = b"x,c,m,e,f,i\n1.5,a,,,1,1\n-2e3,b,NA,,2,inf\nNaN,c,3,NA,3,2\n"
     passes: list[set[str]] = []
-    original = csv_ingest.fast_blocks_of
+    original = csv_blocks.fast_blocks_of
 
     def spy(source: Any, names: Any, block_bytes: int, numeric: Any = ()) -> Any:
         passes.append(set(numeric))
         return original(source, names, block_bytes, numeric)
 
-    monkeypatch.setattr(csv_ingest, "fast_blocks_of", spy)
+    monkeypatch.setattr(csv_blocks, "fast_blocks_of", spy)
     tail = b"".join(b"%d,d,%d,,4,5\n" % (i, i) for i in range(2000))
     # The probe of the first block (all as text), then each pass.
     for data, expected in [
