@@ -17,11 +17,13 @@ import numpy as np
 from numpy.typing import NDArray
 
 from engine._kernels import inline_kernel, kernel
+from engine.tree._criterion_kernels import NEWTON
 from engine.tree.split.scan_kernels import (
     categorical_order,
     channels_weight,
     node_score,
     present_bins,
+    scan_newton_dense,
     scan_scratch,
     scan_segment,
     write_split,
@@ -88,10 +90,31 @@ def _search_node(
         constrained,
         scratch,
     )
+    has_missing = cells[missing_code, 0] > 0
+    _keep_best(
+        gain, j, position, option, left_weight, n_present, has_missing, order, best, best_order
+    )
+
+
+@inline_kernel
+def _keep_best(
+    gain: float,
+    j: int,
+    position: int,
+    option: int,
+    left_weight: float,
+    n_present: int,
+    has_missing: bool,
+    order: NDArray[np.int64],
+    best: NDArray[np.float64],
+    best_order: NDArray[np.int64],
+) -> None:
+    """Keep a segment's best cut in ``best`` (see :func:`_search_node`) if it beats the
+    node's best so far, its bins in split order in ``best_order``."""
     if gain > best[0]:
         best[0], best[1], best[2], best[3], best[4] = gain, j, position, option, left_weight
         best[5] = n_present
-        best[6] = 1.0 if cells[missing_code, 0] > 0 else 0.0
+        best[6] = 1.0 if has_missing else 0.0
         best_order[:n_present] = order[:n_present]
 
 
@@ -319,6 +342,10 @@ def search_histograms(
     best = np.empty(7)
     constrained = monotone.size > 0
     criterion, l1, l2, max_delta_step = int(settings[0]), settings[1], settings[2], settings[3]
+    # XGBoost's common case (scan_kernels._scan_newton) on a numeric feature without missing
+    # rows: its present bins found in the scan's own pass (scan_newton_dense).
+    newton = criterion == NEWTON and not constrained and l1 <= 0 and n_channels == 2
+    min_samples_leaf, min_weight_leaf = int(settings[4]), settings[5]
     for node in range(n_slots):
         parent = parents[node]
         lower = bounds[node, 0] if constrained else -np.inf
@@ -332,6 +359,24 @@ def search_histograms(
             if feature < 0:
                 continue
             cells = histograms[histogram_of_node[node], histogram_column[j]]
+            if newton and not is_categorical[feature] and cells[missing_code, 0] == 0:
+                n_present, gain_j, position, left_weight = scan_newton_dense(
+                    cells,
+                    missing_code,
+                    order,
+                    parent[0],
+                    parent[1],
+                    parent_counts[node],
+                    parent_score,
+                    l2,
+                    min_samples_leaf,
+                    min_weight_leaf,
+                    scratch,
+                )
+                _keep_best(
+                    gain_j, j, position, 0, left_weight, n_present, False, order, best, best_order
+                )
+                continue
             n_present = present_bins(cells, missing_code, order)
             _search_node(
                 node,
