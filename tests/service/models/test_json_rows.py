@@ -57,6 +57,28 @@ def test_decimal_strings_are_rounded_as_python_rounds_them() -> None:
     assert handed_back < 1_000  # subnormals and infinities only
 
 
+def test_long_fractions_read_eight_digits_at_a_time_are_exact() -> None:
+    # Fractions of 1-24 digits (leading zeros among them), in one long body so the reader's
+    # eight-digits-at-once step runs with bytes to spare after each number; a number of more
+    # than 19 significant digits hands the whole body back, so those go in a body of their own.
+    rng = random.Random(3)
+    texts, too_long = [], []
+    for _ in range(5_000):
+        whole = rng.choice(["0", str(rng.randint(1, 9)), str(rng.randint(10, 99_999))])
+        fraction = "0" * rng.randint(0, 12) + "".join(
+            rng.choice("0123456789") for _ in range(rng.randint(1, 24))
+        )
+        text = f"{rng.choice(['', '-'])}{whole}.{fraction}{rng.choice(['', 'e-3', 'E+2'])}"
+        digits = (whole + fraction).lstrip("0")
+        (too_long if len(digits) > 19 else texts).append(text)
+    got = read(f"[[{', '.join(texts)}]]".encode())
+    assert got is not None
+    np.testing.assert_array_equal(bits(got[0]), bits(np.array([float(t) for t in texts])))
+    assert too_long and all(read(f"[[{t}, 1.5]]".encode()) is None for t in too_long[:200])
+    # Leading zeros are not significant: 19 digits after them are still read.
+    assert read(b"[[0.0000000000001234567890123456789]]") is not None
+
+
 @pytest.mark.parametrize(
     ("text", "expected"),
     [
