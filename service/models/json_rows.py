@@ -123,7 +123,7 @@ def _eisel_lemire(w: Any, q: int, powers: Any) -> Any:
         return _U64(0)  # below half the least subnormal: zero
     if q > _LARGEST_POWER:
         return _ALL_ONES
-    lz = int(leading_zeros(w))
+    lz = int(leading_zeros(w))  # type: ignore[call-arg]  # a Numba intrinsic
     w = w << _U64(lz)
     index = q - _SMALLEST_POWER
     high, low = _multiply(w, powers[index, 0])
@@ -173,7 +173,8 @@ def _load8(buf: Any, i: int) -> Any:
 @numba.njit(cache=True, nogil=True)
 def _eight_digits(v: Any) -> bool:
     """Whether all eight bytes packed in ``v`` are ASCII digits (fast_float's test)."""
-    return ((v & _HIGH_NIBBLES) | (((v + _SIXES) & _HIGH_NIBBLES) >> _U64(4))) == _THREES
+    packed = (v & _HIGH_NIBBLES) | (((v + _SIXES) & _HIGH_NIBBLES) >> _U64(4))
+    return bool(packed == _THREES)
 
 
 @numba.njit(cache=True, nogil=True)
