@@ -5,8 +5,9 @@ raises: when the queue is full the rows are counted as dropped. So logging adds 
 ``deque.append`` to a predict, and a broken log costs its rows, never an answer.
 
 Every ``linger`` seconds one thread of the API process takes what is queued, samples it, finds
-the categorical values training never saw (they need the request's body, which stays here) and
-sends the batch down a pipe to the writer process (``service.monitoring.writer``), which bins,
+the categorical values training never saw (they need the request's body, which stays here),
+stacks each model's rows into one set of arrays and sends the batch down a pipe to the writer
+process (``service.monitoring.writer``), which bins,
 counts and inserts it and answers with what it did. The thread then waits for that answer with
 the GIL released, so the API process pays a few microseconds of Python per request and
 nothing per logged row. The writer process is started by the first batch (an app that never
@@ -39,7 +40,7 @@ from sqlalchemy import Engine
 
 from engine.process_setup import default_start_method
 from service.monitoring.aggregates import UNSEEN_VALUES_PER_HOUR
-from service.monitoring.writer import GAUGE_SECONDS, Batch, Outcome, Shipped, serve
+from service.monitoring.writer import GAUGE_SECONDS, Batch, Outcome, Shipped, serve, stack
 
 logger = logging.getLogger(__name__)
 
@@ -235,12 +236,14 @@ class PredictionLog:
 
     def _ship(self, taken: list[LoggedRequest]) -> None:
         forget, self._forget = self._forget, []
-        requests: list[Shipped] = []
+        by_model: dict[str, list[Shipped]] = {}
         try:
             for request in taken:
                 shipped = self._sampled(request)
                 if shipped is not None:
-                    requests.append(shipped)
+                    by_model.setdefault(shipped.model_id, []).append(shipped)
+            # One stack of arrays per model: pickled in one piece, whatever the requests.
+            requests = [stack(pieces) for pieces in by_model.values()]
         except Exception:  # a request the log cannot read costs its batch, never the thread
             logger.warning("prediction log: a batch could not be prepared", exc_info=True)
             self.counts.failed += sum(len(request.ids) for request in taken)
@@ -288,10 +291,12 @@ class PredictionLog:
             predictions = predictions[chosen]
         return Shipped(
             model_id=request.model_id,
-            logged_at=request.logged_at,
+            logged_at=[request.logged_at],
+            sizes=[len(ids)],
             X=X,
             predictions=predictions,
             proba=proba,
+            with_proba=None,
             ids=ids,
             features=request.features
             if isinstance(request.features, list)

@@ -12,7 +12,7 @@ import pytest
 from sqlalchemy import select, text, update
 from sqlalchemy.orm import Session
 
-from service.db.tables import ModelRecord
+from service.db.tables import ModelRecord, PredictionLogRecord
 from service.monitoring.log import LoggedRequest, PredictionLog
 from tests.service.models.helpers import Service
 from tests.service.monitoring.conftest import OpenService
@@ -67,6 +67,35 @@ async def test_rows_are_logged_with_ids_and_reported(svc: Service) -> None:
     # Six live rows against a training histogram: a large shift, and the report says so.
     assert body["prediction"]["bins"] == ["no", "yes", "missing", "unseen"]
     assert body["performance"] == {"n_labelled": 0}
+
+
+async def test_rows_of_a_batch_are_stored_each_with_its_own_values(svc: Service) -> None:
+    # Requests with and without probabilities and unseen colours, most likely in one batch
+    # (the log lingers): the writer gets one stack of arrays per model and cuts it into rows.
+    model_id = await svc.train("random_forest")
+    with_proba = await predict(svc, model_id, records=RECORDS[:2], return_proba=True)
+    without = await predict(svc, model_id, records=RECORDS[2:])
+    again = await predict(svc, model_id, records=RECORDS[3:], return_proba=True)
+    written(svc)
+    with Session(svc.db_engine) as session:
+        stored = session.execute(
+            select(PredictionLogRecord)
+            .where(PredictionLogRecord.model_id == model_id)
+            .order_by(PredictionLogRecord.id)
+        ).scalars().all()  # fmt: skip
+        rows = [(r.row_id, r.features, r.proba, r.unseen) for r in stored]
+    assert [r[0] for r in rows] == with_proba["ids"] + without["ids"] + again["ids"]
+    expected_proba = [*with_proba["probabilities"], None, None, *again["probabilities"]]
+    for (_, features, proba, _), want in zip(rows, expected_proba, strict=True):
+        assert len(features) == 3 * 4  # three float32 features
+        if want is None:
+            assert proba is None
+        else:
+            np.testing.assert_allclose(np.frombuffer(proba, np.float32), want, rtol=1e-6)
+    x = [float(np.frombuffer(r[1], np.float32)[0]) for r in rows]
+    np.testing.assert_allclose(x[:2], [1.2, -1.5], rtol=1e-6)
+    assert np.isnan(x[2]) and x[3] == pytest.approx(0.3) and x[4] == pytest.approx(0.3)
+    assert [r[3] for r in rows] == [None, None, None, {"colour": "purple"}, {"colour": "purple"}]
 
 
 async def test_feedback_joins_by_id_and_reports_performance(svc: Service) -> None:
