@@ -216,7 +216,9 @@ def _csv_rounds(root: Path, csv: Path, size: float, settings: dict[str, str], re
             seconds, growth, dataset_id = _upload(url, pid, csv, "text/csv")
             cpu = _cpu_seconds(pid) - cpu
             down_parquet = _download(url, dataset_id, root / "back.parquet")
+            csv_cpu = _cpu_seconds(pid)
             down_csv = _download(url, dataset_id, root / "back.csv", "csv")
+            csv_cpu = _cpu_seconds(pid) - csv_cpu
         baseline, baseline_cpu = _pyarrow_csv(csv, root / "baseline-csv.parquet")
         rounds.append(
             {
@@ -235,7 +237,7 @@ def _csv_rounds(root: Path, csv: Path, size: float, settings: dict[str, str], re
             f"pyarrow.csv read + Parquet write {size / baseline:.0f} MiB/s ({baseline:.1f} s, "
             f"CPU {baseline_cpu:.1f} s): {baseline / seconds:.2f}x; downloads: Parquet "
             f"{down_parquet:.1f} s ({baseline / down_parquet:.2f}x), CSV {down_csv:.1f} s "
-            f"({baseline / down_csv:.2f}x); load {os.getloadavg()}",
+            f"(server CPU {csv_cpu:.1f} s; {baseline / down_csv:.2f}x); load {os.getloadavg()}",
             flush=True,
         )
     if repeats > 1:
