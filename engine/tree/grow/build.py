@@ -285,7 +285,9 @@ def build_newton_trees(
         ]
         for k, future in futures:
             trees[k] = future.result()
-    if leaves is not None:
+    if leaves is not None and every_row:
+        leaves[:] = grown
+    elif leaves is not None:
         leaves[:] = -1
         leaves[:, rows] = grown
     return [tree for tree in trees if tree is not None]
