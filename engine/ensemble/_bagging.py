@@ -86,7 +86,7 @@ def _accepts_sample_weight(estimator: Any) -> bool:
 def _fit_estimator_member(shared: SharedData, task: _EstimatorTask) -> _MemberResult:
     """Fit one generic member on its rows and features (runs in a worker)."""
     rng = np.random.default_rng(task.seed)
-    counts, features = draw_member(rng, task.sampling)
+    counts, features = draw_member(rng, task.sampling, task.seed)
     X, target, weights = shared["X"], shared["target"], shared["sample_weight"]
     estimator = clone(task.estimator)
     params = estimator.get_params(deep=False)

@@ -9,7 +9,8 @@ feature at random too, and use the whole sample by default.
 
 from __future__ import annotations
 
-from typing import Any, ClassVar
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
 from numpy.typing import NDArray
@@ -21,6 +22,9 @@ from engine.callbacks import Callback
 from engine.ensemble._tree_ensemble import BaseTreeEnsemble
 from engine.tree._binning import MAX_BINS
 from engine.tree._classes import TREE_CONSTRAINTS
+
+if TYPE_CHECKING:
+    from engine.parallel._parts import DataPart, KeptRows, PartReader
 
 __all__ = [
     "ExtraTreesClassifier",
@@ -82,6 +86,36 @@ class BaseForest(BaseTreeEnsemble):
 
     def _prepare(self, X: Any) -> NDArray[np.float64]:
         return prepare_input(self, X)
+
+    def out_of_core_refusals(self) -> list[str]:
+        """The settings that keep :meth:`fit_parts` from fitting out of core on a cluster
+        (it raises ValueError naming them); empty when it can."""
+        from engine.ensemble._forest_parts import forest_refusals
+
+        self._validate_params()
+        return forest_refusals(self)
+
+    def fit_parts(
+        self,
+        parts: Sequence[DataPart],
+        read: PartReader,
+        callbacks: list[Callback] | None = None,
+        keep: KeptRows | None = None,
+    ) -> Any:
+        """Fit on a table held as parts that ``read`` opens, out of core on a cluster.
+
+        As :meth:`engine.XGBoostRegressor.fit_parts`: inside :func:`engine.parallel_backend`
+        the Dask workers read, bin and keep the rows, and this process never holds them;
+        otherwise the parts are read here and :meth:`fit` runs. Either way the forest is the
+        one ``fit`` grows on the whole table with the same seed (up to the order of
+        floating-point additions; see :mod:`engine.ensemble._forest_parts`), except that on
+        a cluster rows of weight 0 take no part at all: the forest is the one ``fit`` grows
+        on the rows of positive weight (a validation split can ride along with weight 0).
+        """
+        from engine.ensemble._forest_parts import fit_parts
+
+        fit_parts(self, parts, read, callbacks, keep)
+        return self
 
 
 class _ForestClassifier(ClassifierMixin, BaseForest):

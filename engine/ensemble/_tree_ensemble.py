@@ -21,6 +21,7 @@ from engine._validation import check_sample_weight, check_target, check_X, resol
 from engine.base import BaseEstimator, check_is_fitted
 from engine.callbacks import OOB_ERROR, Callback, ProgressEvent, notify
 from engine.early_stopping import EarlyStopping
+from engine.ensemble import _sampling
 from engine.ensemble._sampling import (
     MemberSampling,
     draw_member,
@@ -78,7 +79,7 @@ def _fit_member(shared: SharedData, task: _MemberTask) -> _MemberResult:
     """Grow one member on the shared training set (runs in a worker)."""
     data = BinnedData.from_arrays(shared)
     rng = np.random.default_rng(task.seed)
-    counts, features = draw_member(rng, task.sampling)
+    counts, features = draw_member(rng, task.sampling, task.seed)
     weights = shared["sample_weight"] * counts.astype(np.float64)
     if task.balanced_subsample:
         n_classes = task.spec.n_classes
@@ -229,6 +230,7 @@ class BaseTreeEnsemble(BaseEstimator):
             n_features=n_features,
             n_feature_draws=resolve_count(max_features, n_features, "max_features"),
             bootstrap_features=bootstrap_features,
+            block_rows=_sampling.BOOTSTRAP_BLOCK_ROWS,  # read at fit time: tests shrink it
         )
 
     def _fit_members(

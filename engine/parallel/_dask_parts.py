@@ -34,8 +34,8 @@ hang (dmlc/xgboost#9419, lightgbm-org/LightGBM#5920).
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -44,6 +44,7 @@ from numpy.typing import NDArray
 
 from engine.parallel._dask_cluster import MAX_RESCATTERS, check_connected, prepare_worker
 from engine.parallel._executor import ShutsDownOnExit, WorkerCrashedError
+from engine.parallel._forest_rows import ForestHolder
 from engine.parallel._parts import DataPart, PartReader, Piece, deal_rows, read_piece
 from engine.tree._binning import BinMapper
 from engine.tree._common import NARROW_CODE_DTYPE, missing_code
@@ -62,8 +63,9 @@ Gradients = Callable[[NDArray[np.float64], NDArray[np.float64]], tuple[Any, Any]
 MetricTerms = Callable[[NDArray[np.float64], NDArray[np.float64]], NDArray[np.float64]]
 
 
-class PartsActor:
-    """On a worker: one range of the table's rows and every per-row state of the fit."""
+class PartsActor(ForestHolder):
+    """On a worker: one range of the table's rows and every per-row state of the fit
+    (boosting's here, a forest's in :class:`engine.parallel._forest_rows.ForestHolder`)."""
 
     def __init__(self) -> None:
         prepare_worker()
@@ -115,6 +117,10 @@ class PartsActor:
         if not blocks:
             return np.zeros((0, 0))
         return np.concatenate(blocks)
+
+    def _piece_values(self) -> Iterator[NDArray[np.float64]]:
+        for X, _, _, _ in self._pieces():
+            yield X
 
     def bin(self, mapper: BinMapper) -> None:
         """Bin this range's rows with the fit's edges; keep the codes feature-major."""
@@ -319,6 +325,19 @@ class PartitionsLost(Exception):
 
 
 @dataclass
+class ForestSetup:
+    """What a new actor needs to hold a forest's state (``start_forest``'s arguments, its
+    first global row by actor) and the trees to replay: those of the batches up to
+    ``batch``."""
+
+    sampling: Any
+    first_rows: list[int]
+    n_outputs: int
+    trees: list[Tree] = field(default_factory=list)
+    batch: int = -1
+
+
+@dataclass
 class Replay:
     """What a new actor needs to stand where a lost one stood: the fit's setup (the
     arguments of ``encode``, ``bin`` and ``start``) and the rounds whose trees to replay."""
@@ -327,12 +346,14 @@ class Replay:
     classes: NDArray[np.float64] | None
     positive_scale: float
     mapper: BinMapper
-    base: NDArray[np.float64]
-    gradients: Gradients
+    base: NDArray[np.float64] | None
+    gradients: Gradients | None
     stages: list[list[Tree]]
     # Trees were dropped (an early stop keeping fewer rounds) after their leaves entered the
     # actors' scores: the scores are rebuilt from ``stages`` before they are evaluated.
     rescore: bool = False
+    # A forest's fit (engine.ensemble._forest_parts): no scores to start, trees to replay.
+    forest: ForestSetup | None = None
 
 
 class DaskPartitions(ShutsDownOnExit):
@@ -412,8 +433,16 @@ class DaskPartitions(ShutsDownOnExit):
                 actor.load(self.groups[index], self.read, replay.classification).result()
                 actor.encode(replay.classes, replay.positive_scale).result()
                 actor.bin(replay.mapper).result()
-                actor.start(replay.base, replay.gradients).result()
-                actor.replay(replay.mapper, replay.stages).result()
+                forest = replay.forest
+                if forest is not None:
+                    first = forest.first_rows[index]
+                    actor.start_forest(
+                        forest.sampling, first, forest.n_outputs, replay.classification
+                    ).result()
+                    actor.replay_forest(replay.mapper, forest.trees, forest.batch).result()
+                else:
+                    actor.start(replay.base, replay.gradients).result()
+                    actor.replay(replay.mapper, replay.stages).result()
             except OSError as error:  # the new worker went too: the next call finds it
                 raise PartitionsLost([index]) from error
 

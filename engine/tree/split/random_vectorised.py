@@ -19,7 +19,12 @@ from engine.tree._criteria import score
 from engine.tree.split.context import SplitContext, Splits
 from engine.tree.split.gains import weight_of
 
-__all__ = ["find_random_splits", "random_level_splits_numpy", "random_splits_with"]
+__all__ = [
+    "find_random_splits",
+    "random_level_splits_numpy",
+    "random_splits_in_histograms",
+    "random_splits_with",
+]
 
 
 def find_random_splits(
@@ -100,8 +105,33 @@ def random_splits_with(
         # A segment whose rows are all missing has no present value to cut between.
         all_missing = np.minimum.reduceat(missing, slot_starts, axis=1).ravel()
         high[all_missing] = -1
+    cut = _cuts(ctx, np.maximum(segment_feature, 0), low, high, uniforms)
+
+    segment = np.arange(n_per_node)[:, None] * n_slots + slot_of_row[None, :]
+    side = (bins > cut[segment]).view(np.int8)
+    if missing is not None:
+        side = np.where(missing, np.int8(2), side)
+    keys = (segment * 3 + side).ravel()
+    sums = _side_sums(ctx, rows, keys, n_segments * 3, n_per_node)
+    counts = np.bincount(keys, minlength=n_segments * 3).reshape(n_segments, 3)
+    sums = sums.reshape(n_segments, 3, -1)
+
+    return _best_cuts(
+        ctx, segment_feature, low, cut, sums, counts, parent_channels, parent_counts, n_slots
+    )
+
+
+def _cuts(
+    ctx: SplitContext,
+    feature: NDArray[np.int64],
+    low: NDArray[np.int64],
+    high: NDArray[np.int64],
+    uniforms: NDArray[np.float64],
+) -> NDArray[np.int64]:
+    """Each segment's cut bin (−1: none): its uniform placed between the values of its
+    lowest and highest present bins (``high`` −1: none present)."""
     has_present = high >= 0
-    feature = np.maximum(segment_feature, 0)
+    n_segments = feature.size
     # A segment without present rows has low = the missing code, past the end of
     # ``bin_values`` for wide codes; its draw is made (the draws stay aligned with the
     # compiled twin's) but never used, so any bin stands in for its low value.
@@ -124,17 +154,25 @@ def random_splits_with(
         cut[block] = np.searchsorted(representatives, threshold_value[block], side="right") - 1
     # A cut at or beyond the largest present bin would leave the right side without any
     # present value: that happens only when low == high (a constant feature in the node).
-    cut = np.minimum(cut, high - 1)
+    return np.minimum(cut, high - 1)
 
-    segment = np.arange(n_per_node)[:, None] * n_slots + slot_of_row[None, :]
-    side = (bins > cut[segment]).view(np.int8)
-    if missing is not None:
-        side = np.where(missing, np.int8(2), side)
-    keys = (segment * 3 + side).ravel()
-    sums = _side_sums(ctx, rows, keys, n_segments * 3, n_per_node)
-    counts = np.bincount(keys, minlength=n_segments * 3).reshape(n_segments, 3)
-    sums = sums.reshape(n_segments, 3, -1)
 
+def _best_cuts(
+    ctx: SplitContext,
+    segment_feature: NDArray[np.int64],
+    low: NDArray[np.int64],
+    cut: NDArray[np.int64],
+    sums: NDArray[np.float64],
+    counts: NDArray[np.int64],
+    parent_channels: NDArray[np.float64],
+    parent_counts: NDArray[np.int64],
+    n_slots: int,
+) -> Splits:
+    """The best of each node's cuts, from each segment's channel ``sums`` (n_segments, 3, C)
+    and row ``counts`` (n_segments, 3) left of its cut, right of it and missing."""
+    n_segments = segment_feature.size
+    n_per_node = n_segments // n_slots
+    missing_code = ctx.missing_code
     node = np.arange(n_segments) % n_slots
     has_missing = counts[:, 2] > 0
     left = np.stack([sums[:, 0], sums[:, 0] + sums[:, 2]], axis=1)
@@ -181,6 +219,49 @@ def random_splits_with(
         bin=split_bin,
         missing_left=missing_left,
         left_codes=left_codes,
+    )
+
+
+def random_splits_in_histograms(
+    ctx: SplitContext,
+    histograms: NDArray[np.float64],
+    features: NDArray[np.int64],
+    parent_channels: NDArray[np.float64],
+    parent_counts: NDArray[np.int64],
+    uniforms: NDArray[np.float64],
+) -> Splits:
+    """:func:`random_splits_with` from each node's histograms instead of its rows.
+
+    ``histograms`` (S, J, 256, 1 + C) hold node ``s``'s bins of its candidate
+    ``features[s, j]`` (each bin's row count, then its channel sums), as rows held elsewhere
+    send them (:mod:`engine.tree.grow.remote_forest`); ``uniforms`` one per segment, in the
+    feature-major order ``j·S + s``. A segment's lowest and highest present bins, and the
+    sums left of its cut and missing, are read from its bins: the cuts are the rows' cuts,
+    and the sums the same numbers added in another order.
+    """
+    n_slots, n_per_node = features.shape
+    n_codes, missing_code = histograms.shape[2], ctx.missing_code
+    segment_feature = features.T.ravel()
+    cells = histograms.transpose(1, 0, 2, 3).reshape(n_slots * n_per_node, n_codes, -1)
+    bin_counts = cells[:, :, 0]
+    present = bin_counts[:, :missing_code] > 0
+    any_present = present.any(axis=1)
+    last = missing_code - 1 - present[:, ::-1].argmax(axis=1)
+    high = np.where(any_present, last, -1).astype(np.int64)
+    # The rows' lowest code, the missing one when no value is present.
+    low = np.where(any_present, present.argmax(axis=1), missing_code).astype(np.int64)
+    cut = _cuts(ctx, np.maximum(segment_feature, 0), low, high, uniforms)
+
+    through = np.cumsum(cells[:, :missing_code], axis=1)
+    at = np.arange(cut.size)
+    below = np.where((cut >= 0)[:, None], through[at, np.maximum(cut, 0)], 0.0)
+    missing = cells[:, missing_code]
+    sums = np.zeros((cut.size, 3, cells.shape[2] - 1))
+    sums[:, 0], sums[:, 2] = below[:, 1:], missing[:, 1:]
+    counts = np.zeros((cut.size, 3), dtype=np.int64)
+    counts[:, 0], counts[:, 2] = below[:, 0], missing[:, 0]
+    return _best_cuts(
+        ctx, segment_feature, low, cut, sums, counts, parent_channels, parent_counts, n_slots
     )
 
 
