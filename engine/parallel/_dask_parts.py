@@ -44,14 +44,13 @@ from numpy.typing import NDArray
 
 from engine.parallel._dask_cluster import MAX_RESCATTERS, check_connected, prepare_worker
 from engine.parallel._executor import ShutsDownOnExit, WorkerCrashedError
-from engine.parallel._forest_rows import ForestHolder
+from engine.parallel._forest_rows import ForestHolder, move_tree_rows
 from engine.parallel._parts import DataPart, PartReader, Piece, deal_rows, read_piece
 from engine.tree._binning import BinMapper
 from engine.tree._common import NARROW_CODE_DTYPE, missing_code
 from engine.tree._histograms import build_histograms
 from engine.tree._tree import Tree
 from engine.tree.grow.level_kernels import node_totals
-from engine.tree.grow.partition_kernels import partition_rows
 from engine.tree.grow.remote import LevelSplits
 
 __all__ = ["ActorCalls", "DaskPartitions", "PartitionsLost", "PartsActor", "Replay"]
@@ -285,28 +284,7 @@ class _GrowingTree:
         self.leaf[self.out_rows] = node_ids[self.out_slots]
         if splits is None:
             return None
-        split_of_slot, rank_of_slot, feature, left_codes, n_chosen = splits
-        self.rows, self.slots, totals, counts = partition_rows(
-            actor.codes,
-            self.rows,
-            self.slots,
-            split_of_slot,
-            rank_of_slot,
-            feature,
-            left_codes,
-            n_chosen,
-            self.channels,
-        )
-        self.out_rows, self.out_slots, _, _ = partition_rows(
-            actor.codes,
-            self.out_rows,
-            self.out_slots,
-            split_of_slot,
-            rank_of_slot,
-            feature,
-            left_codes,
-            n_chosen,
-        )
+        totals, counts = move_tree_rows(actor.codes, self, splits)
         if smaller_side is None:
             return totals, counts, None
         # The smaller children's rows in their order, numbered by split (smaller_children).

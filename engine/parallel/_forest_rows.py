@@ -35,7 +35,7 @@ from engine.tree._tree import Tree
 from engine.tree.grow.level_kernels import node_totals, squared_deviations
 from engine.tree.grow.partition_kernels import partition_rows
 
-__all__ = ["ForestBatch", "ForestHolder", "TreeDraw"]
+__all__ = ["ForestBatch", "ForestHolder", "TreeDraw", "move_tree_rows"]
 
 # (seed, blocks' totals): what a holder needs to draw a tree's in-bag counts of its rows.
 TreeDraw = tuple[int, NDArray[np.int64]]
@@ -193,30 +193,40 @@ class _ForestTree:
         self.leaf[self.out_rows] = node_ids[self.out_slots]
         if splits is None:
             return None
-        split_of_slot, rank_of_slot, feature, left_codes, n_chosen = splits
-        self.rows, self.slots, totals, counts = partition_rows(
-            holder.codes,
-            self.rows,
-            self.slots,
-            split_of_slot,
-            rank_of_slot,
-            feature,
-            left_codes,
-            n_chosen,
-            self.channels,
-        )
-        self.out_rows, self.out_slots, _, _ = partition_rows(
-            holder.codes,
-            self.out_rows,
-            self.out_slots,
-            split_of_slot,
-            rank_of_slot,
-            feature,
-            left_codes,
-            n_chosen,
-        )
-        self.n_slots = 2 * n_chosen
+        totals, counts = move_tree_rows(holder.codes, self, splits)
+        self.n_slots = 2 * splits[4]
         return totals, counts
+
+
+def move_tree_rows(
+    codes: NDArray[Any], tree: Any, splits: Any
+) -> tuple[NDArray[np.float64], NDArray[np.int64]]:
+    """Move a growing tree's rows (``tree.rows``/``slots``, with ``channels``) and the rows
+    outside it (``out_rows``/``out_slots``, which follow its splits so that each row's leaf
+    is known) by a level's ``splits``; the children's totals and row counts."""
+    split_of_slot, rank_of_slot, feature, left_codes, n_chosen = splits
+    tree.rows, tree.slots, totals, counts = partition_rows(
+        codes,
+        tree.rows,
+        tree.slots,
+        split_of_slot,
+        rank_of_slot,
+        feature,
+        left_codes,
+        n_chosen,
+        tree.channels,
+    )
+    tree.out_rows, tree.out_slots, _, _ = partition_rows(
+        codes,
+        tree.out_rows,
+        tree.out_slots,
+        split_of_slot,
+        rank_of_slot,
+        feature,
+        left_codes,
+        n_chosen,
+    )
+    return totals, counts
 
 
 class ForestBatch:
