@@ -16,6 +16,7 @@ workers' memory, trained through the service.
 
     python -m benchmarks.scale_test                        # 16 M x 24, 1 GiB a worker
     python -m benchmarks.scale_test --rows 2000000 --rounds 5
+    python -m benchmarks.scale_test --rows 2000000 --rounds 10 --method random_forest
 
 Never run it beside benchmarks: it takes both cores and most of the memory for minutes.
 """
@@ -142,6 +143,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         "features": args.features,
         "raw_table_bytes": args.rows * (args.features + 1) * 8,
         "worker_memory_limit": args.memory_limit,
+        "method": args.method,
         "rounds": args.rounds,
         "max_depth": args.max_depth,
     }
@@ -188,7 +190,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             job_id = submit_job(
                 http,
                 dataset_id=registered.json()["id"],
-                method="xgboost",
+                method=args.method,
                 task="classification",
                 target="y",
                 params={"n_estimators": args.rounds, "max_depth": args.max_depth},
@@ -232,6 +234,12 @@ def main() -> None:
     parser.add_argument("--features", type=int, default=24)
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--memory-limit", default="1GiB")
+    parser.add_argument(
+        "--method",
+        default="xgboost",
+        choices=["xgboost", "random_forest", "extra_trees"],
+        help="the job's method (rounds: its n_estimators)",
+    )
     parser.add_argument("--rounds", type=int, default=50)
     parser.add_argument("--max-depth", type=int, default=6)
     parser.add_argument("--holdout", type=float, default=0.0)

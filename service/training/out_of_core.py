@@ -260,6 +260,8 @@ def _outputs(actor: Any, tag: int, link: str) -> tuple[Array, Array]:
     rows = np.flatnonzero(actor.tags == tag)
     raw = actor.raw[rows]
     y = actor.y[rows]
+    if link == "votes":  # a forest's mean class probabilities, as predict_proba gives them
+        return y.astype(np.intp), raw
     if link == "proba":
         if raw.shape[1] == 1:
             positive = 1.0 / (1.0 + np.exp(-raw[:, 0]))
@@ -275,7 +277,7 @@ def _sums(actor: Any, tag: int, link: str, n_classes: int) -> dict[str, Any]:
     y, outputs = _outputs(actor, tag, link)
     if not hasattr(actor, "scored_rows"):
         actor.scored_rows = {}
-    if link == "proba":
+    if link in ("proba", "votes"):
         predicted = outputs.argmax(axis=1)
         confusion = np.bincount(y * n_classes + predicted, minlength=n_classes * n_classes)
         sums = outputs.sum(axis=1, keepdims=True)
@@ -369,11 +371,14 @@ def _evaluate(
 ) -> dict[str, Any]:
     """``metrics.train`` (the scored training rows), ``metrics.validation``, the diagnostics
     and the monitoring baseline's prediction entry, from the actors (``KeptRows.evaluate``)."""
-    link = (
-        "proba"
-        if classes is not None
-        else ("exp" if getattr(model, "objective_", None) == "count:poisson" else "identity")
-    )
+    if hasattr(model, "members_"):  # a forest: the actors' scores are its mean outputs
+        link = "votes" if classes is not None else "identity"
+    else:
+        link = (
+            "proba"
+            if classes is not None
+            else ("exp" if getattr(model, "objective_", None) == "count:poisson" else "identity")
+        )
     n_classes = 0 if classes is None else len(classes)
     if classes is not None:
         model_classes = np.asarray(model.classes_)

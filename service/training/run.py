@@ -64,7 +64,17 @@ def run_training(
     when it returns True, ``engine.TrainingInterrupted`` propagates. Raises ``TrainingError``
     when the data or settings make training impossible (retrying will not help).
     """
-    method, task, resolved = _resolve(spec)
+    method, task, requested = _resolve(spec)
+    resolved = _with_oob(requested, spec.params)
+    if (
+        resolved is not requested
+        and isinstance(columns, PartTable)
+        and bins_from_parts(method.name, requested)
+        and _out_of_core(method, task, requested, spec)
+    ):
+        # Out-of-bag votes need every row's predictions in one place: a forest that fits out
+        # of core without them is not given them unasked (as service.jobs estimated it).
+        resolved = requested
     if (
         isinstance(columns, PartTable)
         and bins_from_parts(method.name, resolved)
@@ -226,7 +236,7 @@ def _resolve(spec: TrainingSpec) -> tuple[Method, Task, dict[str, Any]]:
         resolved = resolve_params(method.name, task, spec.params)
     except ParamsInvalid as error:
         raise TrainingError("invalid_params", str(error)) from None
-    return method, task, _with_oob(resolved, spec.params)
+    return method, task, resolved
 
 
 def _with_oob(resolved: dict[str, Any], requested: Mapping[str, Any]) -> dict[str, Any]:

@@ -3,6 +3,7 @@ engine's out-of-core boosting: the model is the one fitted on the columns in mem
 
 from __future__ import annotations
 
+import dataclasses
 import os
 from collections.abc import Iterator
 from pathlib import Path
@@ -321,3 +322,85 @@ def test_a_worker_killed_while_the_metrics_are_made_is_replaced_and_they_are_the
     assert disturbed.metrics == undisturbed.metrics
     assert disturbed.n_validation_rows == undisturbed.n_validation_rows
     client.wait_for_workers(2, timeout=120)
+
+
+@pytest.mark.parametrize(
+    ("task", "target", "validation"),
+    [
+        ("classification", "label", {"holdout": 0.2}),
+        ("regression", "amount", {"holdout": 0.25}),
+        ("classification", "label", {"folds": 3}),
+    ],
+)
+def test_run_training_on_a_cluster_fits_a_random_forest_out_of_core(
+    client: Any,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    task: str,
+    target: str,
+    validation: dict[str, Any],
+) -> None:
+    """A random_forest job on a cluster grows its trees from the workers' rows (engine.
+    ensemble._forest_parts): the outcome is the in-memory run's. Out-of-bag estimates are
+    not turned on unasked for a fit out of core (they need every row's votes in one place);
+    the in-memory run is asked not to make them, to compare like with like."""
+    import engine
+    from engine.ensemble._forest import BaseForest
+    from service.training import TrainingSpec, run_training
+
+    fitted: list[int] = []
+    original = BaseForest.fit_parts
+
+    def counted(self: Any, *args: Any, **kwargs: Any) -> Any:
+        fitted.append(1)
+        return original(self, *args, **kwargs)
+
+    monkeypatch.setattr(BaseForest, "fit_parts", counted)
+    columns, table = _stored(tmp_path)
+    params = {"n_estimators": 6, "max_depth": 4}
+    spec = TrainingSpec(
+        method="random_forest",
+        task=task,
+        target=target,
+        features=FEATURES,
+        params=params,
+        validation=validation,
+        seed=7,
+    )
+    with engine.parallel_backend(client):
+        from_parts = run_training(spec, table, lambda f, s: None, lambda: False)
+    assert len(fitted) == (3 + 1 if "folds" in validation else 1)
+    assert from_parts.metrics["oob"] is None
+    asked = dataclasses.replace(spec, params={**params, "oob_score": False})
+    in_memory = run_training(asked, columns, lambda f, s: None, lambda: False)
+    _approx(from_parts.metrics, in_memory.metrics)
+    _approx(from_parts.importances, in_memory.importances)
+    assert from_parts.encoding == in_memory.encoding
+    X = np.column_stack([columns[name].as_float() for name in FEATURES])
+    remote, local = engine.load_model(from_parts.artifact), engine.load_model(in_memory.artifact)
+    if task == "classification":
+        np.testing.assert_array_equal(remote.classes_, local.classes_)
+        np.testing.assert_allclose(
+            remote.predict_proba(X), local.predict_proba(X), rtol=0, atol=1e-12
+        )
+    else:
+        np.testing.assert_allclose(remote.predict(X), local.predict(X), rtol=0, atol=1e-12)
+
+
+def test_forests_hold_the_table_on_the_workers_unless_their_settings_need_it_here() -> None:
+    """The API's memory estimate and the run agree: a random_forest or extra_trees job on a
+    cluster keeps its table on the workers, unless asked for what needs every row here."""
+    from service.methods.catalog import Task
+    from service.methods.params import resolve_params
+    from service.training.run import table_holding
+
+    holdout = {"holdout": 0.2}
+    for method in ("random_forest", "extra_trees"):
+        resolved = resolve_params(method, Task.CLASSIFICATION, {})
+        assert table_holding(method, Task.CLASSIFICATION, resolved, True, holdout) == "workers"
+        assert table_holding(method, Task.CLASSIFICATION, resolved, True, {"folds": 3}) == (
+            "cluster"
+        )
+        assert table_holding(method, Task.CLASSIFICATION, resolved, False, holdout) == "codes"
+    asked = resolve_params("random_forest", Task.REGRESSION, {"oob_score": True})
+    assert table_holding("random_forest", Task.REGRESSION, asked, True, holdout) == "codes"
