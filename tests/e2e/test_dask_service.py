@@ -87,17 +87,8 @@ class DaskCluster:
         with distributed.Client(self.address, timeout=60) as client:
             client.wait_for_workers(n_workers, timeout=60)
 
-    def tasks_run(self) -> int:
-        """Tasks the live workers have run (the forest's trees, boosting's histograms)."""
-
-        def executed(dask_worker: Any) -> int:
-            return int(dask_worker.state.executed_count)
-
-        with distributed.Client(self.address, timeout=30) as client:
-            return sum(client.run(executed).values())
-
     def task_prefixes(self) -> set[str]:
-        """Kinds of task the scheduler has seen (``PartitionActor``: boosting's partitions)."""
+        """Kinds of task the scheduler has seen (``PartsActor``: the out-of-core rows)."""
 
         def prefixes(dask_scheduler: Any) -> list[str]:
             return sorted(dask_scheduler.task_prefixes)
@@ -214,7 +205,9 @@ def test_train_and_predict_on_the_cluster(service: Service) -> None:
     # What the fit cost says where it ran: on Dask, with the cluster's two workers.
     assert job["resources"]["backend"] == "dask", job["resources"]
     assert job["resources"]["dask_workers"] == 2, job["resources"]
-    assert service.cluster.tasks_run() >= 20  # a task per tree, at least
+    # Out of core (issue 27): the forest's rows lived in actors on the workers, which read the
+    # dataset's parts themselves, and the trees grew from their histograms (no task per tree).
+    assert "PartsActor" in service.cluster.task_prefixes()
     if seen_metrics:  # scraped while the job ran: it counts as running on Dask
         assert 'coppice_jobs_running_by_backend{backend="dask"} 1.0' in seen_metrics[0]
     metrics = client.get("/metrics").text
