@@ -8,6 +8,7 @@ Each process pool costs a few tenths of a second to start; the tests create only
 from __future__ import annotations
 
 import errno
+import importlib
 import operator
 import os
 import platform
@@ -107,6 +108,10 @@ def _die(shared: SharedData, task: int) -> int:
 @pytest.fixture
 def created_segments(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[str]]:
     """Names of every shared-memory segment the parent creates; checked to be gone afterwards."""
+    # A forking executor first imports the fork preload in the parent, whose kernel warm-up
+    # fits small forests on processes of their own (their segments, not the test's): done
+    # here, before recording, so that no test's count depends on whether it ran first.
+    importlib.import_module("engine._preload")
     names: list[str] = []
     original = shared_memory.SharedMemory
 
