@@ -64,6 +64,10 @@ __all__ = ["TREES_PER_BATCH", "batch_size", "fit_parts", "forest_refusals", "gro
 # limits call for it (batch_size); the forest is the same for any batch size.
 TREES_PER_BATCH = 8
 TREE_BYTES_PER_ROW = 32
+# A growing tree's measured peak on a worker over the state above (a level's moves and
+# histograms' temporaries): two 1 GiB workers with 1 M rows each passed their limits in the
+# first batch of 8 trees, where the state alone left room for 8 (`make scale-test`).
+TREE_PEAK_FACTOR = 2.5
 # The share of a worker's memory limit its rows' state may take (the nanny kills at 95%;
 # a level's moves and one part's read need the rest).
 WORKER_MEMORY_SHARE = 0.6
@@ -205,7 +209,7 @@ def batch_size(rows: int, n_features: int, n_channels: int, memory_limits: Seque
         return TREES_PER_BATCH
     held = rows * (n_features + 17 + 8 * n_channels)  # codes, target, weight, flag, scores
     room = WORKER_MEMORY_SHARE * min(known) - held
-    per_tree = rows * (TREE_BYTES_PER_ROW + 8 * n_channels)
+    per_tree = rows * (TREE_BYTES_PER_ROW + 8 * n_channels) * TREE_PEAK_FACTOR
     return int(max(1, min(TREES_PER_BATCH, room // max(per_tree, 1))))
 
 

@@ -57,6 +57,10 @@ __all__ = ["ActorCalls", "DaskPartitions", "PartitionsLost", "PartsActor", "Repl
 
 # How long a recovery waits for a live worker: a nanny restarts a killed worker in seconds.
 WORKER_WAIT_SECONDS = 30.0
+# How long a worker may take to start an actor (which reads nothing yet): past it the worker is
+# taken to be stuck, as a replacement paused at Dask's 80 % memory threshold was, and the fit
+# fails rather than waiting for ever.
+ACTOR_START_SECONDS = 120.0
 
 Gradients = Callable[[NDArray[np.float64], NDArray[np.float64]], tuple[Any, Any]]
 MetricTerms = Callable[[NDArray[np.float64], NDArray[np.float64]], NDArray[np.float64]]
@@ -358,7 +362,16 @@ class DaskPartitions(ShutsDownOnExit):
         )
         # A proxy binds to the client current at its first call (see _dask_histograms).
         with self.client.as_current():
-            self.actors[index] = handle.result()
+            try:
+                self.actors[index] = handle.result(timeout=ACTOR_START_SECONDS)
+            except TimeoutError:
+                handle.cancel()
+                raise WorkerCrashedError(
+                    f"The Dask worker {self.workers[index]} did not start the actor that holds "
+                    f"its rows within {ACTOR_START_SECONDS:.0f} s (a worker paused at its "
+                    "memory limit runs nothing); giving up (retry the fit, with more memory "
+                    "per worker or more workers)."
+                ) from None
         self.handles[index] = handle
 
     def call(self, method: str, *per_actor: Sequence[Any]) -> list[Any]:
