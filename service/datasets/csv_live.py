@@ -83,31 +83,46 @@ class _Growth:
 
 class _GrowingFile(io.RawIOBase):
     """The spool, read from its start while it is written: a read returns the bytes asked
-    for once they are written, fewer only at the spool's end."""
+    for once they are written, fewer only at the spool's end.
+
+    pyarrow's CSV reader reads ahead on an I/O thread of its own, and goes on doing so after
+    the pass has stopped wanting blocks (``typed_columns`` reads one and leaves). Closing the
+    descriptor while that thread is inside a read would let the next file opened take the
+    same descriptor number and lose the bytes the stray read takes from it (a fuzzed upload
+    came out with rows missing). So a read and ``close`` exclude each other, and a read
+    after ``close`` is the end of the file.
+    """
 
     def __init__(self, path: Path, growth: _Growth) -> None:
         self._file = path.open("rb", buffering=0)
         self._growth = growth
         self._position = 0
+        self._reading = threading.Lock()
 
     def readable(self) -> bool:
         return True
 
     def readinto(self, buffer: memoryview | bytearray) -> int:  # type: ignore[override]
+        if self.closed:
+            return 0
         wanted = len(buffer)
         available = self._growth.wait_for(self._position + wanted) - self._position
         view = memoryview(buffer)[: max(0, min(wanted, available))]
         done = 0
-        while done < len(view):  # a regular file's read may be short
-            read = self._file.readinto(view[done:])
-            if not read:
-                break
-            done += read
+        with self._reading:
+            if self._file.closed:
+                return 0
+            while done < len(view):  # a regular file's read may be short
+                read = self._file.readinto(view[done:])
+                if not read:
+                    break
+                done += read
         self._position += done
         return done
 
     def close(self) -> None:
-        self._file.close()
+        with self._reading:
+            self._file.close()
         super().close()
 
 

@@ -316,6 +316,55 @@ def test_a_spool_that_fails_stops_the_first_pass_and_leaves_no_part(tmp_path: Pa
     assert not list((tmp_path / "uploads").iterdir())
 
 
+class _HeldRead:
+    """A file whose reads wait until let go, to hold one in progress."""
+
+    def __init__(self, path: Path) -> None:
+        self._file = path.open("rb", buffering=0)
+        self.entered = threading.Event()
+        self.release = threading.Event()
+
+    @property
+    def closed(self) -> bool:
+        return self._file.closed
+
+    def readinto(self, view: memoryview) -> int:
+        self.entered.set()
+        self.release.wait(timeout=120)
+        return self._file.readinto(view)
+
+    def close(self) -> None:
+        self._file.close()
+
+
+def test_the_growing_spool_is_not_closed_under_a_read(tmp_path: Path) -> None:
+    """pyarrow reads ahead on a thread of its own, which may still be reading when the pass
+    closes the file: the descriptor must not be freed (and taken by the next file opened)
+    inside that read; a read after closing is the file's end."""
+    path = tmp_path / "spool"
+    path.write_bytes(b"a,b\n1,2\n")
+    growth = csv_live._Growth()
+    growth.wrote(8)
+    growth.end(failed=False)
+    growing = csv_live._GrowingFile(path, growth)
+    held = _HeldRead(path)
+    growing._file.close()
+    growing._file = held  # type: ignore[assignment]
+    got: list[int] = []
+    reader = threading.Thread(target=lambda: got.append(growing.readinto(bytearray(4))))
+    reader.start()
+    assert held.entered.wait(timeout=120)
+    closer = threading.Thread(target=growing.close)
+    closer.start()
+    closer.join(timeout=0.5)
+    assert closer.is_alive() and not held.closed, "closed while a read was in progress"
+    held.release.set()
+    reader.join(timeout=120)
+    closer.join(timeout=120)
+    assert got == [4] and held.closed
+    assert growing.readinto(bytearray(4)) == 0
+
+
 @pytest.mark.parametrize(
     ("data", "categorical"),
     [
