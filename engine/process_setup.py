@@ -134,6 +134,14 @@ WORKER_MMAP_THRESHOLD = 32 * 1024 * 1024  # glibc's largest
 WORKER_TRIM_THRESHOLD = 256 * 1024 * 1024
 
 
+def _glibc() -> ctypes.CDLL | None:
+    """This process's C library when it is glibc (whose ``mallopt`` and ``malloc_trim`` the
+    functions below call), else None: elsewhere they do nothing."""
+    if platform.libc_ver()[0] != "glibc":
+        return None
+    return ctypes.CDLL(None)  # this process's symbols, glibc's among them (no ldconfig run)
+
+
 def keep_freed_memory() -> bool:
     """Have glibc's allocator reuse freed memory in this process instead of unmapping it.
 
@@ -150,9 +158,9 @@ def keep_freed_memory() -> bool:
     worker keeps, up to 256 MiB, which its next arrays reuse rather than adding to.
     Returns whether it applied (glibc only; elsewhere a no-op).
     """
-    if platform.libc_ver()[0] != "glibc":
+    libc = _glibc()
+    if libc is None:
         return False
-    libc = ctypes.CDLL(None)  # this process's symbols, glibc's among them (no ldconfig run)
     return bool(
         libc.mallopt(_M_MMAP_THRESHOLD, WORKER_MMAP_THRESHOLD)
         and libc.mallopt(_M_TRIM_THRESHOLD, WORKER_TRIM_THRESHOLD)
@@ -175,9 +183,9 @@ def limit_malloc_arenas(arenas: int) -> bool:
     ``MALLOC_ARENA_MAX`` wins (glibc applied it at start). Returns whether it applied
     (glibc only; elsewhere a no-op).
     """
-    if platform.libc_ver()[0] != "glibc" or "MALLOC_ARENA_MAX" in os.environ:
+    libc = _glibc()
+    if libc is None or "MALLOC_ARENA_MAX" in os.environ:
         return False
-    libc = ctypes.CDLL(None)
     return bool(libc.mallopt(_M_ARENA_MAX, arenas))
 
 
@@ -190,7 +198,8 @@ def trim_freed_memory() -> bool:
     would otherwise stay in the process's peak beside the new state. A few milliseconds.
     Returns whether it applied (glibc only; elsewhere a no-op).
     """
-    if platform.libc_ver()[0] != "glibc":
+    libc = _glibc()
+    if libc is None:
         return False
-    ctypes.CDLL(None).malloc_trim(0)
+    libc.malloc_trim(0)
     return True
