@@ -1,6 +1,7 @@
 """Out-of-core boosting on Dask (``fit_parts``, issue 27) beside its peers, fit by fit.
 
     python -m benchmarks.dask_parts [--rounds N] [--rows N] [--features N] [--trees N]
+        [--classes K] [--no-in-memory] [--before]
 
 Each round times, interleaved so that a busy moment of the shared machine falls on all alike,
 XGBoost-style boosting (50 rounds, depth 6, binary target) on the same table:
@@ -10,21 +11,23 @@ XGBoost-style boosting (50 rounds, depth 6, binary target) on the same table:
 - through a ``LocalCluster`` of two single-thread worker processes with the table in memory
   (the fit process bins it, scatters the codes to partition actors and moves rows itself);
 - out of core on the same cluster: the table as four Parquet parts, which the workers read, bin
-  and keep (``fit_parts``); the fit process holds no row.
+  and keep (``fit_parts``); the fit process holds no row; actor 0 grows each round's trees
+  among the workers, over direct connections;
+- with ``--before``, out of core as before that: the trees grown in the fit process, every
+  level a call to every actor through Dask's actor proxies (the A/B of the change, in one run).
 
-The three models are checked equal (predictions within 1e-12). Medians over rounds and their
+The models are checked equal (predictions within 1e-12). Medians over rounds and their
 ratios to the local fit are printed; the cluster is started once and warmed with small fits.
 """
 
 from __future__ import annotations
 
 import argparse
-import contextlib
 import itertools
 import statistics
 import tempfile
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -32,7 +35,6 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-import engine.boosting._xgboost_parts
 from engine import XGBoostClassifier, parallel_backend
 from engine.parallel import DataPart
 
@@ -61,23 +63,6 @@ def _timed(fn: Callable[[], Any]) -> tuple[float, Any]:
     return time.perf_counter() - start, result
 
 
-@contextlib.contextmanager
-def _one_tree_at_a_time() -> Iterator[None]:
-    """Out-of-core rounds growing their trees one after the other (K exchanges a level), as
-    before the lockstep; the same model (each tree's steps start, and draw, in order)."""
-    module = engine.boosting._xgboost_parts
-    together = module.grow_remote_together
-
-    def one_by_one(steps: Any, rows: Any) -> list[Any]:
-        return [together({k: steps[k]}, rows)[0] for k in sorted(steps)]
-
-    module.grow_remote_together = one_by_one  # type: ignore[assignment]
-    try:
-        yield
-    finally:
-        module.grow_remote_together = together
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=3)
@@ -88,11 +73,25 @@ def main() -> None:
         "--classes",
         type=int,
         default=2,
-        help="more than 2: multiclass, also timed out of core with the K trees of a round "
-        "grown one after the other (one exchange a level per tree, as before lockstep)",
+        help="more than 2: multiclass (a round's K trees grow in lockstep out of core)",
+    )
+    parser.add_argument(
+        "--in-memory",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="also time the cluster fit from the table in memory (scattered codes)",
+    )
+    parser.add_argument(
+        "--before",
+        action="store_true",
+        help="also time the out-of-core fit as it ran before actor 0 coordinated the rounds: "
+        "trees grown in the fit process, calling every actor through Dask's actor proxies "
+        "(the client's event loop; the scheduler relays unless the client is direct)",
     )
     args = parser.parse_args()
     import distributed
+
+    from engine.parallel._dask_parts import DaskPartitions
 
     rng = np.random.default_rng(0)
     X = rng.normal(size=(args.rows, args.features))
@@ -111,27 +110,35 @@ def main() -> None:
             with parallel_backend(client):
                 XGBoostClassifier(**warm).fit(X, y)
                 XGBoostClassifier(**warm).fit_parts(parts, read_part)
-            times: dict[str, list[float]] = {"local": [], "in memory": [], "out of core": []}
-            if args.classes > 2:
-                times["out of core, trees one by one"] = []
+            times: dict[str, list[float]] = {"local": [], "out of core": []}
+            if args.in_memory:
+                times["in memory"] = []
+            if args.before:
+                times["out of core, before"] = []
             for _ in range(args.rounds):
                 t, local = _timed(lambda: XGBoostClassifier(**params).fit(X, y))
                 times["local"].append(t)
                 with parallel_backend(client):
-                    t, scattered = _timed(lambda: XGBoostClassifier(**params).fit(X, y))
-                    times["in memory"].append(t)
+                    fitted = []
+                    if args.in_memory:
+                        t, scattered = _timed(lambda: XGBoostClassifier(**params).fit(X, y))
+                        times["in memory"].append(t)
+                        fitted.append(scattered)
                     t, parted = _timed(
                         lambda: XGBoostClassifier(**params).fit_parts(parts, read_part)
                     )
                     times["out of core"].append(t)
-                    fitted = [scattered, parted]
-                    if args.classes > 2:
-                        with _one_tree_at_a_time():
-                            t, one_by_one = _timed(
+                    fitted.append(parted)
+                    if args.before:
+                        DaskPartitions.direct = DaskPartitions.coordinated = False
+                        try:
+                            t, before = _timed(
                                 lambda: XGBoostClassifier(**params).fit_parts(parts, read_part)
                             )
-                        times["out of core, trees one by one"].append(t)
-                        fitted.append(one_by_one)
+                        finally:
+                            DaskPartitions.direct = DaskPartitions.coordinated = True
+                        times["out of core, before"].append(t)
+                        fitted.append(before)
                 for other in fitted:
                     np.testing.assert_allclose(
                         other.predict_proba(X), local.predict_proba(X), rtol=0, atol=1e-12
@@ -143,7 +150,11 @@ def main() -> None:
     base = statistics.median(times["local"])
     for name, values in times.items():
         median = statistics.median(values)
-        print(f"{name:>12}: median {median:.2f} s ({median / base:.2f}x the local fit)")
+        ratios = [value / local for value, local in zip(values, times["local"], strict=True)]
+        print(
+            f"{name:>12}: median {median:.2f} s ({median / base:.2f}x the local fit; "
+            f"median of the rounds' ratios {statistics.median(ratios):.2f}x)"
+        )
 
 
 if __name__ == "__main__":

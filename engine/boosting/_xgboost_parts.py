@@ -39,7 +39,7 @@ from engine.parallel._parts import DataPart, KeptRows, PartReader, check_parts, 
 from engine.tree._binning import BinMapper, categorical_mask
 from engine.tree._common import NARROW_CODE_DTYPE
 from engine.tree._tree import Tree
-from engine.tree.grow.remote import grow_remote_together, remote_tree_steps
+from engine.tree.grow.remote import RoundPlan
 from engine.tree.split.context import SplitContext
 
 if TYPE_CHECKING:
@@ -397,22 +397,13 @@ def _grow_round(
         n_bins=mapper.n_bins_,
         monotone=spec.monotone,
     )
-    rows = table.tree_rows(keep, defer_ends=model.colsample_bylevel >= 1.0)
-
-    def steps() -> Any:
-        return remote_tree_steps(ctx, mapper.thresholds_, spec.limits, rng, subset)
-
-    if model.colsample_bylevel < 1.0:
-        # Each level draws its features from the shared stream: the trees must grow one
-        # after the other to draw as the local fit does (K round trips a level).
-        stage = [grow_remote_together({k: steps()}, rows)[0] for k in range(n_outputs)]
-    else:
-        # Only a tree's start draws (its feature order), and the trees start in order: all
-        # K trees of the round grow in lockstep, one round trip a level for all of them.
-        stage = grow_remote_together({k: steps() for k in range(n_outputs)}, rows)
+    plan = RoundPlan(
+        ctx, mapper.thresholds_, spec.limits, rng, subset, n_outputs, model.colsample_bylevel >= 1.0
+    )
+    stage, ended = table.grow_round(plan, keep)
     for tree in stage:
         tree.values *= model.learning_rate
-    return stage, rows.ended
+    return stage, ended
 
 
 def _metric_terms(name: str, y: FloatArray, raw: FloatArray) -> FloatArray:

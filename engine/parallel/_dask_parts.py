@@ -13,10 +13,17 @@ a worker never holds more floats than one part's:
 
 It then keeps, per row, the codes (one byte a feature), target, weight, raw scores, the round's
 gradient and hessian, the current tree's channels and node: the state xgboost.dask and H2O keep
-with the rows. The driver (:class:`DaskPartitions`) holds no row: it grows each tree from the
-summed histograms and totals the actors return (:mod:`engine.tree.grow.remote`), and sends each
-level's splits back. Updates to the raw scores are applied at the end of a round, so every
-tree of a multiclass round reads the round's gradients, as locally.
+with the rows. The driver (:class:`DaskPartitions`) holds no row. Each round's trees grow on
+actor 0 (:meth:`PartsActor.grow_round`), from the summed histograms and totals of every actor's
+rows (:mod:`engine.tree.grow.remote`): a level is one exchange between actor 0 and its peers,
+which it sends over its own connections to their workers before doing its own share, and the
+fit process makes one call a round to start it and one to end it. The level's latency, a
+round trip from one worker to the others (a wake-up of each), is what remains of the
+reduce-among-workers design of xgboost.dask and LightGBM (notes/distributed-data.md, §1) with
+a coordinator in place of an all-reduce; the driver-side growth it replaced (every level a
+call from the fit process to every actor) remains for :attr:`DaskPartitions.coordinated`
+False. Updates to the raw scores are applied at the end of a round, so every tree of a
+multiclass round reads the round's gradients, as locally.
 
 A lost worker's rows are nowhere else, so they are read again (xgboost_ray's elastic
 training reloads only the lost actors' shards the same way): a call that finds an actor's
@@ -43,6 +50,7 @@ from distributed import Client
 from numpy.typing import NDArray
 
 from engine.parallel._dask_cluster import MAX_RESCATTERS, check_connected, prepare_worker
+from engine.parallel._dask_comms import ActorComms
 from engine.parallel._executor import ShutsDownOnExit, WorkerCrashedError
 from engine.parallel._forest_rows import ForestHolder, move_tree_rows
 from engine.parallel._parts import DataPart, PartReader, Piece, deal_rows, read_piece
@@ -51,9 +59,9 @@ from engine.tree._common import NARROW_CODE_DTYPE, missing_code
 from engine.tree._histograms import build_histograms
 from engine.tree._tree import Tree
 from engine.tree.grow.level_kernels import node_totals
-from engine.tree.grow.remote import LevelSplits
+from engine.tree.grow.remote import LevelSplits, RoundPlan, grow_round
 
-__all__ = ["ActorCalls", "DaskPartitions", "PartitionsLost", "PartsActor", "Replay"]
+__all__ = ["ActorCalls", "DaskPartitions", "PartitionsLost", "PartsActor", "PeersFailed", "Replay"]
 
 # How long a recovery waits for a live worker: a nanny restarts a killed worker in seconds.
 WORKER_WAIT_SECONDS = 30.0
@@ -74,6 +82,11 @@ class PartsActor(ForestHolder):
         prepare_worker()
         self.pieces: list[Piece] = []
         self.read: PartReader | None = None
+        self.peer_comms: ActorComms | None = None  # the coordinator's (grow_round)
+
+    def __del__(self) -> None:
+        if getattr(self, "peer_comms", None) is not None:
+            self.peer_comms.close()  # type: ignore[union-attr]
 
     # -- reading and binning ------------------------------------------------------------
 
@@ -215,6 +228,21 @@ class PartsActor(ForestHolder):
                 self.pending[k] = self.growing.pop(k).leaf
         return answers
 
+    def grow_round(
+        self, plan: RoundPlan, keep: list[Any], peers: list[tuple[str, str]]
+    ) -> tuple[list[Tree], list[Any], np.random.Generator]:
+        """Grow the round's trees here, as actor 0 of the fit, from this actor's rows and
+        its ``peers``' (actors 1, 2, … by worker address and actor key): each level is one
+        exchange with the peers, sent before this actor does its own share and summed in
+        actor order, as the fit process sums them. The trees, the levels kept for the
+        round's end, and the plan's stream at the round's end. A peer lost or failing
+        raises :class:`PeersFailed` once every peer has answered."""
+        if self.peer_comms is None:
+            self.peer_comms = ActorComms.of_worker()
+        rows = _TreeRows(_PeerSend(self, peers), keep, plan.lockstep)
+        stage = grow_round(plan, rows)
+        return stage, rows.ended, plan.rng
+
     def end_round(
         self,
         round_index: int,
@@ -298,6 +326,61 @@ class _GrowingTree:
         return totals, counts, histograms
 
 
+class PeersFailed(Exception):
+    """Raised by a coordinating actor (:meth:`PartsActor.grow_round`): the peers ``lost``
+    (actor indices) could not be reached, and those of ``failed`` raised (their errors)."""
+
+    def __init__(self, lost: list[int], failed: list[tuple[int, BaseException]]) -> None:
+        super().__init__(lost, failed)  # pickled by its args, to the fit process
+
+    @property
+    def lost(self) -> list[int]:
+        return list(self.args[0])
+
+    @property
+    def failed(self) -> list[tuple[int, BaseException]]:
+        return list(self.args[1])
+
+
+class _PeerSend:
+    """A coordinating actor's calls to every actor of the fit (itself first, then its peers
+    by index): the peers' calls go out over its own connections, then it answers its own;
+    a peer on this worker (a replacement's, when one worker was left) is called here, in
+    the actor thread the worker would run it in."""
+
+    def __init__(self, actor: PartsActor, peers: list[tuple[str, str]]) -> None:
+        from distributed import get_worker
+
+        worker = get_worker()
+        self.actor, self.peers = actor, peers
+        self.here, self.actors_here = worker.address, worker.state.actors
+
+    def __call__(self, method: str, arguments: list[list[Any]]) -> list[Any]:
+        remote = [i for i, (address, _) in enumerate(self.peers, 1) if address != self.here]
+        calls = [(*self.peers[i - 1], method, arguments[i]) for i in remote]
+
+        def own_share() -> dict[int, Any]:
+            answers = {0: getattr(self.actor, method)(*arguments[0])}
+            for i, (address, key) in enumerate(self.peers, 1):
+                if address == self.here:
+                    answers[i] = getattr(self.actors_here[key], method)(*arguments[i])
+            return answers
+
+        assert self.actor.peer_comms is not None
+        outcomes, answers = self.actor.peer_comms.exchange(calls, own_share)
+        lost, failed = [], []
+        for i, outcome in zip(remote, outcomes, strict=True):
+            if isinstance(outcome, OSError):
+                lost.append(i)
+            elif isinstance(outcome, BaseException):
+                failed.append((i, outcome))
+            else:
+                answers[i] = outcome
+        if lost or failed:
+            raise PeersFailed(lost, failed)
+        return [answers[i] for i in range(len(arguments))]
+
+
 class PartitionsLost(Exception):
     """The actors ``lost`` could not answer: their workers died or are dying."""
 
@@ -341,6 +424,12 @@ class Replay:
 class DaskPartitions(ShutsDownOnExit):
     """The table's rows in one :class:`PartsActor` per Dask worker, for one fit."""
 
+    # Calls over this process's own connections to the workers (ActorComms); False: through
+    # the actor proxies, as before (benchmarks.dask_parts times both).
+    direct = True
+    # A boosting round's trees grown by actor 0 among the workers (grow_round); False: here.
+    coordinated = True
+
     def __init__(self, client: Client, parts: Sequence[DataPart], read: PartReader) -> None:
         check_connected(client)
         self.client = client
@@ -352,6 +441,9 @@ class DaskPartitions(ShutsDownOnExit):
         self.read = read
         self.handles: list[Any] = [None] * len(self.groups)
         self.actors: list[Any] = [None] * len(self.groups)
+        # The calls go over this process's own connections to the workers while every
+        # actor's worker takes them, else through the actor proxies (_dask_comms).
+        self.comms: ActorComms | None = ActorComms.of_client(client) if self.direct else None
         for index in range(len(self.groups)):
             self._start_actor(index)
         self.n_recoveries = 0
@@ -373,36 +465,102 @@ class DaskPartitions(ShutsDownOnExit):
                     "per worker or more workers)."
                 ) from None
         self.handles[index] = handle
+        if self.comms is not None and not self.comms.reachable(
+            self.actors[index]._address, str(handle.key)
+        ):
+            self.comms.close()
+            self.comms = None
 
     def call(self, method: str, *per_actor: Sequence[Any]) -> list[Any]:
         """``method`` on every actor (the i-th taking the i-th of each ``per_actor``), in
         actor order. Raises :class:`PartitionsLost` when actors' workers are gone, after
         every other actor has answered (none is left running into a retry)."""
-        futures = []
-        for index, actor in enumerate(self.actors):
-            args = [values[index] for values in per_actor]
-            futures.append(getattr(actor, method)(*args))
+        arguments = [[values[index] for values in per_actor] for index in range(len(self.actors))]
+        return self._call_with(method, arguments)
+
+    def _call_with(self, method: str, arguments: list[list[Any]]) -> list[Any]:
+        """:meth:`call` with each actor's arguments, by actor."""
+        indices = list(range(len(self.actors)))
+        return self._results(indices, self._outcomes(method, indices, arguments))
+
+    def _results(self, indices: list[int], outcomes: list[Any]) -> list[Any]:
+        """The results of the actors ``indices``' calls, or what their failures raise."""
         results: list[Any] = []
         lost: list[int] = []
         failure: BaseException | None = None
-        for index, future in enumerate(futures):
-            try:
-                results.append(future.result())
-            except OSError:
-                # distributed.actor's "Unable to contact Actor's worker", a closed comm.
-                check_connected(self.client)
-                lost.append(index)
-            except Exception as error:  # how a dying worker's call fails depends on when
-                check_connected(self.client)
-                if self.workers[index] in self.client.scheduler_info()["workers"]:
-                    failure = failure or error
-                else:
-                    lost.append(index)
+        for index, outcome in zip(indices, outcomes, strict=True):
+            if isinstance(outcome, PeersFailed):  # a coordinator's peers (grow_round)
+                lost.extend(outcome.lost)
+                for peer, error in outcome.failed:
+                    failure = failure or self._lost_or_failed(peer, error, lost)
+                continue
+            if isinstance(outcome, BaseException):
+                failure = failure or self._lost_or_failed(index, outcome, lost)
+                continue
+            results.append(outcome)
         if failure is not None:
             raise failure
         if lost:
-            raise PartitionsLost(lost)
+            raise PartitionsLost(sorted(set(lost)))
         return results
+
+    def _lost_or_failed(
+        self, index: int, error: BaseException, lost: list[int]
+    ) -> BaseException | None:
+        """``error`` if actor ``index``'s call failed on a live worker; else None, and the
+        actor is counted in ``lost`` (its worker is gone, or going: how a dying worker's call
+        fails depends on when)."""
+        check_connected(self.client)
+        # OSError: distributed.actor's "Unable to contact Actor's worker", a closed comm.
+        if isinstance(error, OSError) or (
+            self.workers[index] not in self.client.scheduler_info()["workers"]
+        ):
+            lost.append(index)
+            return None
+        return error
+
+    def _outcomes(self, method: str, indices: list[int], arguments: list[list[Any]]) -> list[Any]:
+        """``method`` on the actors ``indices`` with their ``arguments``: each result or
+        exception, in order."""
+        if self.comms is not None:
+            return self.comms.call(
+                [
+                    (self.actors[i]._address, self.handles[i].key, method, args)
+                    for i, args in zip(indices, arguments, strict=True)
+                ]
+            )
+        futures = [
+            getattr(self.actors[i], method)(*args)
+            for i, args in zip(indices, arguments, strict=True)
+        ]
+        outcomes: list[Any] = []
+        for future in futures:
+            try:
+                outcomes.append(future.result())
+            except Exception as error:
+                outcomes.append(error)
+        return outcomes
+
+    def grow_round(self, plan: RoundPlan, keep: Sequence[Any]) -> tuple[list[Tree], list[Any]]:
+        """A boosting round's trees grown on the actors' rows (``keep``: each actor's rows of
+        the round, :meth:`PartsActor.start_round`), and the levels kept for the round's end;
+        ``plan.rng`` is left as the round left it.
+
+        With :attr:`coordinated`, actor 0 grows them (:meth:`PartsActor.grow_round`): a
+        level is one exchange between the workers, and actor 0's own rows are answered
+        where they are; else they grow here, one exchange with every actor a level."""
+        if not self.coordinated:
+            rows = self.tree_rows(keep, defer_ends=plan.lockstep)
+            return grow_round(plan, rows), rows.ended
+        peers = [
+            (actor._address, handle.key)
+            for actor, handle in zip(self.actors[1:], self.handles[1:], strict=True)
+        ]
+        [(stage, ended, rng)] = self._results(
+            [0], self._outcomes("grow_round", [0], [[plan, list(keep), peers]])
+        )
+        plan.rng.bit_generator.state = rng.bit_generator.state
+        return stage, ended
 
     def replace(self, lost: Sequence[int], replay: Replay) -> None:
         """New actors for the ``lost`` ones on live workers, standing where those stood."""
@@ -460,9 +618,12 @@ class DaskPartitions(ShutsDownOnExit):
     def tree_rows(self, keep: Sequence[Any], defer_ends: bool) -> _TreeRows:
         """The round's trees, on every actor's rows; ``keep``: each actor's rows of the round
         (:meth:`PartsActor.start_round`), sent with the first tree's start."""
-        return _TreeRows(self, keep, defer_ends)
+        return _TreeRows(self._call_with, keep, defer_ends)
 
     def shutdown(self) -> None:
+        if self.comms is not None:
+            self.comms.close()
+            self.comms = None
         handles = [handle for handle in self.handles if handle is not None]
         self.handles, self.actors = [], []
         if handles and self.client.status == "running":
@@ -491,8 +652,14 @@ class _TreeRows:
     RemoteTrees`): one call to every actor per exchange, whatever the number of trees; each
     tree's answers summed in actor order."""
 
-    def __init__(self, partitions: DaskPartitions, keep: Sequence[Any], defer_ends: bool) -> None:
-        self.partitions = partitions
+    def __init__(
+        self,
+        send: Callable[[str, list[list[Any]]], list[Any]],
+        keep: Sequence[Any],
+        defer_ends: bool,
+    ) -> None:
+        self.send = send  # (method, each actor's arguments) -> each actor's answer
+        self.n = len(keep)
         self.keep: Sequence[Any] | None = keep  # the round's start, until the first tree's
         # With ``defer_ends``, an exchange in which every tree ends (its last level, which
         # only records the rows' leaves) is not sent: it goes with the round's end
@@ -505,12 +672,11 @@ class _TreeRows:
         self, requests: Sequence[tuple[int, NDArray[np.int64]]]
     ) -> list[tuple[NDArray[np.float64], NDArray[np.int64], bool, NDArray[np.float64]]]:
         asked = [(k, np.asarray(features)) for k, features in requests]
-        n = len(self.partitions.actors)
         if self.keep is not None:
-            per_actor = self.partitions.call("start_trees", [asked] * n, [True] * n, self.keep)
+            per_actor = self.send("start_trees", [[asked, True, keep] for keep in self.keep])
             self.keep = None
         else:
-            per_actor = self.partitions.each("start_trees", asked)
+            per_actor = self.send("start_trees", [[asked]] * self.n)
         summed = []
         for answers in zip(*per_actor, strict=True):
             totals, counts, has_missing, histograms = answers[0]
@@ -526,7 +692,7 @@ class _TreeRows:
         if self.defer_ends and all(request[2] is None for request in requests):
             self.ended.extend(requests)
             return [None] * len(requests)
-        per_actor = self.partitions.each("levels", list(requests))
+        per_actor = self.send("levels", [[list(requests)]] * self.n)
         summed: list[Any] = []
         for request, answers in zip(requests, zip(*per_actor, strict=True), strict=True):
             if request[2] is None:  # the tree ended: nothing to sum

@@ -23,7 +23,7 @@ per level) with XGBoost's histogram method (Chen & Guestrin 2016, §3.3).
 from __future__ import annotations
 
 from collections.abc import Generator, Mapping, Sequence
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from typing import Any, Protocol
 
 import numpy as np
@@ -40,7 +40,9 @@ __all__ = [
     "LevelSplits",
     "RemoteRows",
     "RemoteTrees",
+    "RoundPlan",
     "grow_remote_together",
+    "grow_round",
     "remote_tree_steps",
 ]
 
@@ -90,6 +92,40 @@ class RemoteTrees(Protocol):
 # What a tree's steps ask of its rows: ("start", features) or ("level", node_ids, splits,
 # smaller_side); what they are sent back is the rows' answer.
 TreeSteps = Generator[tuple[Any, ...], Any, Tree]
+
+
+@dataclass
+class RoundPlan:
+    """What growing one boosting round's ``n_trees`` trees takes, wherever they grow (the fit
+    process, or a worker holding rows itself): the trees' context, bin thresholds, limits,
+    the fit's random stream (in its state at the round's first tree; left at the round's
+    end), the round's feature subset, and whether the trees grow in lockstep (nothing but a
+    tree's start draws from the stream) or one after the other (``colsample_bylevel``)."""
+
+    ctx: SplitContext
+    thresholds: NDArray[np.float64]
+    limits: GrowthLimits
+    rng: np.random.Generator
+    feature_subset: NDArray[np.int64] | None
+    n_trees: int
+    lockstep: bool
+
+
+def grow_round(plan: RoundPlan, rows: RemoteTrees) -> list[Tree]:
+    """The round's trees (by output ``k``), grown on ``rows`` as :data:`RoundPlan` says."""
+
+    def steps() -> TreeSteps:
+        return remote_tree_steps(
+            plan.ctx, plan.thresholds, plan.limits, plan.rng, plan.feature_subset
+        )
+
+    if not plan.lockstep:
+        # Each level draws its features from the shared stream: the trees must grow one
+        # after the other to draw as the local fit does (K round trips a level).
+        return [grow_remote_together({k: steps()}, rows)[0] for k in range(plan.n_trees)]
+    # Only a tree's start draws (its feature order), and the trees start in order: all K
+    # trees of the round grow in lockstep, one round trip a level for all of them.
+    return grow_remote_together({k: steps() for k in range(plan.n_trees)}, rows)
 
 
 def grow_remote_together(steps: Mapping[int, TreeSteps], rows: RemoteTrees) -> list[Tree]:

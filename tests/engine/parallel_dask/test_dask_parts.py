@@ -301,22 +301,39 @@ def _fit_in_subprocess(address: str, parts: list[DataPart], in_memory: bool = Fa
     return int(done.stdout.split()[-1])
 
 
-@pytest.mark.parametrize("at_round", [2, 0])
+def _kill_at_levels_call(n: int) -> None:
+    """On a worker: SIGKILL this process at its actor's ``n``-th ``levels`` call (a call
+    of a round the coordinating actor 0 grows on the workers)."""
+    from engine.parallel._dask_parts import PartsActor
+
+    levels, calls = PartsActor.levels, []
+
+    def dying(self: Any, *args: Any) -> Any:
+        calls.append(1)
+        if len(calls) == n:
+            os.kill(os.getpid(), signal.SIGKILL)
+        return levels(self, *args)
+
+    PartsActor.levels = dying  # type: ignore[method-assign]
+
+
+@pytest.mark.parametrize(("at_round", "victim_index"), [(2, 0), (0, 0), (0, 1)])
 def test_a_worker_killed_mid_fit_is_replaced_and_the_model_is_the_same(
-    client: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, at_round: int
+    client: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, at_round: int, victim_index: int
 ) -> None:
     """SIGKILL a worker holding rows: its new actor reads its parts again, replays the trees
     built so far, and the round is repeated; the model is the one without the loss.
 
     ``at_round`` 2: killed between rounds (the next round's first call finds it gone);
-    0: killed while the first tree grows (its level's call finds it gone mid-round).
+    0: killed while the first tree grows, at its second level: actor 0's worker (which grows
+    the round: the fit process's call finds it gone) or actor 1's (actor 0 finds it gone).
     """
     X, y = _table()
     parts = write_parts(tmp_path, X, y, SIZES)
     params = {**PARAMS, "n_estimators": 6, "subsample": 0.8}
     local = XGBoostRegressor(**params).fit(X, y)
     pid_of = client.run(os.getpid)
-    victim = min(pid_of, key=pid_of.__getitem__)
+    victim = sorted(pid_of)[victim_index]  # actors go to the workers in address order
     replaced: list[list[int]] = []
     original = _dask_parts.DaskPartitions.replace
 
@@ -325,18 +342,9 @@ def test_a_worker_killed_mid_fit_is_replaced_and_the_model_is_the_same(
         original(self, lost, replay)
 
     monkeypatch.setattr(_dask_parts.DaskPartitions, "replace", replace)
+    callbacks: list[Any] = []
     if at_round == 0:
-        level = _dask_parts._TreeRows.level
-        calls = []
-
-        def kill_in_tree(self: Any, *args: Any) -> Any:
-            calls.append(1)
-            if len(calls) == 2:
-                os.kill(pid_of[victim], signal.SIGKILL)
-            return level(self, *args)
-
-        monkeypatch.setattr(_dask_parts._TreeRows, "level", kill_in_tree)
-        callbacks: list[Any] = []
+        client.run(_kill_at_levels_call, 2, workers=[victim])
     else:
 
         def kill(event: Any) -> None:
@@ -348,7 +356,30 @@ def test_a_worker_killed_mid_fit_is_replaced_and_the_model_is_the_same(
     with parallel_backend(client):
         remote = XGBoostRegressor(**params).fit_parts(parts, read_part, callbacks=callbacks)
     assert time.monotonic() - start < 120
-    assert replaced == [[sorted(pid_of).index(victim)]]
+    assert replaced == [[victim_index]]
+    np.testing.assert_allclose(remote.predict(X), local.predict(X), rtol=0, atol=1e-12)
+
+
+def test_two_actors_on_one_worker_grow_the_same_model(
+    client: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Three actors on two workers (as after a loss with one worker left): actor 0 calls
+    actor 2, on its own worker, in its own thread (the worker runs one actor call at a
+    time); the local model still."""
+    X, y = _table(seed=2)
+    parts = write_parts(tmp_path, X, y, SIZES)
+    local = XGBoostRegressor(**PARAMS).fit(X, y)
+    monkeypatch.setattr(_dask_parts, "deal_rows", lambda parts, n: deal_rows(parts, 3))
+    start_actor = _dask_parts.DaskPartitions._start_actor
+
+    def on_workers_in_turn(self: Any, index: int) -> None:
+        while len(self.workers) < len(self.groups):
+            self.workers.append(self.workers[len(self.workers) % 2])
+        start_actor(self, index)
+
+    monkeypatch.setattr(_dask_parts.DaskPartitions, "_start_actor", on_workers_in_turn)
+    with parallel_backend(client):
+        remote = XGBoostRegressor(**PARAMS).fit_parts(parts, read_part)
     np.testing.assert_allclose(remote.predict(X), local.predict(X), rtol=0, atol=1e-12)
 
 
@@ -396,25 +427,32 @@ def test_a_multiclass_round_grows_its_trees_in_one_exchange_a_level(
     parts = write_parts(tmp_path, X, y4, SIZES)
     params = {**PARAMS, "n_estimators": 3, "colsample_bylevel": colsample_bylevel}
     local = XGBoostClassifier(**params).fit(X, y4)
-    calls: dict[str, int] = {}
-    call = _dask_parts.DaskPartitions.call
-
-    def counted(self: Any, method: str, *args: Any) -> Any:
-        calls[method] = calls.get(method, 0) + 1
-        return call(self, method, *args)
-
-    monkeypatch.setattr(_dask_parts.DaskPartitions, "call", counted)
-    with parallel_backend(client):
-        remote = XGBoostClassifier(**params).fit_parts(parts, read_part)
-    np.testing.assert_allclose(remote.predict_proba(X), local.predict_proba(X), rtol=0, atol=1e-12)
     rounds, k, depth = params["n_estimators"], 4, params["max_depth"]
-    # A round starts with its first tree's start, and ends with one end_round call.
-    assert "start_round" not in calls
-    assert calls["end_round"] == rounds
-    if colsample_bylevel == 1.0:
-        assert calls["start_trees"] == rounds
-        # The exchange in which every tree ends (only recording leaves) goes with end_round.
-        assert calls["levels"] <= rounds * depth
-    else:
-        assert calls["start_trees"] == rounds * k
-        assert calls["levels"] > rounds * (depth + 1)
+    outcomes = _dask_parts.DaskPartitions._outcomes
+    for coordinated in (True, False):
+        calls: dict[str, int] = {}
+
+        def counted(self: Any, method: str, *args: Any) -> Any:
+            calls[method] = calls.get(method, 0) + 1  # noqa: B023 (used within the loop)
+            return outcomes(self, method, *args)
+
+        monkeypatch.setattr(_dask_parts.DaskPartitions, "_outcomes", counted)
+        monkeypatch.setattr(_dask_parts.DaskPartitions, "coordinated", coordinated)
+        with parallel_backend(client):
+            remote = XGBoostClassifier(**params).fit_parts(parts, read_part)
+        np.testing.assert_allclose(
+            remote.predict_proba(X), local.predict_proba(X), rtol=0, atol=1e-12
+        )
+        # A round starts with its first tree's start, and ends with one end_round call.
+        assert "start_round" not in calls
+        assert calls["end_round"] == rounds
+        if coordinated:  # actor 0 grows each round among the workers: one call a round here
+            assert calls["grow_round"] == rounds
+            assert "levels" not in calls and "start_trees" not in calls
+        elif colsample_bylevel == 1.0:
+            assert calls["start_trees"] == rounds
+            # The exchange in which every tree ends (only recording leaves) goes with end_round.
+            assert calls["levels"] <= rounds * depth
+        else:
+            assert calls["start_trees"] == rounds * k
+            assert calls["levels"] > rounds * (depth + 1)
