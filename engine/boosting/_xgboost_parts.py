@@ -5,10 +5,12 @@ on the table the parts make up, with the same seed. Without a cluster
 (:func:`engine.parallel_backend`) the parts are read here and :meth:`fit` runs. On a cluster the
 table never passes through this process (notes/distributed-data.md, §4): the workers read
 their rows (:mod:`engine.parallel._dask_parts`), the bin edges are fitted here from the rows a
-single-machine fit would sample (:meth:`BinMapper.sample_rows`), and each tree grows here from
-the workers' summed histograms (:mod:`engine.tree.grow.remote`) while the rows, their scores and
-their nodes stay on the workers. This process holds the edge sample (at most
-``BinMapper.subsample`` rows), the trees and one level's histograms, whatever the rows.
+single-machine fit would sample (:meth:`BinMapper.sample_rows`), and each round's trees grow
+from the workers' summed histograms (:mod:`engine.tree.grow.remote`) on the first worker's
+actor, which exchanges each level with the others (:meth:`DaskPartitions.grow_round`), while
+the rows, their scores and their nodes stay on the workers. This process draws the round's
+random numbers (the stream travels with the round and comes back) and holds the edge sample
+(at most ``BinMapper.subsample`` rows) and the trees, whatever the rows.
 
 The model equals the single-machine one up to the order of additions: each worker sums its
 own rows in the local order, then the workers' sums are added (and the base score's weighted
@@ -35,6 +37,7 @@ from engine.boosting._objectives import Objective, softmax
 from engine.boosting._xgboost_rounds import _default_metric
 from engine.callbacks import Callback, ProgressEvent, notify, train_metric
 from engine.parallel import WorkerCrashedError, active_backend
+from engine.parallel._out_of_core import codes_of, gather_sample, keep_local, replace_lost
 from engine.parallel._parts import DataPart, KeptRows, PartReader, check_parts, read_parts
 from engine.tree._binning import BinMapper, categorical_mask
 from engine.tree._common import NARROW_CODE_DTYPE
@@ -70,7 +73,7 @@ def fit_parts(
         X, y, w = read_parts(parts, read)
         model._fit(X, y, w, None, callbacks)
         if keep is not None:
-            _keep_local(model, X, w, keep)
+            keep_local(model, X, w, keep)
         return
     model._validate_params()
     _check_out_of_core(model, None)
@@ -158,7 +161,7 @@ def _fit_on(
     root = resolve_seed_sequence(model.random_state)
     binning_seed, rounds_seed = root.spawn(2)
     mapper = model._mapper(binning_seed)  # the mapper fit() builds: its bins, its seed
-    sample = _gather(table, infos, mapper)
+    sample = gather_sample(table, infos, mapper)
     mapper.fit_sample(sample, categorical_mask(model.categorical_features, n_features))
     table.each("bin", mapper)
     if keep is not None:
@@ -191,7 +194,7 @@ def _fit_on(
         n_outputs,
     )
     if keep is not None:
-        keep.codes = _codes_of(table, [info["n_rows"] for info in infos], keep.rows, replay)
+        keep.codes = codes_of(table, [info["n_rows"] for info in infos], keep.rows, replay)
     model.estimators_ = trees
     model.base_score_ = base
     model.bin_mapper_ = mapper
@@ -206,47 +209,6 @@ def _fit_on(
         keep.evaluation = _evaluate(table, keep.evaluate, replay)
 
 
-def _gather(table: DaskPartitions, infos: list[dict[str, Any]], mapper: BinMapper) -> FloatArray:
-    """The rows of positive weight :meth:`BinMapper.sample_rows` names, from their workers."""
-    counts = np.array([info["n_positive"] for info in infos])
-    sample = mapper.sample_rows(int(counts.sum()))
-    starts = np.concatenate(([0], np.cumsum(counts)))
-    first = np.searchsorted(sample, starts)
-    positions = [
-        (sample[first[i] : first[i + 1]] - starts[i]).astype(np.intp) for i in range(counts.size)
-    ]
-    blocks = [block for block in table.call("gather", positions) if block.size]
-    return np.concatenate(blocks)
-
-
-def _codes_of(
-    table: DaskPartitions, sizes: list[int], groups: list[NDArray[np.intp]], replay: Replay
-) -> list[NDArray[Any]]:
-    """The bin codes of each group of global rows (any order), from the actors holding them:
-    actor ``i`` holds the global rows ``[Σ sizes[:i], Σ sizes[:i+1])`` in order."""
-    from engine.parallel._dask_parts import PartitionsLost
-
-    if not groups:
-        return []
-    starts = np.concatenate(([0], np.cumsum(sizes)))
-    everything = np.concatenate([np.asarray(group, dtype=np.intp) for group in groups])
-    order = np.argsort(everything, kind="stable")
-    ordered = everything[order]
-    first = np.searchsorted(ordered, starts)
-    local = [ordered[first[i] : first[i + 1]] - starts[i] for i in range(len(sizes))]
-    while True:
-        try:
-            blocks = table.call("codes_of", local)
-            break
-        except PartitionsLost as lost:  # a new actor re-reads and re-bins the same rows
-            _replace(table, lost.lost, replay)
-    n_features = replay.mapper.n_bins_.size
-    codes = np.empty((everything.size, n_features), dtype=NARROW_CODE_DTYPE)
-    codes[order] = np.concatenate(blocks) if blocks else codes[:0]
-    bounds = np.cumsum([0] + [len(group) for group in groups])
-    return [codes[bounds[i] : bounds[i + 1]] for i in range(len(groups))]
-
-
 def _evaluate(table: DaskPartitions, evaluate: Any, replay: Replay) -> Any:
     """``evaluate`` on the actors' rows and final scores (``KeptRows.evaluate``), again from
     its start with a new actor when one is lost."""
@@ -258,20 +220,12 @@ def _evaluate(table: DaskPartitions, evaluate: Any, replay: Replay) -> Any:
             table.each("replay", replay.mapper, replay.stages)
             replay.rescore = False
         except PartitionsLost as lost:
-            _replace(table, lost.lost, replay)
+            replace_lost(table, lost.lost, replay)
     while True:
         try:
             return evaluate(ActorCalls(table))
         except PartitionsLost as lost:  # the new actor replays the trees: its scores are set
-            _replace(table, lost.lost, replay)
-
-
-def _keep_local(model: BaseXGBoost, X: FloatArray, w: FloatArray | None, keep: KeptRows) -> None:
-    """``keep`` of a fit on the table in this process: what the workers would have given."""
-    mapper = model.bin_mapper_
-    positive = np.arange(X.shape[0]) if w is None else np.flatnonzero(w > 0)
-    keep.sample = X[positive[mapper.sample_rows(positive.size)]]
-    keep.codes = [mapper.transform(X[np.asarray(group, dtype=np.intp)]) for group in keep.rows]
+            replace_lost(table, lost.lost, replay)
 
 
 def _base_score(name: str, weighted_sum: float, weight: float, n_outputs: int) -> FloatArray:
@@ -319,7 +273,7 @@ def _rounds(
             stage, ended = _grow_round(model, table, sizes, replay.mapper, monotone, rng, n_outputs)
         except PartitionsLost as lost:
             rng.bit_generator.state = state
-            _replace(table, lost.lost, replay)
+            replace_lost(table, lost.lost, replay)
             continue
         leaf_values = [tree.values[:, 0] for tree in stage]
         while True:
@@ -329,7 +283,7 @@ def _rounds(
             except PartitionsLost as lost:
                 trees.append(stage)  # the new actor replays this round too
                 try:
-                    _replace(table, lost.lost, replay)
+                    replace_lost(table, lost.lost, replay)
                 finally:
                     trees.pop()
         trees.append(stage)
@@ -345,19 +299,6 @@ def _rounds(
                 replay.rescore = True
             break
     return trees
-
-
-def _replace(table: DaskPartitions, lost: list[int], replay: Replay) -> None:
-    """New actors for ``lost``, again while a new one's worker goes too (the table counts
-    the losses and gives up past its limit)."""
-    from engine.parallel._dask_parts import PartitionsLost
-
-    while True:
-        try:
-            table.replace(lost, replay)
-            return
-        except PartitionsLost as again:
-            lost = again.lost
 
 
 def _grow_round(

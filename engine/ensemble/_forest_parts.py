@@ -43,6 +43,7 @@ from engine.callbacks import Callback, ProgressEvent, notify
 from engine.ensemble._sampling import MemberSampling, block_totals, draw_features, member_seeds
 from engine.parallel import WorkerCrashedError, active_backend
 from engine.parallel._forest_rows import ForestBatch
+from engine.parallel._out_of_core import codes_of, gather_sample, keep_local, replace_lost
 from engine.parallel._parts import DataPart, KeptRows, PartReader, check_parts, read_parts
 from engine.tree._binning import BinMapper, categorical_mask
 from engine.tree._classes import resolve_limits
@@ -99,8 +100,6 @@ def fit_parts(
     keep: KeptRows | None = None,
 ) -> None:
     """Fit ``model`` on the table of ``parts`` (see the module's docstring); fill ``keep``."""
-    from engine.boosting._xgboost_parts import _keep_local
-
     check_parts(parts)
     backend = active_backend()
     if backend is None:
@@ -109,7 +108,7 @@ def fit_parts(
         model._fit(X[learns], y[learns], None if w is None else w[learns], callbacks)
         model._packed()
         if keep is not None:
-            _keep_local(model, X, w, keep)  # type: ignore[arg-type]
+            keep_local(model, X, w, keep)
         return
     model._validate_params()
     refused = forest_refusals(model)
@@ -136,7 +135,6 @@ def _fit_on(
     callbacks: list[Callback] | None,
     keep: KeptRows | None,
 ) -> None:
-    from engine.boosting._xgboost_parts import _codes_of, _gather
     from engine.parallel._dask_parts import ForestSetup, Replay
 
     n = len(table.groups)
@@ -162,7 +160,7 @@ def _fit_on(
     root = resolve_seed_sequence(model.random_state)
     binning_seed, members_seed = root.spawn(2)
     mapper = BinMapper(settings.max_bins, seed=int(binning_seed.generate_state(1)[0]))
-    sample = _gather(table, infos, mapper)
+    sample = gather_sample(table, infos, mapper)
     mapper.fit_sample(sample, categorical_mask(settings.categorical_features, n_features))
     table.each("bin", mapper)
     if keep is not None:
@@ -188,7 +186,7 @@ def _fit_on(
     size = batch_size(max(sizes), n_features, n_outputs if classification else 2, limits)
     trees = _batches(model, table, mapper, spec, sampling, seeds, replay, callbacks, size)
     if keep is not None:
-        keep.codes = _codes_of(table, sizes, keep.rows, replay)
+        keep.codes = codes_of(table, sizes, keep.rows, replay)
     model.members_ = trees
     model.estimators_features_ = [None] * len(trees)
     model.estimators_seeds_ = seeds[: len(trees)]
@@ -226,7 +224,6 @@ def _batches(
 ) -> list[Tree]:
     """The forest's trees, ``size`` at a time; a batch that loses a worker's actor is grown
     again from its seeds once a new actor stands where the lost one stood."""
-    from engine.boosting._xgboost_parts import _replace
     from engine.parallel._dask_parts import PartitionsLost
 
     assert replay.forest is not None
@@ -245,7 +242,7 @@ def _batches(
                 )
                 break
             except PartitionsLost as lost:
-                _replace(table, lost.lost, replay)
+                replace_lost(table, lost.lost, replay)
         values = [tree.values for tree in grown]
         while True:
             try:
@@ -255,7 +252,7 @@ def _batches(
                 trees.extend(grown)  # the new actor adds this batch's trees too
                 replay.forest.batch = batch
                 try:
-                    _replace(table, lost.lost, replay)
+                    replace_lost(table, lost.lost, replay)
                 finally:
                     del trees[len(trees) - len(grown) :]
                     replay.forest.batch = batch - 1
@@ -311,7 +308,6 @@ def grow_batch(
 def _evaluate(table: DaskPartitions, evaluate: Any, replay: Replay) -> Any:
     """``evaluate`` on the actors' rows and the forest's mean outputs (``KeptRows.evaluate``),
     again from its start with a new actor when one is lost."""
-    from engine.boosting._xgboost_parts import _replace
     from engine.parallel._dask_parts import ActorCalls, PartitionsLost
 
     assert replay.forest is not None
@@ -323,4 +319,4 @@ def _evaluate(table: DaskPartitions, evaluate: Any, replay: Replay) -> Any:
             table.each("mean_forest")
             return evaluate(ActorCalls(table))
         except PartitionsLost as lost:  # the new actor adds the trees: its sums are set
-            _replace(table, lost.lost, replay)
+            replace_lost(table, lost.lost, replay)
