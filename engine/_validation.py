@@ -176,6 +176,14 @@ def check_sample_weight(sample_weight: Any, n_samples: int) -> NDArray[np.float6
     return np.ascontiguousarray(weights)
 
 
+def unit_weights(n_samples: int) -> NDArray[np.float64]:
+    """A weight of one for each of ``n_samples`` rows as a read-only view of a single number
+    (stride 0): what a fit given no ``sample_weight`` reads, without 8 bytes a row (12 MiB
+    of a 1.6 M-row boosting fit held through all its rounds). Products and sums with it give
+    the values an array of ones gives, bit for bit; writing into it raises."""
+    return np.broadcast_to(np.float64(1.0), (n_samples,))
+
+
 def resolve_seed_sequence(random_state: Any) -> np.random.SeedSequence:
     """Resolve ``random_state`` once, into the root of all randomness of one ``fit``.
 

@@ -22,7 +22,7 @@ from numpy.typing import NDArray
 
 from engine._params import CallableValue, Constraint, Interval, NoneValue, Options
 from engine._targets import encode_labels
-from engine._validation import check_sample_weight, check_target
+from engine._validation import check_sample_weight, check_target, unit_weights
 from engine.base import ClassifierMixin, RegressorMixin
 from engine.boosting._objectives import OBJECTIVES, Objective, resolve_objective, softmax
 from engine.boosting._xgboost_base import EVAL_METRICS as EVAL_METRICS
@@ -258,7 +258,11 @@ class XGBoostClassifier(ClassifierMixin, BaseXGBoost):
             )
         self.classes_ = classes
         self.n_classes_ = self._n_classes = int(classes.size)
-        weights = check_sample_weight(sample_weight, n_samples)
+        weights = (
+            unit_weights(n_samples)
+            if sample_weight is None
+            else check_sample_weight(sample_weight, n_samples)
+        )
         if classes.size == 2 and self.scale_pos_weight != 1.0:
             weights = weights * np.where(encoded == 1, self.scale_pos_weight, 1.0)
         return encoded.astype(np.float64), weights, 1 if classes.size == 2 else int(classes.size)

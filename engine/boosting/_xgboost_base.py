@@ -22,7 +22,13 @@ from engine._params import (
     SequenceValue,
 )
 from engine._threads import kernel_threads
-from engine._validation import check_sample_weight, check_target, check_X, resolve_seed_sequence
+from engine._validation import (
+    check_sample_weight,
+    check_target,
+    check_X,
+    resolve_seed_sequence,
+    unit_weights,
+)
 from engine.base import BaseEstimator, check_is_fitted
 from engine.boosting._objectives import Objective, resolve_objective
 from engine.boosting._packed_stages import PackedStagesMixin
@@ -238,6 +244,8 @@ class BaseXGBoost(PackedStagesMixin, BaseEstimator):
         self, y: Any, n_samples: int, sample_weight: Any
     ) -> tuple[FloatArray, FloatArray, int]:
         target = check_target(y, n_samples, numeric=True)
+        if sample_weight is None:
+            return target, unit_weights(n_samples), 1
         return target, check_sample_weight(sample_weight, n_samples), 1
 
     def _evaluation_arrays(

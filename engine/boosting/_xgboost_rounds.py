@@ -98,9 +98,16 @@ class Rounds:
         # trees of a round grow side by side on threads.
         workspaces = [TreeWorkspace() for _ in range(n_outputs if threads is not None else 1)]
         for round_index in range(model.n_estimators):
-            gradient, hessian = self.objective(self.target, self.raw)
-            gradient = gradient.reshape(n_rows, -1)
-            hessian = hessian.reshape(n_rows, -1)
+            if n_outputs == 1:
+                # Side by side, as the tree's channels lay them: on unit weights the tree
+                # takes this array as its channels (engine.tree.grow.build).
+                pairs = self.objective.pairs(self.target, self.raw)
+                gradient, hessian = pairs[:, 0:1], pairs[:, 1:2]
+                del pairs
+            else:
+                gradient, hessian = self.objective(self.target, self.raw)
+                gradient = gradient.reshape(n_rows, -1)
+                hessian = hessian.reshape(n_rows, -1)
             weights = self.weights
             if model.subsample < 1.0:
                 weights = weights * (rng.random(n_rows) < model.subsample)

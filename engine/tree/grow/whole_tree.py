@@ -132,7 +132,6 @@ class TreeWorkspace:
             "new_slots": np.empty(n_rows, dtype=np.intp),
             "small_rows": np.empty(n_rows, dtype=np.intp),
             "small_pairs": np.empty(n_rows, dtype=np.intp),
-            "leaves": np.empty(n_rows, dtype=np.intp),
             "node_totals": np.empty((n_nodes, 2)),
             "node_counts": np.empty(n_nodes, dtype=np.int64),
             "node_depth": np.empty(n_nodes, dtype=np.int64),
@@ -478,6 +477,13 @@ def grow_whole(
         dtype=np.float64,
     )
     wanted = pool_size(ctx.threads) if n_threads is None else n_threads
+    # The rows' leaves go straight into the caller's array (8 bytes a row not held twice).
+    row_leaves: NDArray[np.intp] = (
+        leaves
+        if leaves is not None and leaves.dtype == np.intp and leaves.flags.c_contiguous
+        else np.empty(n_rows, dtype=np.intp)
+    )
+    arrays = {**arrays, "leaves": row_leaves}
     with parallel_kernel_threads(wanted) as n_threads:
         n_nodes = _grow_compiled(
             growth.columns,
@@ -491,8 +497,8 @@ def grow_whole(
             PARALLEL_MIN_WORK,
             *(arrays[name] for name in _WORKSPACE_ORDER),
         )
-    if leaves is not None:
-        leaves[:] = arrays["leaves"][:n_rows]
+    if leaves is not None and row_leaves is not leaves:
+        leaves[:] = row_leaves
     return _tree(growth, arrays, n_nodes)
 
 
