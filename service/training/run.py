@@ -21,7 +21,7 @@ from service.datasets.columns import ColumnData
 from service.methods.catalog import CATALOG, Method, Task
 from service.methods.params import ParamsInvalid, build_estimator, resolve_params
 from service.models.importance import available_kinds
-from service.monitoring.baseline import training_baseline
+from service.monitoring.baseline import feature_baseline, training_baseline
 from service.training import fit_steps
 from service.training.curves import RowValues, learning_curves
 from service.training.data import PartRows, TrainingData, prepare, prepare_from_parts
@@ -107,7 +107,6 @@ def run_training(
     if spec.validation.get("rows"):  # successive halving's early rungs (service.searches)
         data = subsample(data, int(spec.validation["rows"]), classification, spec.seed)
     n_rows = data.y.shape[0]
-    all_rows = np.arange(n_rows, dtype=np.intp)
     folds = int(spec.validation["folds"]) if "folds" in spec.validation else 0
     holdout = float(spec.validation.get("holdout", 0.0)) if not folds else 0.0
     progress = Progress(on_progress, should_stop, method.progress_unit, folds + 1)
@@ -139,13 +138,13 @@ def run_training(
             per_fold.append(_evaluate(model, data, held_out, classification, out_of_fold))
             _forget_codes(data, model)
         metrics["cv"] = summarise_folds(per_fold)
-        train_rows, validation_rows = all_rows, None
+        train_rows, validation_rows = np.arange(n_rows, dtype=np.intp), None
     elif holdout > 0:
         train_rows, validation_rows = holdout_split(
             data.y, holdout, classification=classification, seed=spec.seed
         )
     else:
-        train_rows, validation_rows = all_rows, None
+        train_rows, validation_rows = np.arange(n_rows, dtype=np.intp), None
 
     progress.start(folds, "final fit: " if folds else "")
     model = _fit(method, task, resolved, data, train_rows, spec, progress, validation_rows)
@@ -172,10 +171,11 @@ def run_training(
         else _outputs(model, data, scored_rows, classification)
     )
     # From the parts, the rows the binning read (all training rows up to the binner's
-    # subsample, a uniform sample of them past it) stand for the training rows.
+    # subsample, a uniform sample of them past it) stand for the training rows: described
+    # when they were read (_Coded.described).
     coded = _codes_of(data, model)
     metrics["monitoring"] = training_baseline(
-        data.X[train_rows] if coded is None else coded.sample,
+        data.X[train_rows] if coded is None else coded.described,
         data.features,
         data.categories,
         _predicted(baseline_outputs, data.classes),
@@ -455,12 +455,13 @@ def bins_from_parts(method: str, resolved: Mapping[str, Any]) -> bool:
 
 class _Coded(NamedTuple):
     """A fit's codes from the parts: its mapper, the row groups binned, their codes, and the
-    float rows the binning read (``sample``: the training rows standing in for all)."""
+    monitoring baseline's feature entries of the float rows the binning read (the training
+    rows standing in for all; :func:`service.monitoring.baseline.feature_baseline`)."""
 
     mapper: BinMapper
     groups: list[Rows]
     codes: list[npt.NDArray[np.unsignedinteger[Any]]]
-    sample: npt.NDArray[np.float64]
+    described: list[dict[str, Any]]
 
     def values(self, rows: Rows) -> npt.NDArray[np.float64]:
         """Float rows that the model predicts as it would the rows' own values."""
@@ -486,10 +487,14 @@ def _bin_from_parts(
     plan = estimator.binning_plan(int(rows.size), len(data.features))
     sample = parts.values(rows[plan.rows])
     mapper = plan.fit(sample)
+    # The sample's floats (30 MiB of 200,000 × 20) go before the codes come: the monitoring
+    # baseline needs only their histograms.
+    described = feature_baseline(sample, data.features, data.categories)
+    del sample
     progress.note("binning the parts")
     groups = [rows] if evaluated is None else [rows, evaluated]
     codes = parts.bin(mapper, groups, feature_major=_reads_feature_major(estimator))
-    parts.coded[id(estimator)] = _Coded(mapper, groups, codes, sample)
+    parts.coded[id(estimator)] = _Coded(mapper, groups, codes, described)
     return Binned(codes[0], mapper)
 
 
@@ -584,7 +589,8 @@ def _fit_out_of_core(
         codes = np.asarray(estimator.classes_).astype(np.intp)
         estimator.classes_ = np.asarray(data.classes)[codes]
     assert keep.sample is not None
-    parts.coded[id(estimator)] = _Coded(estimator.bin_mapper_, groups, keep.codes, keep.sample)
+    described = feature_baseline(keep.sample, data.features, data.categories)
+    parts.coded[id(estimator)] = _Coded(estimator.bin_mapper_, groups, keep.codes, described)
 
 
 def _row_values(data: TrainingData, coded: _Coded | None, rows: Rows) -> RowValues:
