@@ -54,6 +54,7 @@ from engine.parallel._dask_comms import ActorComms
 from engine.parallel._executor import ShutsDownOnExit, WorkerCrashedError
 from engine.parallel._forest_rows import ForestHolder, move_tree_rows
 from engine.parallel._parts import DataPart, PartReader, Piece, deal_rows, read_piece
+from engine.process_setup import trim_freed_memory
 from engine.tree._binning import BinMapper
 from engine.tree._common import NARROW_CODE_DTYPE, missing_code
 from engine.tree._histograms import build_histograms
@@ -102,27 +103,40 @@ class PartsActor(ForestHolder):
         for X, y, w, tagged in self._pieces():
             n_features = X.shape[1]
             targets.append(y)
-            weights.append(np.ones(y.size) if w is None else w)
+            weights.append(w)
             tags.append(tagged)
         self.y = np.concatenate(targets)
-        self.w = np.concatenate(weights)
+        bad_weights = 0
+        if all(w is None for w in weights):
+            self.w, self.learns = None, np.ones(self.y.size, dtype=bool)
+        else:
+            w = np.concatenate(
+                [np.ones(y.size) if w is None else w for y, w in zip(targets, weights, strict=True)]
+            )
+            bad_weights = int(np.count_nonzero(~np.isfinite(w) | (w < 0)))
+            self.learns = w > 0
+            # Weights of 0 and 1 alone (a service's split riding along) are kept as the
+            # one byte a row of ``learns``: w·g is g, to the bit, where w is 1.
+            self.w = None if np.all(self.learns | (w == 0)) and np.all(w[self.learns] == 1) else w
+        self.all_learn = bool(self.learns.all())
+        del targets, weights
         # The caller's marks of the rows (KeptRows.evaluate reads them), if its reader gives any.
         self.tags = None if any(t is None for t in tags) else np.concatenate(tags)
         return {
             "n_rows": int(self.y.size),
             "n_features": n_features,
-            "n_positive": int(np.count_nonzero(self.w > 0)),
+            "n_positive": int(np.count_nonzero(self.learns)),
             "bad_targets": int(np.count_nonzero(~np.isfinite(self.y))),
-            "bad_weights": int(np.count_nonzero(~np.isfinite(self.w) | (self.w < 0))),
+            "bad_weights": bad_weights,
             # The classes of the rows the fit learns from: rows of weight 0 (a validation
             # split passed along as such) add none.
-            "labels": np.unique(self.y[self.w > 0]) if classification else None,
+            "labels": np.unique(self.y[self.learns]) if classification else None,
         }
 
     def gather(self, positive: NDArray[np.intp]) -> NDArray[np.float64]:
         """The values of the rows at ``positive`` among this range's rows of positive
         weight (ascending), in that order."""
-        rows = np.flatnonzero(self.w > 0)[positive]
+        rows = np.flatnonzero(self.learns)[positive]
         blocks, start = [], 0
         for X, y, _, _ in self._pieces():
             stop = start + y.size
@@ -151,6 +165,9 @@ class PartsActor(ForestHolder):
             self.codes[:, start : start + y.size] = codes.T
             self.row_missing[start : start + y.size] = (codes == missing_code(codes.dtype)).any(1)
             start += y.size
+        # The parts' floats are gone and the rows' state comes next: hand the freed pages
+        # back rather than keep them (up to 256 MiB, keep_freed_memory) beside that state.
+        trim_freed_memory()
 
     def codes_of(self, local: NDArray[np.intp]) -> NDArray[Any]:
         """The bin codes of this range's rows ``local``, row-major (n, F)."""
@@ -161,9 +178,16 @@ class PartsActor(ForestHolder):
         if classes is not None:
             self.y = np.searchsorted(classes, self.y).astype(np.float64)
             if classes.size == 2 and positive_scale != 1.0:
-                self.w = self.w * np.where(self.y == 1, positive_scale, 1.0)
-        # As np.average forms them: one worker's sums are the single-machine fit's bits.
+                self.w = self.row_weights() * np.where(self.y == 1, positive_scale, 1.0)
+        # As np.average forms them: one worker's sums are the single-machine fit's bits (with
+        # weights of 0 and 1 the same products, and a sum of integers, exact).
+        if self.w is None:
+            return [float(np.multiply(self.y, self.learns).sum()), float(self.learns.sum())]
         return [float(np.multiply(self.y, self.w).sum()), float(self.w.sum())]
+
+    def row_weights(self) -> NDArray[np.float64]:
+        """The rows' weights as floats (made afresh when they are all 0 or 1)."""
+        return self.learns.astype(np.float64) if self.w is None else self.w
 
     def evaluate(self, function: Callable[..., Any], *args: Any) -> Any:
         """``function(self, *args)``: a caller's evaluation of the fitted model on this
@@ -198,9 +222,17 @@ class PartsActor(ForestHolder):
         gradient, hessian = self.gradients(self.y, self.raw)
         self.gradient = np.asarray(gradient).reshape(self.y.size, -1)
         self.hessian = np.asarray(hessian).reshape(self.y.size, -1)
-        self.weights = self.w if keep is None else self.w * keep
+        del gradient, hessian
+        # The round's rows, and their weights unless every one is 1 (None).
+        if self.w is None:
+            self.weights = None
+            self.in_round = self.learns if keep is None else self.learns & keep
+        else:
+            self.weights = self.w if keep is None else self.w * keep
+            self.in_round = self.weights > 0
+        self.n_started = 0
         self.growing: dict[int, _GrowingTree] = {}
-        self.pending: dict[int, NDArray[np.intp]] = {}  # each ended tree's row leaves
+        self.pending: dict[int, NDArray[np.int32]] = {}  # each ended tree's row leaves
 
     def start_trees(
         self,
@@ -217,6 +249,9 @@ class PartsActor(ForestHolder):
         for k, features in requests:
             tree = self.growing[k] = _GrowingTree(self, k, features)
             answers.append(tree.start(self))
+        self.n_started += len(requests)
+        if self.n_started == self.raw.shape[1]:  # every tree holds its channels: let go
+            self.gradient = self.hessian = np.zeros((0, 0))
         return answers
 
     def levels(self, requests: list[tuple[int, Any, Any, Any]]) -> list[Any]:
@@ -263,7 +298,9 @@ class PartsActor(ForestHolder):
             self.committed = round_index
         self.pending, self.growing = {}, {}
         self.gradient = self.hessian = np.zeros((0, 0))
-        learns = self.w > 0  # rows of weight 0 (a validation split) are not training rows
+        if self.all_learn:  # the same terms as from copies of every row, summed alike
+            return float(np.sum(metric(self.y, self.raw)))
+        learns = self.learns  # rows of weight 0 (a validation split) are not training rows
         return float(np.sum(metric(self.y[learns], self.raw[learns])))
 
 
@@ -273,17 +310,22 @@ class _GrowingTree:
     row's node slot, and the node each row reached."""
 
     def __init__(self, actor: PartsActor, k: int, features: NDArray[np.int64]) -> None:
-        in_tree = actor.weights > 0
+        in_tree = actor.in_round
         rows = np.flatnonzero(in_tree)
-        row_weights = actor.weights[rows]
         # Channels are read by row index, as the codes are: 0 on rows outside the tree.
         self.channels = np.zeros((actor.y.size, 2))
-        self.channels[rows, 0] = actor.gradient[rows, k] * row_weights
-        self.channels[rows, 1] = actor.hessian[rows, k] * row_weights
+        if actor.weights is None:  # every weight 1: g·1 is g
+            self.channels[rows, 0] = actor.gradient[rows, k]
+            self.channels[rows, 1] = actor.hessian[rows, k]
+        else:
+            row_weights = actor.weights[rows]
+            self.channels[rows, 0] = actor.gradient[rows, k] * row_weights
+            self.channels[rows, 1] = actor.hessian[rows, k] * row_weights
         self.rows, self.slots = rows, np.zeros(rows.size, dtype=np.intp)
         self.out_rows = np.flatnonzero(~in_tree)
         self.out_slots = np.zeros(self.out_rows.size, dtype=np.intp)
-        self.leaf = np.zeros(actor.y.size, dtype=np.intp)
+        # Node numbers of a tree (< 2^31): four bytes a row, not eight.
+        self.leaf = np.zeros(actor.y.size, dtype=np.int32)
         self.features = np.asarray(features, dtype=np.int64)
 
     def start(
@@ -319,10 +361,14 @@ class _GrowingTree:
         totals, counts = move_tree_rows(actor.codes, self, splits)
         if smaller_side is None:
             return totals, counts, None
-        # The smaller children's rows in their order, numbered by split (smaller_children).
-        pair = self.slots // 2
-        small = (self.slots & 1) == smaller_side[pair]
-        histograms = self._histograms(actor, self.rows[small], pair[small], smaller_side.size)
+        # The smaller children's rows in their order, numbered by split (smaller_children);
+        # a byte a row to pick them, and slots only for the picked rows.
+        smaller = np.zeros(2 * smaller_side.size, dtype=bool)
+        smaller[2 * np.arange(smaller_side.size) + smaller_side] = True
+        small = smaller[self.slots]
+        histograms = self._histograms(
+            actor, self.rows[small], self.slots[small] // 2, smaller_side.size
+        )
         return totals, counts, histograms
 
 

@@ -43,11 +43,13 @@ TreeDraw = tuple[int, NDArray[np.int64]]
 
 class ForestHolder:
     """Forest state on rows held here; the holder sets ``codes`` (F, n) feature-major,
-    ``y`` (class indices as floats, or targets), ``w`` and ``row_missing`` (n,) first."""
+    ``y`` (class indices as floats, or targets), ``w`` and ``row_missing`` (n,) first (``w``
+    None when every weight is 0 or 1, and then ``learns`` the rows of weight 1)."""
 
     codes: NDArray[Any]
     y: NDArray[np.float64]
-    w: NDArray[np.float64]
+    w: NDArray[np.float64] | None
+    learns: NDArray[np.bool_]
     row_missing: NDArray[np.bool_]
 
     def start_forest(
@@ -57,13 +59,15 @@ class ForestHolder:
         a local fit on those rows; rows of weight 0, a validation split riding along, take
         no part): this holder's are the ``first_row``-th of them and on, in order."""
         self.sampling, self.first_row = sampling, first_row
-        self.positive_rows = np.flatnonzero(self.w > 0)
+        if self.w is not None:
+            self.learns = self.w > 0
+        self.positive_rows = np.flatnonzero(self.learns)
         self.classification, self.n_outputs = classification, n_outputs
         self.classes_of_rows = self.y.astype(np.int64) if classification else None
         self.raw = np.zeros((self.y.size, n_outputs))  # the forest's sums, then its mean
         self.forest_batch, self.n_trees = -1, 0
         self.forest_trees: dict[int, _ForestTree] = {}
-        self.pending_leaves: dict[int, NDArray[np.intp]] = {}
+        self.pending_leaves: dict[int, NDArray[np.int32]] = {}
 
     def forest_steps(self, requests: list[tuple[int, tuple[Any, ...]]]) -> list[Any]:
         """Each request of a growing tree (see :mod:`engine.tree.grow.remote_forest`; a
@@ -132,12 +136,14 @@ class _ForestTree:
     def __init__(self, holder: ForestHolder, seed: int, totals: NDArray[np.int64]) -> None:
         n = holder.y.size
         first, positive = holder.first_row, holder.positive_rows
-        counts = np.zeros(n, dtype=np.int64)
-        counts[positive] = counts_in_range(
+        # As the local fit forms them: sample weight × in-bag count (a count alone where
+        # every weight is 1: rows outside ``positive`` have none).
+        self.weights = np.zeros(n)
+        self.weights[positive] = counts_in_range(
             seed, totals, holder.sampling, first, first + positive.size
         )
-        # As the local fit forms them: sample weight × in-bag count.
-        self.weights = holder.w * counts.astype(np.float64)
+        if holder.w is not None:
+            self.weights *= holder.w
         in_tree = self.weights > 0
         rows = np.flatnonzero(in_tree)
         if holder.classes_of_rows is not None:
@@ -150,7 +156,7 @@ class _ForestTree:
         self.rows, self.slots = rows, np.zeros(rows.size, dtype=np.intp)
         self.out_rows = np.flatnonzero(~in_tree)
         self.out_slots = np.zeros(self.out_rows.size, dtype=np.intp)
-        self.leaf = np.zeros(n, dtype=np.intp)
+        self.leaf = np.zeros(n, dtype=np.int32)  # node numbers (< 2^31): four bytes a row
         self.n_slots = 1
 
     def start(self, holder: ForestHolder) -> tuple[NDArray[np.float64], NDArray[np.int64], bool]:
