@@ -14,10 +14,10 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from engine._kernels import kernel, select
+from engine._kernels import inline_kernel, kernel, select
 from engine.tree.grow.level_kernels import _totals_numpy
 
-__all__ = ["partition_ranges", "partition_rows"]
+__all__ = ["partition_ranges", "partition_rows", "partition_slots"]
 
 
 # -- moving rows to their children ------------------------------------------------------
@@ -88,16 +88,59 @@ def _partition_runs(
 ) -> int:
     """:func:`_partition_compiled` for two channels and rows held as runs, slot ``s``'s rows
     ``rows[node_start[s]:node_start[s + 1]]`` (the whole-tree kernel's levels): the same rows,
-    order and totals to the bit, in one pass over each split node's rows.
-
-    A node's rows go left in place and right into ``right_rows`` (scratch, at least as long
-    as the largest run), which then follows them, as LightGBM's ``DataPartition::Split``
-    does; the children's totals are summed in registers, in the rows' order, instead of
-    through memory, and a node not split is skipped without reading its rows.
-    ``right_rows`` must hold as many rows as the largest run.
+    order and totals to the bit, in one pass over each split node's rows
+    (:func:`partition_slots` over every slot).
     """
-    position = 0
-    for slot in range(node_start.size - 1):
+    return partition_slots(
+        columns,
+        rows,
+        node_start,
+        0,
+        node_start.size - 1,
+        0,
+        split_of_slot,
+        rank_of_slot,
+        split_feature,
+        left_codes,
+        channels,
+        new_rows,
+        new_slot,
+        totals,
+        counts,
+        right_rows,
+    )
+
+
+@inline_kernel
+def partition_slots(
+    columns: NDArray[Any],
+    rows: NDArray[np.intp],
+    node_start: NDArray[np.intp],
+    first_slot: int,
+    last_slot: int,
+    position: int,
+    split_of_slot: NDArray[np.intp],
+    rank_of_slot: NDArray[np.intp],
+    split_feature: NDArray[np.int64],
+    left_codes: NDArray[np.bool_],
+    channels: NDArray[np.float64],
+    new_rows: NDArray[np.intp],
+    new_slot: NDArray[np.intp],
+    totals: NDArray[np.float64],
+    counts: NDArray[np.int64],
+    right_rows: NDArray[np.intp],
+) -> int:
+    """Slots ``first_slot..last_slot - 1`` of :func:`_partition_runs`, their children's rows
+    written from ``new_rows[position]`` on; returns the position after them.
+
+    A node's rows go left in place and right into ``right_rows`` (scratch, from its start:
+    at least as long as the largest run), which then follows them, as LightGBM's
+    ``DataPartition::Split`` does; the children's totals are summed in registers, in the
+    rows' order, instead of through memory, and a node not split is skipped without reading
+    its rows. Each node's children depend on its own rows only, so disjoint slot ranges can
+    be moved side by side (:mod:`engine.tree.grow.thread_kernels`).
+    """
+    for slot in range(first_slot, last_slot):
         rank = rank_of_slot[slot]
         if rank < 0:
             continue

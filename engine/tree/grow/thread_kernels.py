@@ -12,9 +12,9 @@ unchanged to the bit whatever the number of threads:
   histograms summed, which changes the sums' last bits);
 * the sibling subtraction by the same blocks of features, in the same wake of the pool;
 * the split search by blocks of nodes (nodes are independent);
-* the partition by blocks of rows for the moves (a stable counting sort: each block's rows
-  land after the earlier blocks', so the children hold their rows in the serial order), then
-  by blocks of children for their totals, each child's rows summed in that order.
+* the partition by blocks of nodes (a node's children take its rows only, and where they
+  land is known beforehand), each node's rows moved and its children's totals summed by
+  the serial loop.
 
 They are inlined into the whole-tree kernel, which Numba compiles as one parallel function
 (:func:`engine._kernels.parallel_kernel`), so each ``prange`` loop becomes a task of that
@@ -42,7 +42,7 @@ from numpy.typing import NDArray
 
 from engine._kernels import inline_kernel
 from engine.tree._histograms import _histograms_compiled, _siblings_compiled
-from engine.tree.grow.partition_kernels import _partition_compiled
+from engine.tree.grow.partition_kernels import partition_slots
 from engine.tree.split.search_kernels import search_histograms, search_rows
 
 __all__ = [
@@ -306,78 +306,77 @@ def partition_threads(
     n_parts: int,
     columns: NDArray[Any],
     rows: NDArray[np.intp],
-    slot_of_row: NDArray[np.intp],
+    node_start: NDArray[np.intp],
     split_of_slot: NDArray[np.intp],
     rank_of_slot: NDArray[np.intp],
     split_feature: NDArray[np.int64],
     left_codes: NDArray[np.bool_],
-    n_children: int,
     channels: NDArray[np.float64],
     new_rows: NDArray[np.intp],
     new_slot: NDArray[np.intp],
     totals: NDArray[np.float64],
     counts: NDArray[np.int64],
+    right_rows: NDArray[np.intp],
 ) -> int:
-    """:func:`~engine.tree.grow.partition_kernels.partition_rows`' kernel on ``n_parts``
-    threads: the same rows in the same order, the same totals to the bit."""
-    if n_parts <= 1:
-        return _partition_compiled(
+    """:func:`~engine.tree.grow.partition_kernels._partition_runs` with its nodes in
+    ``n_parts`` blocks of about as many moving rows each, one wake of the pool: the same
+    rows in the same order, the same totals to the bit.
+
+    A split node's children take its rows only, so where they land is known before any
+    moves (the moving rows of the slots before it), and each block runs the serial kernel's
+    loop (:func:`~engine.tree.grow.partition_kernels.partition_slots`) on its own slots,
+    its scratch the part of ``right_rows`` under its own runs. A level of one split node
+    (every tree's root) stays on the calling thread.
+    """
+    n_slots = node_start.size - 1
+    # Where each slot's children start: the rows of the split slots before it.
+    out_start = np.empty(n_slots + 1, dtype=np.intp)
+    out_start[0] = 0
+    n_split = 0
+    for slot in range(n_slots):
+        moving = node_start[slot + 1] - node_start[slot] if rank_of_slot[slot] >= 0 else 0
+        out_start[slot + 1] = out_start[slot] + moving
+        n_split += 1 if rank_of_slot[slot] >= 0 else 0
+    if n_parts <= 1 or n_split < 2:
+        return partition_slots(
             columns,
             rows,
-            slot_of_row,
+            node_start,
+            0,
+            n_slots,
+            0,
             split_of_slot,
             rank_of_slot,
             split_feature,
             left_codes,
-            n_children,
             channels,
             new_rows,
             new_slot,
             totals,
             counts,
+            right_rows,
         )
-    n_rows = rows.size
-    # Each block's rows per child, then where each block's rows of each child start.
-    at = np.zeros((n_parts, n_children), dtype=np.intp)
-    child_of_row = np.empty(n_rows, dtype=np.intp)
+    cut = _node_blocks(out_start, n_parts)
     for part in prange(n_parts):
-        for i in range(part * n_rows // n_parts, (part + 1) * n_rows // n_parts):
-            rank = rank_of_slot[slot_of_row[i]]
-            if rank < 0:
-                child_of_row[i] = -1
-                continue
-            split = split_of_slot[slot_of_row[i]]
-            right = not left_codes[split, columns[split_feature[split], rows[i]]]
-            child = 2 * rank + (1 if right else 0)
-            child_of_row[i] = child
-            at[part, child] += 1
-    child_start = np.empty(n_children + 1, dtype=np.intp)
-    position = 0
-    for child in range(n_children):
-        child_start[child] = position
-        for part in range(n_parts):
-            size = at[part, child]
-            at[part, child] = position
-            position += size
-    child_start[n_children] = position
-    for part in prange(n_parts):
-        for i in range(part * n_rows // n_parts, (part + 1) * n_rows // n_parts):
-            child = child_of_row[i]
-            if child < 0:
-                continue
-            new_rows[at[part, child]] = rows[i]
-            new_slot[at[part, child]] = child
-            at[part, child] += 1
-    # Each child's totals over its rows in their new order: partition_rows' adds.
-    n_channels = channels.shape[1]
-    cut = _node_blocks(child_start, n_parts)
-    for part in prange(n_parts):
-        for child in range(cut[part], cut[part + 1]):
-            counts[child] = child_start[child + 1] - child_start[child]
-            for c in range(n_channels):
-                totals[child, c] = 0.0
-            for p in range(child_start[child], child_start[child + 1]):
-                row = new_rows[p]
-                for c in range(n_channels):
-                    totals[child, c] += channels[row, c]
-    return position
+        first, last = cut[part], cut[part + 1]
+        if first == last:
+            continue
+        partition_slots(
+            columns,
+            rows,
+            node_start,
+            first,
+            last,
+            out_start[first],
+            split_of_slot,
+            rank_of_slot,
+            split_feature,
+            left_codes,
+            channels,
+            new_rows,
+            new_slot,
+            totals,
+            counts,
+            right_rows[node_start[first] :],
+        )
+    return out_start[n_slots]

@@ -56,7 +56,6 @@ from engine.tree.grow.growth import (
     Growth,
 )
 from engine.tree.grow.level_kernels import _totals_compiled
-from engine.tree.grow.partition_kernels import _partition_runs
 from engine.tree.grow.thread_kernels import (
     children_histograms_threads,
     histograms_threads,
@@ -147,10 +146,12 @@ class TreeWorkspace:
 # A step goes to the threads when it holds at least PARALLEL_MIN_WORK histogram adds (one row
 # of one feature): a wake of Numba's pool costs ~85 us here at load 9 (thread_kernels), so
 # smaller steps lose more to the wake than they gain. Scanning a histogram bin costs about
-# _BIN_ADDS adds; a partition costs a few adds per row and wakes the pool three times (count,
-# move, children's totals), so it counts _PARTITION_ADDS a row. 512k since the serial kernels
-# got faster (ordered gradients, four features a pass): on a quiet machine a binary 80k x 40,
-# 100-tree fit on two threads took 1.82 s at 128k, 1.61 s at 512k, 1.63 s at 2M and 1.64 s
+# _BIN_ADDS adds; moving a row to its child about _PARTITION_ADDS, one wake of the pool a
+# level (thread_kernels.partition_threads). At 4, the partitions of an 80k-row fit stay on
+# the calling thread: put on the threads (at 8) they took that thread 0.11 s less CPU and
+# the pool's two 0.36-0.48 s more (binary 80k x 40, 100 trees depth 6, load 8-9).
+# PARALLEL_MIN_WORK is 512k since the serial kernels got faster (ordered gradients, four
+# features a pass): on a quiet machine a binary 80k x 40, 100-tree fit on two threads took 1.82 s at 128k, 1.61 s at 512k, 1.63 s at 2M and 1.64 s
 # with no step on the threads (medians of 3, the same model each time).
 # Read at each call (tests lower it to put every step on the threads).
 PARALLEL_MIN_WORK = 512_000
@@ -376,40 +377,22 @@ def _grow_compiled(
         if n_chosen == 0:
             break
         n_children = 2 * n_chosen
-        moving_parts = _parts(n_threads, n_level_rows * _PARTITION_ADDS, min_work)
-        if moving_parts <= 1:
-            n_moved = _partition_runs(
-                columns,
-                rows,
-                level_start,
-                split_of_slot,
-                rank_of_slot,
-                split_feature,
-                left_codes,
-                channels,
-                new_rows,
-                new_slots,
-                node_totals[first_child : first_child + n_children],
-                node_counts[first_child : first_child + n_children],
-                small_rows,
-            )
-        else:
-            n_moved = partition_threads(
-                moving_parts,
-                columns,
-                rows[:n_level_rows],
-                slots[:n_level_rows],
-                split_of_slot,
-                rank_of_slot,
-                split_feature,
-                left_codes,
-                n_children,
-                channels,
-                new_rows,
-                new_slots,
-                node_totals[first_child : first_child + n_children],
-                node_counts[first_child : first_child + n_children],
-            )
+        n_moved = partition_threads(
+            _parts(n_threads, n_level_rows * _PARTITION_ADDS, min_work),
+            columns,
+            rows,
+            level_start,
+            split_of_slot,
+            rank_of_slot,
+            split_feature,
+            left_codes,
+            channels,
+            new_rows,
+            new_slots,
+            node_totals[first_child : first_child + n_children],
+            node_counts[first_child : first_child + n_children],
+            small_rows,
+        )
         rows, new_rows = new_rows, rows
         slots, new_slots = new_slots, slots
         level_first, n_slots, n_level_rows = first_child, n_children, n_moved

@@ -98,7 +98,6 @@ def test_partition_equals_the_twin_and_keeps_row_order(seed: int) -> None:
     results = []
     # The kernel, its twin, and the kernel's steps shared among threads (any count).
     partitions = [_partition_kernels._partition_compiled, _partition_kernels._partition_numpy]
-    partitions += [functools.partial(partition_threads, n) for n in (1, 2, 3, 5)]
     for partition in partitions:
         new_rows = np.full(batch["rows"].size, -1, dtype=np.intp)
         new_slot = np.full(batch["rows"].size, -1, dtype=np.intp)
@@ -129,27 +128,36 @@ def test_partition_equals_the_twin_and_keeps_row_order(seed: int) -> None:
     new_slot = np.full(batch["rows"].size, -1, dtype=np.intp)
     totals = np.full((2 * n_splits, channels.shape[1]), np.nan)
     counts = np.full(2 * n_splits, -1, dtype=np.int64)
+    # And its nodes shared among threads in blocks (any count; called from Python the blocks
+    # run in turn, each on its own slots and scratch).
     node_start = np.zeros(n_slots + 1, dtype=np.intp)
     node_start[1:] = np.cumsum(np.bincount(batch["slot_of_row"], minlength=n_slots))
-    moved = _partition_kernels._partition_runs(
-        batch["columns"],
-        batch["rows"],
-        node_start,
-        split_of_slot,
-        rank_of_slot,
-        split_feature,
-        left_codes,
-        channels,
-        new_rows,
-        new_slot,
-        totals,
-        counts,
-        np.empty(batch["rows"].size, dtype=np.intp),
-    )
-    runs = (int(moved), new_rows[:moved], new_slot[:moved], totals, counts)
-    assert runs[0] == results[0][0]
-    for kernel_part, runs_part in zip(results[0][1:], runs[1:], strict=True):
-        assert_bits_equal(runs_part, kernel_part)
+    runs_kernels = [_partition_kernels._partition_runs]
+    runs_kernels += [functools.partial(partition_threads, n) for n in (1, 2, 3, 5)]
+    for partition_runs in runs_kernels:
+        new_rows = np.full(batch["rows"].size, -1, dtype=np.intp)
+        new_slot = np.full(batch["rows"].size, -1, dtype=np.intp)
+        totals = np.full((2 * n_splits, channels.shape[1]), np.nan)
+        counts = np.full(2 * n_splits, -1, dtype=np.int64)
+        moved = partition_runs(
+            batch["columns"],
+            batch["rows"],
+            node_start,
+            split_of_slot,
+            rank_of_slot,
+            split_feature,
+            left_codes,
+            channels,
+            new_rows,
+            new_slot,
+            totals,
+            counts,
+            np.full(batch["rows"].size, -1, dtype=np.intp),
+        )
+        runs = (int(moved), new_rows[:moved], new_slot[:moved], totals, counts)
+        assert runs[0] == results[0][0]
+        for kernel_part, runs_part in zip(results[0][1:], runs[1:], strict=True):
+            assert_bits_equal(runs_part, kernel_part)
     # The children's totals are node_totals' of the moved rows, to the last bit: the grower
     # takes them instead of summing the rows again.
     expected = level.node_totals(results[0][1], results[0][2], 2 * n_splits, channels)
