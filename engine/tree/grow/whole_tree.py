@@ -46,7 +46,6 @@ from engine.tree._common import (
     NARROW_CODE_DTYPE,
 )
 from engine.tree._criteria import Newton, node_weight, score
-from engine.tree._histograms import _smaller_children_compiled
 from engine.tree._tree import NODE_DTYPE, Tree
 from engine.tree.grow.growth import (
     HISTOGRAM_CELLS_PER_ROW,
@@ -164,6 +163,31 @@ def _parts(n_threads: int, work: int, min_work: int) -> int:
     # Threads for a step of `work` adds: one below the size where waking them costs more
     # than they save.
     return n_threads if work >= min_work else 1
+
+
+@inline_kernel
+def _smaller_runs(
+    rows: NDArray[np.intp],
+    child_counts: NDArray[np.int64],
+    smaller_side: NDArray[np.intp],
+    small_rows: NDArray[np.intp],
+    small_pairs: NDArray[np.intp],
+) -> int:
+    # _smaller_children_compiled's rows and pairs (each pair's smaller child, the left on a
+    # tie, its rows in order), copied run by run: the partition left each child's rows as
+    # one run of ``rows``, children in order, so no row's slot needs reading.
+    n_small = start = 0
+    for pair in range(smaller_side.size):
+        n_left, n_right = child_counts[2 * pair], child_counts[2 * pair + 1]
+        side = 1 if n_right < n_left else 0
+        smaller_side[pair] = side
+        first = start + (n_left if side else 0)
+        size = n_right if side else n_left
+        small_rows[n_small : n_small + size] = rows[first : first + size]
+        small_pairs[n_small : n_small + size] = pair
+        n_small += size
+        start += n_left + n_right
+    return n_small
 
 
 @parallel_kernel
@@ -409,10 +433,9 @@ def _grow_compiled(
             use_histograms = False  # leaves next, or rows cheaper than dense histograms
             continue
         smaller_side = np.empty(n_chosen, dtype=np.intp)
-        n_small = _smaller_children_compiled(
-            rows[:n_level_rows],
-            slots[:n_level_rows],
-            n_chosen,
+        n_small = _smaller_runs(
+            rows,
+            node_counts[first_child : first_child + n_children],
             smaller_side,
             small_rows,
             small_pairs,

@@ -22,9 +22,11 @@ import numpy as np
 import pytest
 
 from engine.tree._binning import MISSING_BIN
+from engine.tree._histograms import _smaller_children_compiled
 from engine.tree.grow import level_kernels as level
 from engine.tree.grow import partition_kernels as _partition_kernels
 from engine.tree.grow.thread_kernels import partition_threads
+from engine.tree.grow.whole_tree import _smaller_runs
 from engine.tree.split.compiled import (
     compiled_find_random_splits,
     compiled_find_splits_in_histograms,
@@ -253,3 +255,28 @@ def test_an_unknown_kernel_choice_is_refused_by_name() -> None:
     result = run_engine("cuda")
     assert result.returncode != 0
     assert "COPPICE_ENGINE_KERNELS='cuda'" in result.stderr
+
+
+@pytest.mark.parametrize("seed", range(10))
+def test_the_smaller_childrens_runs_are_the_smaller_childrens_rows(seed: int) -> None:
+    """The whole-tree kernel copies each pair's smaller child's rows run by run; the level
+    loop's kernel picks them row by row: the same rows, pairs and sides (ties go left)."""
+    rng = np.random.default_rng(seed)
+    n_pairs = int(rng.integers(1, 9))
+    counts = rng.integers(0, 40, 2 * n_pairs)
+    counts[: 2 * (seed % 3)] = 7  # some ties
+    rows = rng.permutation(int(counts.sum()) + 5).astype(np.intp)[: counts.sum()]
+    slots = np.repeat(np.arange(2 * n_pairs), counts).astype(np.intp)
+    results = []
+    for smaller in ("runs", "rows"):
+        side = np.full(n_pairs, -1, dtype=np.intp)
+        small_rows = np.full(rows.size, -1, dtype=np.intp)
+        small_pairs = np.full(rows.size, -1, dtype=np.intp)
+        if smaller == "runs":
+            n = _smaller_runs(rows, counts.astype(np.int64), side, small_rows, small_pairs)
+        else:
+            n = _smaller_children_compiled(rows, slots, n_pairs, side, small_rows, small_pairs)
+        results.append((n, side, small_rows[:n], small_pairs[:n]))
+    assert results[0][0] == results[1][0]
+    for runs_part, rows_part in zip(results[0][1:], results[1][1:], strict=True):
+        np.testing.assert_array_equal(runs_part, rows_part)
