@@ -27,6 +27,7 @@ def test_two_million_rows_train_out_of_core_through_the_service(tmp_path: Path) 
         features=24,
         workers=2,
         memory_limit="1GiB",
+        method="xgboost",
         rounds=5,
         max_depth=6,
         holdout=0.2,
