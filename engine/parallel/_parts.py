@@ -62,8 +62,9 @@ class KeptRows:
     sample: NDArray[np.float64] | None = None
     # On a cluster: called once the model is fitted, while the workers still hold the rows
     # and their final scores, with an :class:`engine.parallel._dask_parts.ActorCalls`, which
-    # runs ``function(actor, *args)`` on every worker's actor (its ``y``, ``w``, ``raw``
-    # scores and ``tags``) and gives the answers in actor order. What it returns is kept in
+    # runs ``function(actor, *args)`` on every worker's actor (its ``y``, ``raw`` scores,
+    # ``tags``, ``learns`` mask of the rows of positive weight, and ``w``, None when every
+    # weight is 0 or 1) and gives the answers in actor order. What it returns is kept in
     # ``evaluation``. A worker lost meanwhile is replaced and ``evaluate`` called again.
     evaluate: Callable[[Any], Any] | None = None
     evaluation: Any = None
