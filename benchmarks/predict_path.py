@@ -32,6 +32,7 @@ from typing import Any
 
 import httpx
 import numpy as np
+import psutil
 
 from benchmarks import service as svc
 from benchmarks.machine import describe_machine
@@ -62,11 +63,17 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
 
 def run_rounds(
     clients: dict[str, httpx.Client], url: str, data: svc.Data, model: Any,
-    args: argparse.Namespace,
+    args: argparse.Namespace, pids: dict[str, int] | None = None,
 ) -> dict[str, Any]:  # fmt: skip
     """The rounds against each server in ``clients`` (``serve``, and ``peer`` with
     ``--peer``), their order rotating from round to round; the figures of ``serve`` at the
-    top level, the peer's under ``peer``."""
+    top level, the peer's under ``peer``.
+
+    With ``pids`` (each server's process), the large request's CPU time in the server's
+    process (user + system, all its threads) is set beside the in-process predict's
+    (``time.process_time``): on a machine others load, wall time follows the share of the
+    cores the scheduler gives each side, CPU time much less."""
+    servers = {name: psutil.Process(pid) for name, pid in (pids or {}).items()}
     rows = data.test_rows(args.predict_rows)
     matrix = np.asarray(rows)
     content = json.dumps({"columns": data.columns, "rows": rows}).encode()
@@ -80,6 +87,8 @@ def run_rounds(
         agreement = min(agreement, float(np.mean(np.asarray(served) == model.predict(matrix))))
     names = list(clients)
     large: dict[str, list[float]] = {name: [] for name in names}
+    large_cpu: dict[str, list[float]] = {name: [] for name in names}
+    local_cpu: dict[str, list[float]] = {name: [] for name in names}
     local: dict[str, list[float]] = {name: [] for name in names}
     predict_p50: dict[str, list[float]] = {name: [] for name in names}
     health_p50: dict[str, list[float]] = {name: [] for name in names}
@@ -87,12 +96,18 @@ def run_rounds(
         order = names[round_ % len(names) :] + names[: round_ % len(names)]
         for name in order:
             client = clients[name]
+            server = servers.get(name)
+            cpu_before = _cpu(server)
             started = time.perf_counter()
             client.post(url, content=content, headers=headers).raise_for_status()
             large[name].append(time.perf_counter() - started)
+            if server is not None:
+                large_cpu[name].append(_cpu(server) - cpu_before)
+            cpu_started = time.process_time()
             started = time.perf_counter()
             model.predict(matrix)
             local[name].append(time.perf_counter() - started)
+            local_cpu[name].append(time.process_time() - cpu_started)
             predicts, healths = [], []
             for i in range(args.calls):
                 started = time.perf_counter()
@@ -105,7 +120,8 @@ def run_rounds(
             health_p50[name].append(statistics.median(healths))
             log(
                 f"round {round_ + 1} {name}: {args.predict_rows} rows {large[name][-1]:.3f} s "
-                f"(in-process {local[name][-1]:.3f} s); one row p50 "
+                f"(in-process {local[name][-1]:.3f} s){_cpu_note(large_cpu[name], local_cpu[name])}; "
+                f"one row p50 "
                 f"{predict_p50[name][-1] * 1e3:.2f} ms, health {health_p50[name][-1] * 1e3:.2f} ms"
             )
 
@@ -134,12 +150,38 @@ def run_rounds(
             ),
             "one_row_p50_all_ms": [v * 1e3 for v in predict_p50[name]],
             "health_p50_all_ms": [v * 1e3 for v in health_p50[name]],
-        }
+        } | _cpu_figures(large_cpu[name], local_cpu[name])
 
     result = figures("serve")
     if "peer" in clients:
         result["peer"] = figures("peer")
     return result
+
+
+def _cpu(server: psutil.Process | None) -> float:
+    """CPU seconds (user + system) the server's process has used, all its threads."""
+    return 0.0 if server is None else float(sum(server.cpu_times()[:2]))
+
+
+def _cpu_note(server: list[float], local: list[float]) -> str:
+    if not server:
+        return ""
+    return f", CPU {server[-1]:.3f} s (in-process {local[-1]:.3f} s)"
+
+
+def _cpu_figures(server: list[float], local: list[float]) -> dict[str, Any]:
+    """The large request's server CPU against the in-process predict's, when measured."""
+    if not server:
+        return {}
+    return {
+        "large_request_cpu_s": statistics.median(server),
+        "in_process_cpu_s": statistics.median(local),
+        "large_cpu_ratio_of_rounds": statistics.median(
+            a / b for a, b in zip(server, local, strict=True)
+        ),
+        "large_request_cpu_all_s": server,
+        "in_process_cpu_all_s": local,
+    }
 
 
 def render(result: dict[str, Any]) -> str:
@@ -156,6 +198,14 @@ def render(result: dict[str, Any]) -> str:
             f"{figures['health_p50_ms']:.2f} ms | {figures['one_row_ratio']:.2f}× | "
             f"{figures['one_row_ratio_of_rounds']:.2f}× |",
         ]
+        if "large_request_cpu_s" in figures:
+            lines.append(
+                f"| {name} | {figures['rows']:,}-row predict, server CPU | "
+                f"{figures['large_request_cpu_s']:.3f} s | in-process CPU "
+                f"{figures['in_process_cpu_s']:.3f} s | "
+                f"{figures['large_request_cpu_s'] / figures['in_process_cpu_s']:.2f}× | "
+                f"{figures['large_cpu_ratio_of_rounds']:.2f}× |"
+            )
     return "\n".join([*lines, ""])
 
 
@@ -171,15 +221,19 @@ def main(argv: Sequence[str] | None = None) -> int:
         data = svc._data(svc.DATASET.with_samples(args.rows), workdir / "data")
         processes = Processes(workdir / "logs", data_dir=str(workdir / "coppice"))
         try:
-            base_url, _ = start_server(processes, "serve")
+            base_url, started = start_server(processes, "serve")
             clients = {"serve": httpx.Client(base_url=base_url, timeout=600)}
+            pids = {"serve": started.pid}
             _, model_id, model = svc.measure_fit(clients["serve"], data, settings)
             if args.peer is not None:  # started once the first has migrated the database
                 with python_path(args.peer):
-                    peer_url, _ = start_server(processes, "peer")
+                    peer_url, peer = start_server(processes, "peer")
                 clients["peer"] = httpx.Client(base_url=peer_url, timeout=600)
+                pids["peer"] = peer.pid
             try:
-                result = run_rounds(clients, f"/v1/models/{model_id}/predict", data, model, args)
+                result = run_rounds(
+                    clients, f"/v1/models/{model_id}/predict", data, model, args, pids
+                )
             finally:
                 for client in clients.values():
                     client.close()

@@ -141,6 +141,14 @@ class Settings(BaseSettings):
         ge=1,
         description="Processes one training job may use (the estimator's n_jobs).",
     )
+    predict_threads: int = Field(
+        default=2,
+        ge=1,
+        description=(
+            "Threads one predict request's tree ensemble may use (a batch of at least 2,048 "
+            "rows a thread is shared among them; answers are the same whatever the count)."
+        ),
+    )
     job_lease_seconds: float = Field(
         default=60.0,
         gt=0,

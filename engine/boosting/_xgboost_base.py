@@ -34,7 +34,7 @@ from engine.boosting._objectives import Objective, resolve_objective
 from engine.boosting._packed_stages import PackedStagesMixin
 from engine.boosting._xgboost_rounds import Rounds
 from engine.callbacks import Callback, eval_set_name
-from engine.parallel import resolve_n_jobs
+from engine.parallel import predict_threads
 from engine.parallel._parts import DataPart, KeptRows, PartReader
 from engine.tree._binned import Binned, BinningPlan, check_binned, plan_binning
 from engine.tree._binning import MAX_BINS, BinMapper, categorical_mask
@@ -312,7 +312,7 @@ class BaseXGBoost(PackedStagesMixin, BaseEstimator):
         X = check_X(X, n_features=self.n_features_in_, estimator=type(self).__name__)
         encoded = self.bin_mapper_.encode_for_prediction(X)
         raw = np.tile(self.base_score_, (encoded.shape[0], 1))
-        n_threads = resolve_n_jobs(self.n_jobs)
+        n_threads = predict_threads(self.n_jobs)
         for k, packed in enumerate(self._packed()):
             raw[:, k] += packed.leaf_value_sum(encoded, n_threads)[:, 0]
         return raw

@@ -29,7 +29,7 @@ from engine.ensemble._sampling import (
     regenerate_counts,
     resolve_count,
 )
-from engine.parallel import SharedData, make_executor, resolve_n_jobs
+from engine.parallel import SharedData, make_executor, predict_threads
 from engine.tree._binned import (
     ROUTING_CHUNK_ROWS,
     Binned,
@@ -375,7 +375,7 @@ class BaseTreeEnsemble(BaseEstimator):
             for member in self.members_[1:]:
                 total += self._member_votes(member.predict(X))
             return total / len(self.members_)
-        n_jobs = resolve_n_jobs(self.n_jobs)
+        n_jobs = predict_threads(self.n_jobs)
         if not (self._classification and self._hard_voting):
             # The mean as ``mean(axis=0)`` computes it: the sum, then one division. The sum
             # holds no (trees × rows) block, so a batch is not chunked: each chunk would read

@@ -42,6 +42,7 @@ from engine.parallel._executor import (
     WorkerCrashedError,
 )
 from engine.parallel._parts import DataPart, KeptRows, PartReader, PartRows
+from engine.parallel._prediction import prediction_threads, set_prediction_threads
 from engine.parallel._process import ProcessExecutor
 from engine.process_setup import default_start_method as default_start_method
 
@@ -61,6 +62,8 @@ __all__ = [
     "active_backend",
     "make_executor",
     "parallel_backend",
+    "predict_threads",
+    "prediction_threads",
     "resolve_n_jobs",
 ]
 
@@ -88,6 +91,13 @@ def resolve_n_jobs(n_jobs: int | None) -> int:
     if n_jobs < 0:
         return max(1, _available_cpus() + 1 + n_jobs)
     return n_jobs
+
+
+def predict_threads(n_jobs: int | None) -> int:
+    """Threads a tree ensemble's predict uses: the caller's :func:`prediction_threads` when
+    set, else its ``n_jobs`` resolved."""
+    chosen = set_prediction_threads()
+    return resolve_n_jobs(n_jobs) if chosen is None else chosen
 
 
 def make_executor(shared: Mapping[str, NDArray[Any]], n_jobs: int | None, n_tasks: int) -> Executor:

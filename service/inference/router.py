@@ -13,6 +13,7 @@ from anyio import to_thread
 from fastapi import APIRouter, Request, Response
 from fastapi.responses import JSONResponse
 
+from engine.parallel import prediction_threads
 from service.bodies import read_limited
 from service.db.health import database_ready
 from service.deps import (
@@ -264,17 +265,20 @@ async def _infer(
         body = wire.split_request(
             wire.decompress(raw, encoding, limit, setting=REQUEST_LIMIT_SETTING), header_length
         )
-        return service.infer(
-            served.model,
-            body.header,
-            body.binary,
-            max_rows=settings.max_predict_rows,
-            setting="COPPICE_MAX_PREDICT_ROWS",
-            served_as=None
-            if served.registered_name is None
-            else (served.name, served.version, served.parameters),
-            observe=None if log is None or not log.enabled else partial(log_v2, log, served.model),
-        )
+        with prediction_threads(settings.predict_threads):  # as /v1 predict
+            return service.infer(
+                served.model,
+                body.header,
+                body.binary,
+                max_rows=settings.max_predict_rows,
+                setting="COPPICE_MAX_PREDICT_ROWS",
+                served_as=None
+                if served.registered_name is None
+                else (served.name, served.version, served.parameters),
+                observe=None
+                if log is None or not log.enabled
+                else partial(log_v2, log, served.model),
+            )
 
     result = await to_thread.run_sync(work)
     return Response(result.content, media_type=result.media_type, headers=result.headers)

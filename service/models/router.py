@@ -13,6 +13,7 @@ from fastapi import APIRouter, BackgroundTasks, Path, Query, Request, Response
 from fastapi.exceptions import RequestValidationError
 from pydantic import ValidationError
 
+from engine.parallel import prediction_threads
 from service.bodies import parse_json, read_limited
 from service.db.session import reading
 from service.db.tables import ModelRecord
@@ -168,7 +169,10 @@ async def predict(model_id: ModelRef, request: Request) -> Response:
             with reading(db_engine) as session:
                 resolved = resolve(session, refs, model_id).model_id
                 model = service.loaded_model(session, cache, store, resolved)
-        return _logged_predict(model, body, log)
+        # The model's n_jobs were its fit's processes; the server's setting says how many
+        # threads a large batch may share here (the same answer to the bit, sooner).
+        with prediction_threads(settings.predict_threads):
+            return _logged_predict(model, body, log)
 
     known = peek(refs, model_id)
     if (

@@ -10,7 +10,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from engine import ExtraTreesRegressor, RandomForestClassifier
+from engine import ExtraTreesRegressor, RandomForestClassifier, XGBoostClassifier
+from engine.parallel import prediction_threads
 from engine.tree.predict import leaf_sums as _leaf_sums
 from engine.tree.predict import traversal as _traversal
 from engine.tree.predict.packing import PackedTrees
@@ -55,6 +56,34 @@ def test_threaded_chunks_give_the_same_predictions() -> None:
     threaded = RandomForestClassifier(n_estimators=10, random_state=4, n_jobs=2).fit(X, y)
     X_big = np.tile(X, (80, 1))  # 64k rows × 10 trees: several chunks on two threads
     np.testing.assert_array_equal(threaded.predict_proba(X_big), serial.predict_proba(X_big))
+
+
+def test_prediction_threads_override_n_jobs_with_the_same_bits(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A server's ``prediction_threads`` shares a large batch among threads whatever the
+    model's ``n_jobs`` (its fit's processes), for forests and XGBoost-style boosting alike,
+    and the answer does not change by a bit."""
+    X, y = _data(700, 7)
+    X_big = np.tile(X, (8, 1))  # 5,600 rows: two threads' worth (MIN_ROWS_PER_THREAD)
+    forest = RandomForestClassifier(n_estimators=6, random_state=2).fit(X, y)
+    boosted = XGBoostClassifier(n_estimators=5, random_state=2).fit(X, y)
+    shares: list[int] = []
+    real = PackedTrees.leaf_value_sum
+
+    def counting(self: PackedTrees, X: np.ndarray, n_threads: int = 1) -> np.ndarray:
+        shares.append(n_threads)
+        return real(self, X, n_threads)
+
+    monkeypatch.setattr(PackedTrees, "leaf_value_sum", counting)
+    for model in (forest, boosted):
+        alone = model.predict_proba(X_big)
+        with prediction_threads(2):
+            shared = model.predict_proba(X_big)
+        np.testing.assert_array_equal(shared.view(np.uint64), alone.view(np.uint64))
+    assert shares == [1, 2, 1, 2]
+    with pytest.raises(ValueError, match="at least 1"), prediction_threads(0):
+        pass
 
 
 @pytest.mark.parametrize("n_jobs", [1, 2])
