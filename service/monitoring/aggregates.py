@@ -108,9 +108,12 @@ class Tally:
             if counts.bins is None:
                 continue
             columns, bins = np.nonzero(counts.bins)
-            for column, bin_ in zip(columns.tolist(), bins.tolist(), strict=True):
+            # The counts read in one NumPy call, not one scalar per count: a batch of the
+            # writer holds a few hundred of them.
+            values = counts.bins[columns, bins].tolist()
+            for column, bin_, count in zip(columns.tolist(), bins.tolist(), values, strict=True):
                 yield {"model_id": model_id, "hour": hour, "column_index": column, "bin": bin_,
-                       "count": int(counts.bins[column, bin_])}  # fmt: skip
+                       "count": count}  # fmt: skip
 
     def unseen_rows(self) -> Iterator[tuple[tuple[str, datetime, int], Counter[str]]]:
         """``((model id, hour, feature position), values)`` in key order."""

@@ -30,6 +30,7 @@ from collections import Counter, deque
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
+from itertools import chain
 from multiprocessing.connection import Connection
 from multiprocessing.process import BaseProcess
 from typing import Any
@@ -45,13 +46,14 @@ from service.monitoring.writer import GAUGE_SECONDS, Batch, Outcome, Shipped, se
 logger = logging.getLogger(__name__)
 
 # Requests shipped per batch (one transaction) at most; a batch is what came in the
-# LINGER_SECONDS since the thread last looked, up to this. A second: a batch's counts upsert
-# (a row per model, hour, column and bin) and its commit cost about the same whatever its
-# size, so longer batches are cheaper; a logging server lost 4.9% of its throughput at 16
-# clients with 1 s against 18% with 0.5 s (benchmarks/README.md). Feedback and shutdown do
-# not wait for it (they wake the thread).
-BATCH_REQUESTS = 2000
-LINGER_SECONDS = 1.0
+# LINGER_SECONDS since the thread last looked, up to this. Two seconds: a batch's counts upsert
+# (a row per model, hour, column and bin, ~1,000 for a 40-feature model) and its commit cost
+# about the same whatever its size, and at 16 clients they were over half of the writer
+# process's samples with 1 s batches (benchmarks/README.md: 0.5 s lost 18% of a server's
+# throughput, 1 s 4.9-9%). Rows reach the log up to two seconds late; feedback and shutdown
+# do not wait for it (they wake the thread).
+BATCH_REQUESTS = 4000
+LINGER_SECONDS = 2.0
 LINGER_STEP = 0.02
 # Seconds to wait for the writer process to end after it was asked to.
 STOP_SECONDS = 10.0
@@ -236,14 +238,16 @@ class PredictionLog:
 
     def _ship(self, taken: list[LoggedRequest]) -> None:
         forget, self._forget = self._forget, []
-        by_model: dict[str, list[Shipped]] = {}
+        by_model: dict[str, list[LoggedRequest]] = {}
         try:
             for request in taken:
-                shipped = self._sampled(request)
-                if shipped is not None:
-                    by_model.setdefault(shipped.model_id, []).append(shipped)
+                by_model.setdefault(request.model_id, []).append(request)
             # One stack of arrays per model: pickled in one piece, whatever the requests.
-            requests = [stack(pieces) for pieces in by_model.values()]
+            requests = [
+                shipped
+                for group in by_model.values()
+                if (shipped := self._sampled_group(group)) is not None
+            ]
         except Exception:  # a request the log cannot read costs its batch, never the thread
             logger.warning("prediction log: a batch could not be prepared", exc_info=True)
             self.counts.failed += sum(len(request.ids) for request in taken)
@@ -268,6 +272,13 @@ class PredictionLog:
             self.feature_psi[model_id] = features
             if prediction is not None:
                 self.prediction_psi[model_id] = prediction
+
+    def _sampled_group(self, group: list[LoggedRequest]) -> Shipped | None:
+        """One model's requests' sampled rows, stacked; None when none was drawn."""
+        if self.rate >= 1 and len(group) > 1:
+            return _whole(group)
+        pieces = [shipped for request in group if (shipped := self._sampled(request)) is not None]
+        return stack(pieces) if pieces else None
 
     def _sampled(self, request: LoggedRequest) -> Shipped | None:
         """``request``'s sampled rows as the writer takes them; None when none was drawn.
@@ -357,6 +368,46 @@ class PredictionLog:
                 process.join(STOP_SECONDS)
         if outbox is not None:
             outbox.close()
+
+
+def _whole(group: list[LoggedRequest]) -> Shipped:
+    """Every row of one model's requests, stacked as ``stack`` stacks their ``Shipped``
+    pieces, without a piece per request: under load a batch holds thousands of one-row
+    requests, and a record and an array per request cost more than the rows."""
+    first = group[0]
+    sizes = [len(request.ids) for request in group]
+    unseen: dict[int, dict[str, str]] = {}
+    offset = 0
+    for request, size in zip(group, sizes, strict=True):
+        for k, sent in _unseen(request, request.X, None).items():
+            unseen[offset + k] = sent
+        offset += size
+    labels = [request.predictions for request in group]
+    if all(isinstance(piece, list) for piece in labels):
+        predictions = np.asarray(list(chain.from_iterable(labels)))
+    else:
+        predictions = np.concatenate([np.asarray(piece) for piece in labels])
+    proba = with_proba = None
+    widths = [request.proba.shape[1] for request in group if request.proba is not None]
+    if widths:
+        proba = np.concatenate([
+            np.full((size, widths[0]), np.nan) if request.proba is None else request.proba
+            for request, size in zip(group, sizes, strict=True)
+        ])  # fmt: skip
+        with_proba = np.repeat([request.proba is not None for request in group], sizes)
+    return Shipped(
+        model_id=first.model_id,
+        logged_at=[request.logged_at for request in group],
+        sizes=sizes,
+        X=np.concatenate([request.X for request in group]),
+        predictions=predictions,
+        proba=proba,
+        with_proba=with_proba,
+        ids=list(chain.from_iterable(request.ids for request in group)),
+        features=first.features if isinstance(first.features, list) else list(first.features),
+        classes=first.classes,
+        unseen=unseen,
+    )
 
 
 def _unseen(

@@ -133,9 +133,11 @@ def add_counts(session: Session, rows: Sequence[dict[str, Any]]) -> None:
         f"ON CONFLICT ({', '.join(COUNT_KEYS)}) "
         f"DO UPDATE SET count = {COUNTS.name}.count + excluded.count"
     )
+    # A batch's counts share an hour or two: each bound once (the binder formats a string).
+    hours = {moment: hour(moment) for moment in {r["hour"] for r in rows}}
     connection.exec_driver_sql(
         statement,
-        [(r["model_id"], hour(r["hour"]), r["column_index"], r["bin"], r["count"]) for r in rows],
+        [(r["model_id"], hours[r["hour"]], r["column_index"], r["bin"], r["count"]) for r in rows],
     )
 
 
