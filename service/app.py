@@ -23,6 +23,7 @@ from service.inference.router import router as inference_router
 from service.jobs.router import router as jobs_router
 from service.methods.router import router as methods_router
 from service.models.cache import ModelCache
+from service.models.router import hot_router as models_hot_router
 from service.models.router import router as models_router
 from service.monitoring.log import PredictionLog
 from service.monitoring.router import router as monitoring_router
@@ -110,6 +111,8 @@ def create_app(settings: Settings) -> FastAPI:
         redoc_url=None,
     )
     install_error_handlers(app)
+    # First: a one-row predict is the most frequent request (see service.models.router).
+    app.include_router(models_hot_router)
     app.include_router(datasets_router)
     app.include_router(methods_router)
     app.include_router(jobs_router)
