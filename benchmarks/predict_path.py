@@ -88,6 +88,8 @@ def run_rounds(
     names = list(clients)
     large: dict[str, list[float]] = {name: [] for name in names}
     large_cpu: dict[str, list[float]] = {name: [] for name in names}
+    one_row_cpu: dict[str, list[float]] = {name: [] for name in names}
+    health_cpu: dict[str, list[float]] = {name: [] for name in names}
     local_cpu: dict[str, list[float]] = {name: [] for name in names}
     local: dict[str, list[float]] = {name: [] for name in names}
     predict_p50: dict[str, list[float]] = {name: [] for name in names}
@@ -118,11 +120,29 @@ def run_rounds(
                 healths.append(time.perf_counter() - started)
             predict_p50[name].append(statistics.median(predicts))
             health_p50[name].append(statistics.median(healths))
+            if server is not None:
+                # The same calls again in two blocks, the server's CPU counted over each: its
+                # clock ticks (10 ms) are too coarse for one call, and a loaded machine's
+                # wall times follow the scheduler more than the work.
+                for kind, calls in (("predict", one_row_cpu), ("health", health_cpu)):
+                    before = _cpu(server)
+                    for i in range(args.calls):
+                        if kind == "predict":
+                            client.post(url, json=one_row[i % len(one_row)]).raise_for_status()
+                        else:
+                            client.get("/v2/health/live").raise_for_status()
+                    calls[name].append((_cpu(server) - before) / args.calls)
             log(
                 f"round {round_ + 1} {name}: {args.predict_rows} rows {large[name][-1]:.3f} s "
                 f"(in-process {local[name][-1]:.3f} s){_cpu_note(large_cpu[name], local_cpu[name])}; "
                 f"one row p50 "
                 f"{predict_p50[name][-1] * 1e3:.2f} ms, health {health_p50[name][-1] * 1e3:.2f} ms"
+                + (
+                    f"; server CPU a call {one_row_cpu[name][-1] * 1e3:.3f} / "
+                    f"{health_cpu[name][-1] * 1e3:.3f} ms"
+                    if server is not None
+                    else ""
+                )
             )
 
     def figures(name: str) -> dict[str, Any]:
@@ -150,7 +170,7 @@ def run_rounds(
             ),
             "one_row_p50_all_ms": [v * 1e3 for v in predict_p50[name]],
             "health_p50_all_ms": [v * 1e3 for v in health_p50[name]],
-        } | _cpu_figures(large_cpu[name], local_cpu[name])
+        } | _cpu_figures(large_cpu[name], local_cpu[name], one_row_cpu[name], health_cpu[name])
 
     result = figures("serve")
     if "peer" in clients:
@@ -169,11 +189,19 @@ def _cpu_note(server: list[float], local: list[float]) -> str:
     return f", CPU {server[-1]:.3f} s (in-process {local[-1]:.3f} s)"
 
 
-def _cpu_figures(server: list[float], local: list[float]) -> dict[str, Any]:
-    """The large request's server CPU against the in-process predict's, when measured."""
+def _cpu_figures(
+    server: list[float], local: list[float], one_row: list[float], health: list[float]
+) -> dict[str, Any]:
+    """The large request's server CPU against the in-process predict's, and a one-row
+    predict's against a health check's, when measured."""
     if not server:
         return {}
     return {
+        "one_row_cpu_ms": statistics.median(one_row) * 1e3,
+        "health_cpu_ms": statistics.median(health) * 1e3,
+        "one_row_cpu_ratio_of_rounds": statistics.median(
+            a / b for a, b in zip(one_row, health, strict=True)
+        ),
         "large_request_cpu_s": statistics.median(server),
         "in_process_cpu_s": statistics.median(local),
         "large_cpu_ratio_of_rounds": statistics.median(
@@ -205,6 +233,12 @@ def render(result: dict[str, Any]) -> str:
                 f"{figures['in_process_cpu_s']:.3f} s | "
                 f"{figures['large_request_cpu_s'] / figures['in_process_cpu_s']:.2f}× | "
                 f"{figures['large_cpu_ratio_of_rounds']:.2f}× |"
+            )
+            lines.append(
+                f"| {name} | one-row predict, server CPU | {figures['one_row_cpu_ms']:.3f} ms | "
+                f"health CPU {figures['health_cpu_ms']:.3f} ms | "
+                f"{figures['one_row_cpu_ms'] / figures['health_cpu_ms']:.2f}× | "
+                f"{figures['one_row_cpu_ratio_of_rounds']:.2f}× |"
             )
     return "\n".join([*lines, ""])
 
