@@ -66,7 +66,10 @@ def log_v1(
     X: npt.NDArray[np.float64],
     out: dict[str, Any],
 ) -> None:
-    """Hand a ``/v1`` predict's rows to the log."""
+    """Hand a ``/v1`` predict's rows to the log. The body's cells are kept (for the unseen
+    categories) only when the model has categorical features: otherwise nothing reads them,
+    and a queued request holding its body kept every record's dict alive until its batch."""
+    known = categories(model)
     log.submit(
         LoggedRequest(
             model_id=model.id,
@@ -76,9 +79,9 @@ def log_v1(
             proba=out.get("probabilities"),
             ids=ids,
             features=feature_names(model),
-            categories=categories(model),
+            categories=known,
             classes=model.classes if model.task == "classification" else None,
-            cell=_v1_cell(body),
+            cell=_v1_cell(body) if known else None,
         )
     )
 
