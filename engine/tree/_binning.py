@@ -220,19 +220,28 @@ class BinMapper:
         self.categories_[f, : categories.size] = categories
         return np.zeros(0), np.arange(k, dtype=np.float64)
 
-    def transform(self, X: NDArray[np.float64]) -> NDArray[np.unsignedinteger[Any]]:
+    def transform(
+        self, X: NDArray[np.float64], columns: slice | None = None
+    ) -> NDArray[np.unsignedinteger[Any]]:
         """Bin codes, shape (n_samples, n_features), C-ordered: ``uint8`` with missing values
-        at 255, or ``uint16`` with missing at 65535 when exact binning needs more bins."""
+        at 255, or ``uint16`` with missing at 65535 when exact binning needs more bins.
+
+        ``columns``: ``X`` holds only these of the features (their codes are those of the
+        whole matrix, column for column: each feature is binned on its own). A reader of a
+        table's parts bins a few columns at a time so, never a row group's every float.
+        """
         dtype = code_dtype(int(self.n_bins_.max(initial=1)))
         binned = np.empty(X.shape, dtype=dtype)
-        n_bins = self.n_bins_.astype(np.intp)
-        categorical = self.is_categorical_
-        known = ~np.isnan(self.categories_) & (np.arange(MAX_BINS) < n_bins[:, None])
+        at = slice(None) if columns is None else columns
+        n_bins = self.n_bins_[at].astype(np.intp)
+        categorical = self.is_categorical_[at]
+        categories = self.categories_[at]
+        known = ~np.isnan(categories) & (np.arange(MAX_BINS) < n_bins[:, None])
         bin_codes(
             np.ascontiguousarray(X, dtype=X_DTYPE),
-            self.thresholds_,
+            self.thresholds_[at],
             np.where(categorical, 0, n_bins - 1),
-            self.categories_,
+            categories,
             np.where(categorical, known.sum(axis=1), 0),
             categorical,
             missing_code(dtype),

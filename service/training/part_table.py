@@ -35,6 +35,10 @@ from service.db.tables import ColumnKind, DatasetPartRecord
 from service.store import DataStore
 
 Rows = npt.NDArray[np.intp]
+# Rows of a row group turned into floats at a time (PartTable._selected), and columns of it
+# decoded and binned at a time (PartTable.bin).
+FLOAT_ROWS = 1 << 14
+BIN_COLUMNS = 4
 
 
 class PartTable(Mapping[str, ColumnData]):
@@ -86,7 +90,8 @@ class PartTable(Mapping[str, ColumnData]):
         answers: Sequence[PassAnswer] | None = None,
     ) -> ColumnData:
         """The target column, whole, and the categories of the categorical ``features``, in
-        one pass over the parts (the categories are the dictionaries only, no cells).
+        one pass over the parts (the categories are the dictionaries only, no cells). The
+        column is the caller's: the table does not keep it.
 
         ``answers``: each part's :func:`pass_answer`, in part order, when the parts were read
         elsewhere (on the Dask workers, ``service.training.worker_parts``); this process then
@@ -104,19 +109,20 @@ class PartTable(Mapping[str, ColumnData]):
             collector.add(column)
             for name in categorical:
                 dictionaries[name].append(per_part[name])
-        self._columns[target] = collector.finish()
         for name, found in dictionaries.items():
             union = sorted({text for dictionary in found for text in dictionary})
             self.categories[name] = tuple(union)
             self._positions[name] = {text: float(code) for code, text in enumerate(union)}
-        return self._columns[target]
+        # Not kept in the table's columns: the run keeps its labels or values (TrainingData.y),
+        # and the column (4 or 8 bytes a row) would sit beside them through the fit.
+        return collector.finish()
 
     def gather(self, rows: Rows, features: Sequence[str]) -> npt.NDArray[np.float64]:
         """``X[rows]`` of the ``features`` (sorted global rows), a row group at a time."""
         out = np.empty((rows.size, len(features)))
-        for spans, values in self._selected([rows], features):
+        for spans, columns, values in self._selected([rows], features, columns_at_once=BIN_COLUMNS):
             (start, stop) = spans[0]
-            out[start:stop] = values
+            out[start:stop, columns] = values
         give_back_read_buffers()
         return out
 
@@ -142,12 +148,15 @@ class PartTable(Mapping[str, ColumnData]):
         outputs = [
             np.empty((group.size, len(features)), dtype=dtype, order=order) for group in groups
         ]
-        for spans, values in self._selected(groups, features):
-            codes = mapper.transform(values)
+        # A few columns of a row group decoded and binned at a time (each feature is binned
+        # on its own): Arrow's decoded columns and their floats are then 4 MiB, not 20 + 20
+        # MiB of a row group's 2^17 rows × 20 features, beside the part's bytes.
+        for spans, columns, values in self._selected(groups, features, columns_at_once=BIN_COLUMNS):
+            codes = mapper.transform(values, columns)
             del values
             taken = 0
             for out, (start, stop) in zip(outputs, spans, strict=True):
-                out[start:stop] = codes[taken : taken + stop - start]
+                out[start:stop, columns] = codes[taken : taken + stop - start]
                 taken += stop - start
         give_back_read_buffers()
         return outputs
@@ -192,9 +201,14 @@ class PartTable(Mapping[str, ColumnData]):
         groups: Sequence[Rows],
         features: Sequence[str],
         parts: Sequence[DatasetPartRecord] | None = None,
-    ) -> Iterator[tuple[list[tuple[int, int]], npt.NDArray[np.float64]]]:
+        *,
+        columns_at_once: int | None = None,
+    ) -> Iterator[tuple[list[tuple[int, int]], slice, npt.NDArray[np.float64]]]:
         """For each row group holding some of the groups' rows: where they sit in each group
-        (``(start, stop)`` spans) and their float values, the groups' rows one after another."""
+        (``(start, stop)`` spans), which of the ``features`` (a slice of them, all of them
+        unless ``columns_at_once`` is set) and their float values, the groups' rows one after
+        another, at most ``FLOAT_ROWS`` of them at a time."""
+        width = len(features) if columns_at_once is None else max(1, columns_at_once)
         for part in self.parts if parts is None else parts:
             low, high = part.row_offset, part.row_offset + part.n_rows
             if all(np.searchsorted(g, low) == np.searchsorted(g, high) for g in groups):
@@ -210,9 +224,19 @@ class PartTable(Mapping[str, ColumnData]):
                     local = np.concatenate(
                         [g[a:b] - first for g, (a, b) in zip(groups, spans, strict=True)]
                     )
-                    table = parquet.read_row_group(index, columns=list(features))
-                    yield spans, self._floats(table, local, features)
-                    del table
+                    for column in range(0, len(features), width):
+                        names = list(features[column : column + width])
+                        table = parquet.read_row_group(index, columns=names)
+                        # A slice of the rows at a time: 2.5 MiB of floats of 20 features,
+                        # not the 20 MiB of a row group's 2^17 rows at once.
+                        for low_at in range(0, local.size, FLOAT_ROWS):
+                            high_at = min(low_at + FLOAT_ROWS, local.size)
+                            yield (
+                                _piece_spans(spans, low_at, high_at),
+                                slice(column, column + len(names)),
+                                self._floats(table, local[low_at:high_at], names),
+                            )
+                        del table
                 first = last
             # The part's verified bytes go now, before the next part's are read: left to the
             # reader's last reference they were sometimes still held when the next came.
@@ -231,8 +255,8 @@ class PartTable(Mapping[str, ColumnData]):
     ) -> npt.NDArray[np.float64]:
         """The float rows ``local`` (sorted, of this part) of one part."""
         out = np.empty((local.size, len(features)))
-        for spans, values in self._selected([local + part.row_offset], features, [part]):
-            out[spans[0][0] : spans[0][1]] = values
+        for spans, columns, values in self._selected([local + part.row_offset], features, [part]):
+            out[spans[0][0] : spans[0][1], columns] = values
         return out
 
     def _floats(
@@ -240,7 +264,14 @@ class PartTable(Mapping[str, ColumnData]):
     ) -> npt.NDArray[np.float64]:
         """Rows ``local`` of a row group's table as floats: numbers as they are, categories
         as their dataset-wide codes, NaN for missing."""
-        if local.size != table.num_rows or np.any(local != np.arange(local.size)):
+        if (
+            local.size
+            and local[-1] - local[0] + 1 == local.size
+            and bool(np.all(local[1:] > local[:-1]))
+        ):
+            # Consecutive rows in order: a slice, no copy.
+            table = table.slice(int(local[0]), local.size)
+        else:
             table = table.take(pa.array(local))
         out = np.empty((local.size, len(features)))
         for j, name in enumerate(features):
@@ -269,6 +300,19 @@ class PartTable(Mapping[str, ColumnData]):
         indices = chunk.indices.fill_null(-1).to_numpy(zero_copy_only=False).astype(np.intp)
         result: npt.NDArray[np.float64] = known[indices]
         return result
+
+
+def _piece_spans(spans: list[tuple[int, int]], low_at: int, high_at: int) -> list[tuple[int, int]]:
+    """The groups' spans of rows ``low_at:high_at`` of a row group's selected rows (the
+    groups' rows one after another, each group's ``spans`` entry in order)."""
+    pieces = []
+    offset = 0
+    for start, stop in spans:
+        low = min(max(low_at - offset, 0), stop - start)
+        high = min(max(high_at - offset, 0), stop - start)
+        pieces.append((start + low, start + high))
+        offset += stop - start
+    return pieces
 
 
 # One part's first pass: its target column as stored, and each categorical feature's
