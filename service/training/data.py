@@ -36,18 +36,24 @@ class TrainingData:
 
 @dataclass(frozen=True, slots=True)
 class PartRows:
-    """Where a run's rows lie in the parts: the global row of each row of ``y``, ascending."""
+    """Where a run's rows lie in the parts: the global row of each row of ``y``, ascending
+    (``rows``; None when every row of the table is a row of ``y``, as when no target is
+    missing: then no array of them, 8 bytes a row, is held through the run)."""
 
     table: PartTable
-    rows: npt.NDArray[np.intp]
+    rows: npt.NDArray[np.intp] | None
     features: tuple[str, ...]
     # The codes of each fit of the run, by the fitted estimator's id, until its metrics are
     # computed (service.training.run); they go with the run.
     coded: dict[int, Any] = field(default_factory=dict)
 
+    def at(self, rows: npt.NDArray[np.intp]) -> npt.NDArray[np.intp]:
+        """The global rows of ``rows`` (indices into ``y``)."""
+        return rows if self.rows is None else self.rows[rows]
+
     def values(self, rows: npt.NDArray[np.intp]) -> npt.NDArray[np.float64]:
         """The float rows ``rows`` (ascending indices into ``y``), read part by part."""
-        return self.table.gather(self.rows[rows], self.features)
+        return self.table.gather(self.at(rows), self.features)
 
     def bin(
         self,
@@ -58,7 +64,7 @@ class PartRows:
     ) -> list[npt.NDArray[np.unsignedinteger[Any]]]:
         """Each group of rows (ascending indices into ``y``) binned by ``mapper``, one pass."""
         return self.table.bin(
-            mapper, [self.rows[g] for g in groups], self.features, feature_major=feature_major
+            mapper, [self.at(g) for g in groups], self.features, feature_major=feature_major
         )
 
 
@@ -85,7 +91,11 @@ def prepare_from_parts(
         categorical_features=categorical,
         categories=categories,
         classes=classes,
-        parts=PartRows(table, np.flatnonzero(keep).astype(np.intp), tuple(spec.features)),
+        parts=PartRows(
+            table,
+            None if keep.all() else np.flatnonzero(keep).astype(np.intp),
+            tuple(spec.features),
+        ),
     )
 
 

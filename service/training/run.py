@@ -266,27 +266,33 @@ def _fit(
 ) -> Any:
     """The fitted estimator; from parts, the codes of ``rows`` and ``evaluated`` (rows its
     metrics are computed on) are kept beside it until :func:`_forget_codes`."""
-    y = data.y[rows]
-    if task == Task.CLASSIFICATION and np.unique(y).size < 2:
-        raise TrainingError(
-            "one_class",
-            f"A training split holds only one class ({y[0]!r}); use fewer folds, a smaller "
-            "holdout, or more rows of the other classes.",
-        )
+    if task == Task.CLASSIFICATION:
+        _check_two_classes(data.y[rows])
     estimator = job_estimator(method, task, resolved, spec, data.categorical_features)
     try:
         if data.parts is None:
-            estimator.fit(data.X[rows], y, callbacks=[progress])
+            estimator.fit(data.X[rows], data.y[rows], callbacks=[progress])
         elif fits_out_of_core(estimator):
             _fit_out_of_core(estimator, data, data.parts, rows, evaluated, spec, progress)
         else:
             binned = _bin_from_parts(estimator, data, data.parts, rows, evaluated, progress)
-            estimator.fit(binned, y, callbacks=[progress])
+            # The rows' labels (12 bytes a row of 3-letter strings) taken after the binning,
+            # whose peak holds a part's bytes, not beside it.
+            estimator.fit(binned, data.y[rows], callbacks=[progress])
     except TrainingInterrupted:
         raise
     except ValueError as error:  # the engine refusing this data: deterministic
         raise TrainingError("fit_failed", f"Training failed: {error}") from None
     return estimator
+
+
+def _check_two_classes(y: npt.NDArray[Any]) -> None:
+    if np.unique(y).size < 2:
+        raise TrainingError(
+            "one_class",
+            f"A training split holds only one class ({y[0]!r}); use fewer folds, a smaller "
+            "holdout, or more rows of the other classes.",
+        )
 
 
 def scored_training_rows(
@@ -386,7 +392,7 @@ def subsample(data: TrainingData, n_rows: int, classification: bool, seed: int) 
         return data
     _, rows = holdout_split(data.y, n_rows / total, classification=classification, seed=seed)
     if data.parts is not None:
-        return replace(data, y=data.y[rows], parts=replace(data.parts, rows=data.parts.rows[rows]))
+        return replace(data, y=data.y[rows], parts=replace(data.parts, rows=data.parts.at(rows)))
     return replace(data, X=data.X[rows], y=data.y[rows])
 
 
@@ -576,11 +582,11 @@ def _fit_out_of_core(
         table.kinds,
         table.categories,
         data.classes,
-        np.sort(parts.rows[rows]),
+        np.sort(parts.at(rows)),
     )
     scored = np.sort(scored_training_rows(data.y, rows, classification, spec.seed))
     groups = [scored] if evaluated is None else [scored, evaluated]
-    keep = engine.parallel.KeptRows([parts.rows[group] for group in groups])
+    keep = engine.parallel.KeptRows([parts.at(group) for group in groups])
     progress.note("reading and binning the parts on the Dask workers")
     estimator.fit_parts(sources, read_worker_part, callbacks=[progress], keep=keep)
     if classification:

@@ -103,8 +103,8 @@ def test_a_fit_from_parts_is_the_fit_from_memory(
     from_parts = run_training(spec, table, lambda f, s: stages.append(s), lambda: False)
     in_memory = run_training(spec, columns, lambda f, s: None, lambda: False)
 
-    # The features were never read whole: only the target is held as a column.
-    assert set(table._columns) == {spec.target}
+    # No column was read whole or kept: the target's labels are the run's own (data.y).
+    assert set(table._columns) == set()
     assert any("binning the parts" in stage for stage in stages)
     assert from_parts.sha256 == in_memory.sha256
     assert from_parts.metrics == in_memory.metrics
