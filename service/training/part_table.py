@@ -18,6 +18,7 @@ columns in memory keeps working on it.
 
 from __future__ import annotations
 
+import gc
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any, Literal
 
@@ -99,7 +100,10 @@ class PartTable(Mapping[str, ColumnData]):
         """
         categorical = [n for n in features if self.kinds[n] == ColumnKind.CATEGORICAL]
         if answers is None:
-            answers = [pass_answer(self._open(part), target, categorical) for part in self.parts]
+            answers = []
+            for part in self.parts:
+                answers.append(pass_answer(self._open(part), target, categorical))
+                release_part()
             give_back_read_buffers()
         if len(answers) != len(self.parts):
             raise ValueError(f"{len(answers)} first-pass answers for {len(self.parts)} parts")
@@ -242,6 +246,7 @@ class PartTable(Mapping[str, ColumnData]):
             # reader's last reference they were sometimes still held when the next came.
             parquet.close()
             del parquet
+            release_part()
 
     def _open(self, part: DatasetPartRecord) -> pq.ParquetFile:
         self.parts_read += 1
@@ -336,6 +341,15 @@ def _dictionary(column: pa.ChunkedArray) -> list[str]:
         else:
             texts.update(t for t in chunk.unique().to_pylist() if t is not None)
     return sorted(texts)
+
+
+def release_part() -> None:
+    """Free a closed part's verified bytes now. A ``pyarrow.parquet.ParquetFile`` sits in a
+    reference cycle (about 30 objects, pyarrow 26), so its last reference going does not free
+    the buffer it reads, the garbage collector's next pass does: measured in
+    ``benchmarks.fit_memory``, the next part's 110 MiB were then sometimes read while the
+    previous part's were still held, +50 to +110 MiB at the fit's peak in some runs."""
+    gc.collect()
 
 
 def give_back_read_buffers() -> None:
