@@ -51,11 +51,7 @@ class _Clock:
 
 def _replay(clock: _Clock, kernel: Callable[..., int]) -> Callable[..., int]:
     """A Python copy of ``_grow_compiled``'s level loop (one thread), timing each kernel."""
-    from engine.tree._histograms import (
-        _histograms_compiled,
-        _siblings_compiled,
-        _smaller_children_compiled,
-    )
+    from engine.tree._histograms import _histograms_compiled, _siblings_compiled
     from engine.tree.grow.growth import (
         HISTOGRAM_CELLS_PER_ROW,
         HISTOGRAM_MAX_CELLS,
@@ -64,6 +60,7 @@ def _replay(clock: _Clock, kernel: Callable[..., int]) -> Callable[..., int]:
     )
     from engine.tree.grow.level_kernels import _totals_compiled
     from engine.tree.grow.partition_kernels import _partition_runs
+    from engine.tree.grow.whole_tree import _smaller_runs
     from engine.tree.split.search_kernels import search_histograms, search_rows
 
     codes = 256
@@ -257,10 +254,9 @@ def _replay(clock: _Clock, kernel: Callable[..., int]) -> Callable[..., int]:
                 continue
             smaller_side = np.empty(n_chosen, dtype=np.intp)
             with clock.phase("smaller children's rows"):
-                n_small = _smaller_children_compiled(
-                    rows[:n_level_rows],
-                    slots[:n_level_rows],
-                    n_chosen,
+                n_small = _smaller_runs(
+                    rows,
+                    node_counts[first_child : first_child + n_children],
                     smaller_side,
                     small_rows,
                     small_pairs,
