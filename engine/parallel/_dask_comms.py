@@ -117,13 +117,21 @@ class ActorComms:
             )
         except (TimeoutError, OSError) as error:
             return self._unreachable(address, key, error)
+        except Exception as error:  # an argument that does not serialise, say
+            self._drop(key)
+            return error
         return comm
 
     def _unreachable(self, address: str, key: str, error: BaseException) -> ActorUnreachable:
+        self._drop(key)
+        return ActorUnreachable(f"Unable to reach the actor's worker {address}: {error}")
+
+    def _drop(self, key: str) -> None:
+        """Close ``key``'s connection: after a failed write or read it may hold half a
+        message, or an answer nobody read, which the next call would take for its own."""
         comm = self.comms.pop(key, None)
         if comm is not None:
             comm.abort()
-        return ActorUnreachable(f"Unable to reach the actor's worker {address}: {error}")
 
     async def _receive(
         self, calls: Sequence[Call], sent: Sequence[Comm | BaseException]
@@ -141,6 +149,9 @@ class ActorComms:
             answer = await comm.read()
         except (TimeoutError, OSError) as error:
             return self._unreachable(address, key, error)
+        except Exception as error:  # an answer that does not deserialise, say
+            self._drop(key)
+            return error
         status = answer.get("status") if isinstance(answer, dict) else None
         if status == "OK":
             return answer["result"]

@@ -40,8 +40,10 @@ hang (dmlc/xgboost#9419, lightgbm-org/LightGBM#5920).
 
 from __future__ import annotations
 
+import asyncio
 import time
 from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -84,8 +86,11 @@ class PartsActor(ForestHolder):
         self.pieces: list[Piece] = []
         self.read: PartReader | None = None
         self.peer_comms: ActorComms | None = None  # the coordinator's (grow_round)
+        self.coordinator: ThreadPoolExecutor | None = None  # where grow_round waits
 
     def __del__(self) -> None:
+        if getattr(self, "coordinator", None) is not None:
+            self.coordinator.shutdown(wait=False)  # type: ignore[union-attr]
         if getattr(self, "peer_comms", None) is not None:
             self.peer_comms.close()  # type: ignore[union-attr]
 
@@ -263,7 +268,7 @@ class PartsActor(ForestHolder):
                 self.pending[k] = self.growing.pop(k).leaf
         return answers
 
-    def grow_round(
+    async def grow_round(
         self, plan: RoundPlan, keep: list[Any], peers: list[tuple[str, str]]
     ) -> tuple[list[Tree], list[Any], np.random.Generator]:
         """Grow the round's trees here, as actor 0 of the fit, from this actor's rows and
@@ -271,10 +276,29 @@ class PartsActor(ForestHolder):
         exchange with the peers, sent before this actor does its own share and summed in
         actor order, as the fit process sums them. The trees, the levels kept for the
         round's end, and the plan's stream at the round's end. A peer lost or failing
-        raises :class:`PeersFailed` once every peer has answered."""
+        raises :class:`PeersFailed` once every peer has answered.
+
+        A coroutine, so that the worker runs it on its event loop rather than in its one
+        actor thread, and the growth itself on a thread of this actor's own: a worker runs
+        every actor's methods in that single thread, and a coordinator waiting there for
+        its peers would keep the worker from answering any other fit. Two fits whose
+        coordinators sit on different workers, each with a peer on the other's worker (a
+        worker restarted on a new port reorders the workers a fit sees), would then wait
+        on each other for ever, and leave both workers' actor threads stuck after the jobs
+        were killed. The peers' calls still run in their workers' actor threads, and never
+        wait on anything."""
         if self.peer_comms is None:
             self.peer_comms = ActorComms.of_worker()
-        rows = _TreeRows(_PeerSend(self, peers), keep, plan.lockstep)
+        if self.coordinator is None:
+            self.coordinator = ThreadPoolExecutor(1, thread_name_prefix="coppice-coordinator")
+        send = _PeerSend(self, peers)  # here: it asks the worker (a context variable) its peers
+        loop = asyncio.get_running_loop()
+        return await loop.run_in_executor(self.coordinator, self._grow_round, plan, keep, send)
+
+    def _grow_round(
+        self, plan: RoundPlan, keep: list[Any], send: _PeerSend
+    ) -> tuple[list[Tree], list[Any], np.random.Generator]:
+        rows = _TreeRows(send, keep, plan.lockstep)
         stage = grow_round(plan, rows)
         return stage, rows.ended, plan.rng
 
@@ -392,7 +416,7 @@ class _PeerSend:
     """A coordinating actor's calls to every actor of the fit (itself first, then its peers
     by index): the peers' calls go out over its own connections, then it answers its own;
     a peer on this worker (a replacement's, when one worker was left) is called here, in
-    the actor thread the worker would run it in."""
+    the coordinator's thread (nothing else calls the fit's actors while its round grows)."""
 
     def __init__(self, actor: PartsActor, peers: list[tuple[str, str]]) -> None:
         from distributed import get_worker

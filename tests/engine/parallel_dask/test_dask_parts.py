@@ -475,3 +475,60 @@ def test_a_multiclass_round_grows_its_trees_in_one_exchange_a_level(
         else:
             assert calls["start_trees"] == rounds * k
             assert calls["levels"] > rounds * (depth + 1)
+
+
+def test_two_fits_whose_coordinators_sit_on_each_others_workers_both_end(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Each fit's actor 0 waits for its peers every level; a worker runs its actors' methods
+    in one thread. Two fits at once on one cluster, the second seeing the workers in the
+    other order (as after a worker restarted on a new port), put each coordinator on the
+    worker of the other's peer: both must end, with the local model (they waited on each
+    other for ever when the coordinator held its worker's actor thread). A cluster of its
+    own, so that a failure here leaves no stuck worker to the other tests."""
+    import builtins
+    import threading
+
+    X, y = _table(seed=4)
+    parts = write_parts(tmp_path, X, y, SIZES)
+    params = {**PARAMS, "n_estimators": 30}
+    local = XGBoostRegressor(**params).fit(X, y)
+
+    def workers_in_order(workers: Any) -> list[Any]:
+        order = builtins.sorted(workers)
+        return order[::-1] if threading.current_thread().name == "second" else order
+
+    monkeypatch.setattr(_dask_parts, "sorted", workers_in_order, raising=False)
+    cluster = distributed.LocalCluster(
+        n_workers=2, threads_per_worker=1, processes=True, dashboard_address=":0"
+    )
+    predictions: dict[str, np.ndarray] = {}
+    failures: list[BaseException] = []
+
+    def fit(name: str) -> None:
+        try:
+            with (
+                distributed.Client(cluster, set_as_default=False) as client,
+                parallel_backend(client),
+            ):
+                model = XGBoostRegressor(**params).fit_parts(parts, read_part)
+            predictions[name] = model.predict(X)
+        except BaseException as error:  # reported below
+            failures.append(error)
+
+    fits = [
+        threading.Thread(target=fit, args=(name,), name=name, daemon=True)
+        for name in ("first", "second")
+    ]
+    try:
+        for thread in fits:
+            thread.start()
+        for thread in fits:
+            thread.join(timeout=300)
+        assert not any(thread.is_alive() for thread in fits), "the two fits waited on each other"
+        assert not failures, failures
+        for name in ("first", "second"):
+            np.testing.assert_allclose(predictions[name], local.predict(X), rtol=0, atol=1e-12)
+    finally:
+        with contextlib.suppress(Exception):
+            cluster.close(timeout=30)
