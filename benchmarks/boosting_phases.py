@@ -59,7 +59,7 @@ def _replay(clock: _Clock, kernel: Callable[..., int]) -> Callable[..., int]:
         IMPURITY_EPSILON,
     )
     from engine.tree.grow.level_kernels import _totals_compiled
-    from engine.tree.grow.partition_kernels import _partition_runs
+    from engine.tree.grow.partition_kernels import partition_runs
     from engine.tree.grow.whole_tree import _smaller_runs
     from engine.tree.split.search_kernels import search_histograms, search_rows
 
@@ -222,7 +222,7 @@ def _replay(clock: _Clock, kernel: Callable[..., int]) -> Callable[..., int]:
             with clock.phase("partition (+ children's totals)"):
                 level_start = np.zeros(n_slots + 1, dtype=np.intp)
                 np.cumsum(node_counts[level], out=level_start[1:])
-                n_moved = _partition_runs(
+                n_moved = partition_runs(
                     columns,
                     rows,
                     level_start,

@@ -17,7 +17,7 @@ from numpy.typing import NDArray
 from engine._kernels import inline_kernel, kernel, select
 from engine.tree.grow.level_kernels import _totals_numpy
 
-__all__ = ["partition_ranges", "partition_rows", "partition_slots"]
+__all__ = ["partition_ranges", "partition_rows", "partition_runs", "partition_slots"]
 
 
 # -- moving rows to their children ------------------------------------------------------
@@ -71,7 +71,7 @@ def _partition_compiled(
 
 
 @kernel
-def _partition_runs(
+def partition_runs(
     columns: NDArray[Any],
     rows: NDArray[np.intp],
     node_start: NDArray[np.intp],
@@ -130,7 +130,7 @@ def partition_slots(
     counts: NDArray[np.int64],
     right_rows: NDArray[np.intp],
 ) -> int:
-    """Slots ``first_slot..last_slot - 1`` of :func:`_partition_runs`, their children's rows
+    """Slots ``first_slot..last_slot - 1`` of :func:`partition_runs`, their children's rows
     written from ``new_rows[position]`` on; returns the position after them.
 
     A node's rows go left in place and right into ``right_rows`` (scratch, from its start:

@@ -42,7 +42,7 @@ from numpy.typing import NDArray
 
 from engine._kernels import inline_kernel
 from engine.tree._histograms import _histograms_compiled, _siblings_compiled
-from engine.tree.grow.partition_kernels import partition_slots
+from engine.tree.grow.partition_kernels import partition_runs, partition_slots
 from engine.tree.split.search_kernels import search_histograms, search_rows
 
 __all__ = [
@@ -318,7 +318,7 @@ def partition_threads(
     counts: NDArray[np.int64],
     right_rows: NDArray[np.intp],
 ) -> int:
-    """:func:`~engine.tree.grow.partition_kernels._partition_runs` with its nodes in
+    """:func:`~engine.tree.grow.partition_kernels.partition_runs` with its nodes in
     ``n_parts`` blocks of about as many moving rows each, one wake of the pool: the same
     rows in the same order, the same totals to the bit.
 
@@ -338,13 +338,10 @@ def partition_threads(
         out_start[slot + 1] = out_start[slot] + moving
         n_split += 1 if rank_of_slot[slot] >= 0 else 0
     if n_parts <= 1 or n_split < 2:
-        return partition_slots(
+        return partition_runs(
             columns,
             rows,
             node_start,
-            0,
-            n_slots,
-            0,
             split_of_slot,
             rank_of_slot,
             split_feature,

@@ -134,7 +134,7 @@ def test_partition_equals_the_twin_and_keeps_row_order(seed: int) -> None:
     # run in turn, each on its own slots and scratch).
     node_start = np.zeros(n_slots + 1, dtype=np.intp)
     node_start[1:] = np.cumsum(np.bincount(batch["slot_of_row"], minlength=n_slots))
-    runs_kernels = [_partition_kernels._partition_runs]
+    runs_kernels = [_partition_kernels.partition_runs]
     runs_kernels += [functools.partial(partition_threads, n) for n in (1, 2, 3, 5)]
     for partition_runs in runs_kernels:
         new_rows = np.full(batch["rows"].size, -1, dtype=np.intp)
