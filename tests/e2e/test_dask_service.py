@@ -303,9 +303,14 @@ def test_a_worker_killed_mid_fit_does_not_fail_the_job(service: Service) -> None
     assert job["attempts"] == 1
 
 
-def test_the_scheduler_lost_mid_fit_fails_the_attempt_and_the_retry_succeeds(
+def test_the_cluster_lost_mid_fit_and_restarted_the_job_still_succeeds(
     service: Service,
 ) -> None:
+    """The scheduler and every worker killed mid-fit, a new cluster started at the same
+    address: the out-of-core forest replaces its lost actors on the new workers (they read
+    their rows again and replay the trees) and goes on in the same attempt when its client
+    has reconnected by then, else the attempt fails and the queue's retry succeeds. Which
+    of the two depends on timing; the job ends in success either way, never stuck."""
     client = service.client
     cluster = service.cluster
     dataset_id = _upload(client, LONG_ROWS)
@@ -325,7 +330,7 @@ def test_the_scheduler_lost_mid_fit_fails_the_attempt_and_the_retry_succeeds(
     )
     assert killed, "the fit ended before the scheduler was killed"
     assert job["status"] == "succeeded", (job, service.logs())
-    assert job["attempts"] == 2, job
+    assert job["attempts"] in (1, 2), job
 
 
 def test_an_unreachable_scheduler_is_a_job_error_naming_it(service: Service) -> None:
