@@ -21,8 +21,8 @@ from engine.parallel import resolve_n_jobs
 
 __all__ = ["kernel_threads", "parallel_kernel_threads"]
 
-# One parallel kernel at a time per process: Numba's workqueue pool (engine._kernels) aborts
-# the process when two threads launch parallel work at once.
+# One parallel kernel at a time per process: Numba's workqueue pool (engine._kernels, where
+# oneTBB is not installed) aborts the process when two threads launch parallel work at once.
 _PARALLEL_KERNEL = threading.Lock()
 
 

@@ -24,8 +24,10 @@ the callee's parallel code wrongly in another process, and here a kernel cache w
 test run segfaulted in every process that loaded it. Called on their own (tests) they run
 their blocks in turn, on one thread.
 
-Each wake of Numba's pool costs two hand-offs to every thread and back (its workqueue layer;
-measured ~85 us per parallel loop on this 2-core machine at load 9), so the whole-tree kernel
+Each wake of Numba's pool costs: with its workqueue layer two hand-offs to every thread and
+back (~85 us per parallel loop on this 2-core machine at load 9); with oneTBB's (the engine's
+first choice, :mod:`engine._kernels`) less, as the calling thread takes a share and the
+pool's threads spin briefly before sleeping. Either way the whole-tree kernel
 shares a step only when the step is large enough to repay it (:mod:`engine.tree.grow.whole_tree`).
 Each takes ``n_parts`` (the thread count) and gives the same result for any value; with one
 it calls the serial kernel and never wakes Numba's pool (a forest's worker processes grow on

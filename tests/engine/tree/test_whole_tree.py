@@ -12,6 +12,8 @@ not, with subsampling, column sampling per tree and the regularisation options. 
 from __future__ import annotations
 
 import itertools
+import os
+import platform
 import subprocess
 import sys
 from typing import Any
@@ -149,8 +151,9 @@ def test_a_trees_steps_shared_among_threads_give_the_serial_tree(
 
 
 def test_a_thread_already_in_a_parallel_kernel_leaves_the_next_serial() -> None:
-    """Numba's workqueue pool takes one parallel launch at a time: a second thread asking
-    for threads meanwhile gets the serial kernels (the same tree) instead of an abort."""
+    """One parallel launch at a time per process (Numba's workqueue pool, where oneTBB is not
+    installed, aborts on two): a second thread asking for threads meanwhile gets the serial
+    kernels (the same tree) instead."""
     with parallel_kernel_threads(2) as first, parallel_kernel_threads(2) as second:
         assert second == 1
     assert first == min(2, numba.config.NUMBA_NUM_THREADS)
@@ -165,6 +168,35 @@ def test_a_workspace_serves_trees_of_any_size_in_turn() -> None:
     larger = workspace.reserve(2000, 10, 6)
     assert larger["rows"].size == 2000 and larger is not first
     assert workspace.reserve(1500, 10, 8)["node_totals"].shape[0] == 2**9 - 1
+
+
+_LAYER_SCRIPT = """
+import numpy as np, numba, engine
+rng = np.random.default_rng(0); X = rng.normal(size=(500, 4)); y = (X[:, 0] > 0).astype(int)
+engine.XGBoostClassifier(n_estimators=2, n_jobs=2).fit(X, y)
+print(numba.threading_layer())
+"""
+
+
+@pytest.mark.skipif(
+    platform.machine() not in ("x86_64", "AMD64"), reason="oneTBB's wheels are for x86-64"
+)
+def test_the_pool_is_onetbb_although_pip_put_its_library_off_the_loader_path() -> None:
+    """pip installs the tbb package's library into <prefix>/lib, where the loader does not
+    look from a virtual environment: without the engine loading it by path, Numba would
+    quietly fall back to its workqueue layer (a second thread then gains a boosting fit
+    x1.13 where TBB gives x1.29)."""
+    environment = {k: v for k, v in os.environ.items() if k != "NUMBA_THREADING_LAYER"}
+    environment.pop("LD_LIBRARY_PATH", None)
+    result = subprocess.run(
+        [sys.executable, "-c", _LAYER_SCRIPT],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        env=environment,
+    )
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.split()[-1] == "tbb"
 
 
 _FORK_SCRIPT = """
@@ -190,7 +222,7 @@ assert process.exitcode == 0
 def test_the_thread_pool_survives_forks_of_the_process_that_woke_it() -> None:
     """A process that fitted on Numba's threads then forks a forest's workers, and a forked
     child fits on threads again (a service fit process forked from one that warmed up):
-    Numba's workqueue layer is fork-safe, where GNU OpenMP would abort the child."""
+    Numba's TBB and workqueue layers are fork-safe, where GNU OpenMP would abort the child."""
     result = subprocess.run(
         [sys.executable, "-c", _FORK_SCRIPT], capture_output=True, text=True, timeout=600
     )
