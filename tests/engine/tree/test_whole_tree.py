@@ -199,6 +199,22 @@ def test_the_pool_is_onetbb_although_pip_put_its_library_off_the_loader_path() -
     assert result.stdout.split()[-1] == "tbb"
 
 
+def test_row_arrays_are_int32_unless_the_rows_pass_its_range(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Half the memory of intp; a tree of more rows than int32 counts takes intp, and the
+    kernel grows the same tree on either."""
+    assert whole_tree.index_dtype(2**31 - 1) == np.int32
+    assert whole_tree.index_dtype(2**31) == np.intp
+    assert TreeWorkspace().reserve(100, 4, 3)["small_pairs"].dtype == np.int32
+    X, y = _data(4000, 12, "binary", True)
+    params: dict[str, Any] = {"n_estimators": 3, "max_depth": 7, "random_state": 2}
+    narrow = _fit(engine.XGBoostClassifier(**params), X, y)
+    monkeypatch.setattr(whole_tree, "INDEX_DTYPE", np.intp)
+    wide = _fit(engine.XGBoostClassifier(**params), X, y)
+    np.testing.assert_array_equal(narrow, wide)
+
+
 _FORK_SCRIPT = """
 import multiprocessing as mp, numpy as np, engine
 import engine.tree.grow.whole_tree as wt
