@@ -276,14 +276,38 @@ def _fit(
             _fit_out_of_core(estimator, data, data.parts, rows, evaluated, spec, progress)
         else:
             binned = _bin_from_parts(estimator, data, data.parts, rows, evaluated, progress)
-            # The rows' labels (12 bytes a row of 3-letter strings) taken after the binning,
-            # whose peak holds a part's bytes, not beside it.
-            estimator.fit(binned, data.y[rows], callbacks=[progress])
+            if data.classes is None:
+                estimator.fit(binned, data.y[rows], callbacks=[progress])
+            else:
+                # The labels as their indices into the run's classes (1 byte a row, not the
+                # 12 of 3-letter strings, through the whole fit), taken after the binning,
+                # whose peak holds a part's bytes; the fitted classes back to the labels.
+                estimator.fit(binned, class_codes(data, rows), callbacks=[progress])
+                estimator.classes_ = np.asarray(data.classes)[
+                    np.asarray(estimator.classes_).astype(np.intp)
+                ]
     except TrainingInterrupted:
         raise
     except ValueError as error:  # the engine refusing this data: deterministic
         raise TrainingError("fit_failed", f"Training failed: {error}") from None
     return estimator
+
+
+# Rows' labels turned into class indices at a time (class_codes): a small temporary.
+CODE_ROWS = 1 << 16
+
+
+def class_codes(data: TrainingData, rows: Rows) -> npt.NDArray[np.signedinteger[Any]]:
+    """Each of ``rows``' label as its index into ``data.classes`` (sorted, as ``np.unique``
+    sorts the labels), in the narrowest integer type that holds them: a classifier fitted on
+    them encodes them as it would the labels, in the same order."""
+    assert data.classes is not None
+    classes = np.asarray(data.classes)
+    codes = np.empty(rows.size, dtype=np.min_scalar_type(-max(classes.size, 1)))
+    for start in range(0, rows.size, CODE_ROWS):
+        stop = min(start + CODE_ROWS, rows.size)
+        codes[start:stop] = np.searchsorted(classes, data.y[rows[start:stop]])
+    return codes
 
 
 def _check_two_classes(y: npt.NDArray[Any]) -> None:

@@ -16,7 +16,9 @@ from service.datasets.parts import PartWriter
 from service.datasets.service import part_records
 from service.store import DataStore
 from service.training import TrainingSpec, run_training
+from service.training.data import prepare
 from service.training.part_table import PartTable
+from service.training.run import class_codes
 
 N = 3_000
 
@@ -238,3 +240,23 @@ def test_staged_curves_read_their_rows_a_chunk_at_a_time(
     for name in ("train", "validation"):
         np.testing.assert_allclose(chunked.curves[name], whole[name], rtol=1e-12)
         assert chunked.curves[name] != whole[name]  # summed in pieces, not in one mean
+
+
+def test_a_classifier_from_parts_learns_from_one_byte_a_row() -> None:
+    """The labels' indices into the run's classes (int8 for up to 128 classes), which the
+    engine encodes as it would the labels: the parity test above holds the models equal."""
+    spec = TrainingSpec(
+        method="xgboost",
+        task="classification",
+        target="label",
+        features=("x",),
+        params={},
+        validation={},
+        seed=0,
+    )
+    data = prepare(spec, _columns())
+    rows = np.arange(0, data.y.size, 3, dtype=np.intp)
+    codes = class_codes(data, rows)
+    assert codes.dtype == np.int8
+    assert data.classes is not None
+    np.testing.assert_array_equal(np.asarray(data.classes)[codes], data.y[rows])
