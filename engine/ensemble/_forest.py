@@ -19,6 +19,7 @@ from engine._params import Boolean, Constraint, Interval, MappingValue, NoneValu
 from engine._validation import check_X
 from engine.base import ClassifierMixin, RegressorMixin, check_is_fitted
 from engine.callbacks import Callback
+from engine.ensemble._few_rows import few_rows_mean_output
 from engine.ensemble._tree_ensemble import BaseTreeEnsemble
 from engine.tree._binning import MAX_BINS
 from engine.tree._classes import TREE_CONSTRAINTS
@@ -138,7 +139,8 @@ class _ForestClassifier(ClassifierMixin, BaseForest):
 
     def predict_proba(self, X: Any) -> NDArray[np.float64]:
         """Mean of the members' class probabilities, shape (n_samples, n_classes)."""
-        return self._mean_member_output(self._prepare(X))
+        few = few_rows_mean_output(self, X)
+        return self._mean_member_output(self._prepare(X)) if few is None else few
 
     def predict(self, X: Any) -> NDArray[Any]:
         probabilities = self.predict_proba(X)
@@ -159,7 +161,8 @@ class _ForestRegressor(RegressorMixin, BaseForest):
 
     def predict(self, X: Any) -> NDArray[np.float64]:
         """Mean of the members' predictions, shape (n_samples,)."""
-        return self._mean_member_output(self._prepare(X))[:, 0]
+        few = few_rows_mean_output(self, X)
+        return (self._mean_member_output(self._prepare(X)) if few is None else few)[:, 0]
 
 
 CLASSIFIER_CONSTRAINTS: dict[str, list[Constraint]] = {

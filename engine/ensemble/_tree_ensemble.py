@@ -22,6 +22,7 @@ from engine.base import BaseEstimator, check_is_fitted
 from engine.callbacks import OOB_ERROR, Callback, ProgressEvent, notify
 from engine.early_stopping import EarlyStopping
 from engine.ensemble import _sampling
+from engine.ensemble._few_rows import NUMERIC_ROWS_KEY
 from engine.ensemble._sampling import (
     MemberSampling,
     draw_member,
@@ -117,7 +118,7 @@ class BaseTreeEnsemble(BaseEstimator):
     _random_splits: bool = False
     _hard_voting: bool = False
     # The packed prediction arrays are rebuilt on first use after loading.
-    _persistence_exclude: ClassVar[tuple[str, ...]] = ("_packed_cache",)
+    _persistence_exclude: ClassVar[tuple[str, ...]] = ("_packed_cache", NUMERIC_ROWS_KEY)
 
     n_estimators: int
     n_jobs: int | None
@@ -218,7 +219,7 @@ class BaseTreeEnsemble(BaseEstimator):
         """Drop everything a previous ``fit`` left, so a failed refit leaves no stale model."""
         for name in [n for n in vars(self) if n.endswith("_") and not n.startswith("__")]:
             delattr(self, name)
-        for name in ("_sampling", "_packed_cache"):
+        for name in ("_sampling", "_packed_cache", NUMERIC_ROWS_KEY):
             self.__dict__.pop(name, None)
 
     def _resolve_sampling(self, n_samples: int, n_features: int) -> MemberSampling:
@@ -365,6 +366,8 @@ class BaseTreeEnsemble(BaseEstimator):
         if not all(isinstance(member, Tree) for member in self.members_):
             return None
         cached = PackedTrees(self.members_)
+        mapper = getattr(self, "bin_mapper_", None)
+        self.__dict__[NUMERIC_ROWS_KEY] = mapper is None or not mapper.is_categorical_.any()
         self.__dict__["_packed_cache"] = cached
         return cached
 

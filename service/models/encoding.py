@@ -274,11 +274,15 @@ def _records_matrix(
                 cells[base + j] = lookup.get(value.strip(), math.nan)
             elif value is not None:
                 return None
+    # An infinity found by the list's own search (a C loop of comparisons), not by
+    # ``np.isinf(X).any()``: between requests the caches have let NumPy's reduction go, and
+    # that one call cost a one-row predict ~40 us. An int past float range fails below.
+    if math.inf in cells or -math.inf in cells:
+        return None
     try:
-        X = np.array(cells, dtype=np.float64).reshape(len(records), width)
+        return np.array(cells, dtype=np.float64).reshape(len(records), width)
     except OverflowError:
         return None
-    return None if np.isinf(X).any() else X
 
 
 def encode_rows(

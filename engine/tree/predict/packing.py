@@ -14,7 +14,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from engine.tree._tree import Tree
-from engine.tree.predict.leaf_sums import leaf_value_sums
+from engine.tree.predict.leaf_sums import finite_leaf_value_means, leaf_value_sums
 from engine.tree.predict.node_arrays import node_arrays
 from engine.tree.predict.traversal import leaf_indices
 
@@ -79,6 +79,12 @@ class PackedTrees:
                 bounds[1:],
             )
             return np.concatenate(list(parts))
+
+    def finite_leaf_value_mean(self, X: NDArray[np.float64]) -> NDArray[np.float64] | None:
+        """``leaf_value_sum(X) / n_trees`` to the bit, in one compiled call that checks
+        nothing but infinities: None when ``X`` holds one. ``X`` must be C-contiguous float64
+        with at least the columns the trees split on (the caller has checked)."""
+        return finite_leaf_value_means(X, self._nodes, self.values)
 
     def local_leaves(self, X: NDArray[np.float64]) -> NDArray[np.intp]:
         """Leaf index within each tree (as ``Tree.apply``), shape (n_samples, n_trees)."""

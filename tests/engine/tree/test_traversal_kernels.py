@@ -210,6 +210,29 @@ def test_kernel_and_twin_sums_are_bit_identical(
     _assert_bits_equal(twin, expected)
 
 
+@pytest.mark.parametrize("n_rows", [1, 33, 300])
+def test_finite_means_are_the_sums_divided_or_nothing_for_an_infinity(n_rows: int) -> None:
+    trees = _random_trees(50 + n_rows, 25, 2, 20)
+    X = _random_rows(51, n_rows)
+    arrays = node_arrays([tree.nodes for tree in trees], [tree.category_bitsets for tree in trees])
+    node_values = _node_values(trees)
+    expected = _leaf_sums._leaf_value_sums_numpy(X, *_arguments(arrays), node_values) / len(trees)
+    for means in (
+        _leaf_sums._finite_leaf_value_means_kernel(X, *_arguments(arrays), node_values),
+        _leaf_sums._finite_leaf_value_means_numpy(X, *_arguments(arrays), node_values),
+    ):
+        _assert_bits_equal(means, expected)
+    for infinity in (np.inf, -np.inf):
+        X_bad = X.copy()
+        X_bad[n_rows - 1, 3] = infinity
+        assert _leaf_sums.finite_leaf_value_means(X_bad, arrays, node_values) is None
+        for means in (
+            _leaf_sums._finite_leaf_value_means_kernel(X_bad, *_arguments(arrays), node_values),
+            _leaf_sums._finite_leaf_value_means_numpy(X_bad, *_arguments(arrays), node_values),
+        ):
+            assert means.shape == (0, 2)
+
+
 def test_batches_spanning_blocks_and_partial_steps_agree() -> None:
     """More rows than two kernel blocks, ending in a step the rows do not fill."""
     trees = _random_trees(11, 8, max_depth=20)
