@@ -1,7 +1,7 @@
 """A fit process's peak memory: training from a dataset's parts against from its columns in memory.
 
     python -m benchmarks.fit_memory [--rows 2000000] [--features 20]
-                                   [--method xgboost|gradient_boosting|random_forest]
+                                   [--method xgboost|gradient_boosting|random_forest] [--phases]
 
 Writes a table of ``--rows`` × ``--features`` (standard normal numbers, the last feature a
 categorical of eight strings, a two-class target) as the service's Parquet parts in a temporary
@@ -18,13 +18,16 @@ high-water mark (``/proc/self/clear_refs``) and reads its RSS, then:
 Prints, per path, the growth of the peak (``VmHWM`` minus the baseline RSS), the wall and CPU
 seconds, and the figures the target is stated in: the binned matrix (rows × features bytes), one
 part (its stored bytes and its features as float64), and the float table. The two fits'
-artifacts are compared by SHA-256 (they must be equal). Target (issue 23): the fit from parts
+artifacts are compared by SHA-256 (they must be equal). ``--phases``: the fit from parts also
+reports which step its RSS grew in (``PhaseSampler``: reading the parts' targets, the split,
+gathering the binning sample, binning, growing trees, …), the lowest and highest of each. Target (issue 23): the fit from parts
 grows by at most the binned matrix plus one part.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import gc
 import json
 import os
@@ -39,7 +42,7 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
-from benchmarks.process_memory import status_bytes
+from benchmarks.process_memory import PhaseSampler, status_bytes
 
 CATEGORIES = ["amber", "blue", "coral", "denim", "ebony", "fern", "gold", "hazel"]
 WARM_ROWS = 2_000
@@ -102,7 +105,27 @@ def write_table(root: Path, rows: int, features: int) -> dict[str, Any]:
     }
 
 
-def child(path: str, how: str, method: str) -> None:
+# The steps of a fit from parts (service.training.run and the engine), innermost first: where
+# --phases charges each RSS sample.
+PHASES = (
+    "first_pass",
+    "holdout_split",
+    "gather",
+    "bin",
+    "grow_whole",
+    "grow",
+    "build_newton_trees",
+    "build_trees",
+    "_evaluate",
+    "_fit",
+    "training_baseline",
+    "learning_curves",
+    "impurity_importances",
+    "run_training",
+)
+
+
+def child(path: str, how: str, method: str, phases: bool = False) -> None:
     """One fit in this process; prints its figures as one JSON line."""
     import hashlib
 
@@ -142,13 +165,15 @@ def child(path: str, how: str, method: str) -> None:
     baseline = status_bytes("VmRSS")
     started, cpu = time.monotonic(), time.process_time()
 
-    table = PartTable(store, parts, table_info["kinds"], table_info["rows"])
-    if how == "parts":
-        columns: Any = table
-    else:
-        pairs = [(name, table_info["kinds"][name]) for name in [*features, "label"]]
-        columns = read_columns(store, parts, pairs, table_info["rows"])
-    outcome = run_training(spec, columns, lambda f, s: None, lambda: False)
+    sampler = PhaseSampler(PHASES if phases else ())
+    with sampler if phases else contextlib.nullcontext():
+        table = PartTable(store, parts, table_info["kinds"], table_info["rows"])
+        if how == "parts":
+            columns: Any = table
+        else:
+            pairs = [(name, table_info["kinds"][name]) for name in [*features, "label"]]
+            columns = read_columns(store, parts, pairs, table_info["rows"])
+        outcome = run_training(spec, columns, lambda f, s: None, lambda: False)
     print(
         json.dumps(
             {
@@ -160,6 +185,9 @@ def child(path: str, how: str, method: str) -> None:
                 "cpu": time.process_time() - cpu,
                 "sha256": hashlib.sha256(outcome.artifact).hexdigest(),
                 "parts_read": table.parts_read,
+                "phases": [
+                    [name, low - baseline, high - baseline] for name, low, high in sampler.rows
+                ],
             }
         )
     )
@@ -172,10 +200,15 @@ def main() -> None:
     parser.add_argument(
         "--method", default="xgboost", choices=["xgboost", "gradient_boosting", "random_forest"]
     )
+    parser.add_argument(
+        "--phases",
+        action="store_true",
+        help="also print the RSS growth in each step of the fit from parts (a sampling thread)",
+    )
     parser.add_argument("--child", nargs=2, metavar=("TABLE_JSON", "HOW"), help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
-        child(args.child[0], args.child[1], args.method)
+        child(args.child[0], args.child[1], args.method, args.phases)
         return
     with tempfile.TemporaryDirectory(prefix="coppice-fit-memory-") as tmp:
         root = Path(tmp)
@@ -198,6 +231,7 @@ def main() -> None:
                     "--child",
                     str(root / "table.json"),
                     how,
+                    *(["--phases"] if args.phases and how == "parts" else []),
                 ],
                 check=True,
                 capture_output=True,
@@ -222,6 +256,13 @@ def main() -> None:
             f"growth {growth / mib:.0f} MiB; wall {r['wall']:.1f} s, CPU {r['cpu']:.1f} s; "
             f"sha256 {r['sha256'][:12]}"
         )
+    if args.phases:
+        print("parts, by step (RSS growth, lowest to highest, MiB):")
+        for name, low, high in results["parts"]["phases"]:
+            if high - low >= 2 * mib or high >= 0.8 * (
+                results["parts"]["peak"] - results["parts"]["baseline"]
+            ):
+                print(f"  {name:>22}: {low / mib:4.0f} .. {high / mib:4.0f}")
     growth = results["parts"]["peak"] - results["parts"]["baseline"]
     bound = binned + largest["size"] + part_floats / largest["n_rows"] * (1 << 17)
     print(
