@@ -18,7 +18,6 @@ columns in memory keeps working on it.
 
 from __future__ import annotations
 
-import gc
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any, Literal
 
@@ -31,7 +30,7 @@ from engine.process_setup import trim_freed_memory
 from engine.tree._binning import BinMapper
 from service.datasets.arrow_columns import ColumnCollector
 from service.datasets.columns import ColumnData
-from service.datasets.part_reader import open_part, read_columns
+from service.datasets.part_reader import open_part, read_columns, release_part
 from service.db.tables import ColumnKind, DatasetPartRecord
 from service.store import DataStore
 
@@ -194,9 +193,15 @@ class PartTable(Mapping[str, ColumnData]):
             out[start : start + n] = self._floats(table, np.arange(n, dtype=np.intp), features)
             chunks.extend(table.column(column).chunks)
             start += n
+        kind = parquet.schema_arrow.field(column).type
+        # The part's bytes go now, not at the collector's next pass (release_part): a
+        # worker reads its parts one after another, and each read's buffer piled up.
+        parquet.close()
+        del parquet
+        release_part()
         if start != part.n_rows:
             raise ValueError(f"The part '{part.path}' holds {start} rows, not {part.n_rows}.")
-        return out, pa.chunked_array(chunks, type=parquet.schema_arrow.field(column).type)
+        return out, pa.chunked_array(chunks, type=kind)
 
     # -- reading ---------------------------------------------------------------------------
 
@@ -341,15 +346,6 @@ def _dictionary(column: pa.ChunkedArray) -> list[str]:
         else:
             texts.update(t for t in chunk.unique().to_pylist() if t is not None)
     return sorted(texts)
-
-
-def release_part() -> None:
-    """Free a closed part's verified bytes now. A ``pyarrow.parquet.ParquetFile`` sits in a
-    reference cycle (about 30 objects, pyarrow 26), so its last reference going does not free
-    the buffer it reads, the garbage collector's next pass does: measured in
-    ``benchmarks.fit_memory``, the next part's 110 MiB were then sometimes read while the
-    previous part's were still held, +50 to +110 MiB at the fit's peak in some runs."""
-    gc.collect()
 
 
 def give_back_read_buffers() -> None:
