@@ -174,12 +174,12 @@ def _fit_on(
         else _base_score(objective.name, float(sums[0]), float(sums[1]), n_outputs)
     )
     monotone = model._monotone(mapper, objective)
-    table.each("start", base, objective.gradients)
+    table.each("start", base, objective)
     metric = model.eval_metric or _default_metric(objective.name, n_outputs)
     from engine.parallel._dask_parts import Replay
 
     replay = Replay(
-        model._classification, classes, positive_scale, mapper, base, objective.gradients, []
+        model._classification, classes, positive_scale, mapper, base, objective, []
     )
     trees = _rounds(
         model,
@@ -216,7 +216,7 @@ def _evaluate(table: DaskPartitions, evaluate: Any, replay: Replay) -> Any:
 
     while replay.rescore:
         try:  # the scores hold dropped trees: start them afresh and add the kept ones
-            table.each("start", replay.base, replay.gradients)
+            table.each("start", replay.base, replay.objective)
             table.each("replay", replay.mapper, replay.stages)
             replay.rescore = False
         except PartitionsLost as lost:

@@ -45,7 +45,7 @@ import time
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from distributed import Client
@@ -64,6 +64,9 @@ from engine.tree._tree import Tree
 from engine.tree.grow.level_kernels import node_totals
 from engine.tree.grow.remote import LevelSplits, RoundPlan, grow_round
 
+if TYPE_CHECKING:
+    from engine.boosting._objectives import Objective
+
 __all__ = ["ActorCalls", "DaskPartitions", "PartitionsLost", "PartsActor", "PeersFailed", "Replay"]
 
 # How long a recovery waits for a live worker: a nanny restarts a killed worker in seconds.
@@ -73,7 +76,6 @@ WORKER_WAIT_SECONDS = 30.0
 # fails rather than waiting for ever.
 ACTOR_START_SECONDS = 120.0
 
-Gradients = Callable[[NDArray[np.float64], NDArray[np.float64]], tuple[Any, Any]]
 MetricTerms = Callable[[NDArray[np.float64], NDArray[np.float64]], NDArray[np.float64]]
 
 
@@ -179,7 +181,11 @@ class PartsActor(ForestHolder):
         return np.ascontiguousarray(self.codes[:, local].T)
 
     def encode(self, classes: NDArray[np.float64] | None, positive_scale: float) -> list[float]:
-        """Targets as class indices (classification); ``Σ w·y`` and ``Σ w`` after it."""
+        """Targets as class indices (classification); ``Σ w·y`` and ``Σ w`` after it.
+
+        Class indices are kept in the narrowest integer type that holds them (one byte a row
+        for up to 127 classes, not eight): :meth:`target` gives them as floats where a
+        computation takes the target, the same values."""
         if classes is not None:
             self.y = np.searchsorted(classes, self.y).astype(np.float64)
             if classes.size == 2 and positive_scale != 1.0:
@@ -187,8 +193,17 @@ class PartsActor(ForestHolder):
         # As np.average forms them: one worker's sums are the single-machine fit's bits (with
         # weights of 0 and 1 the same products, and a sum of integers, exact).
         if self.w is None:
-            return [float(np.multiply(self.y, self.learns).sum()), float(self.learns.sum())]
-        return [float(np.multiply(self.y, self.w).sum()), float(self.w.sum())]
+            sums = [float(np.multiply(self.y, self.learns).sum()), float(self.learns.sum())]
+        else:
+            sums = [float(np.multiply(self.y, self.w).sum()), float(self.w.sum())]
+        if classes is not None:
+            self.y = self.y.astype(np.min_scalar_type(-int(classes.size)))
+        return sums
+
+    def target(self) -> NDArray[np.float64]:
+        """The rows' targets as floats (class indices as floats, made afresh when they are
+        kept as integers)."""
+        return self.y.astype(np.float64, copy=False)
 
     def row_weights(self) -> NDArray[np.float64]:
         """The rows' weights as floats (made afresh when they are all 0 or 1)."""
@@ -201,9 +216,9 @@ class PartsActor(ForestHolder):
 
     # -- boosting -------------------------------------------------------------------------
 
-    def start(self, base: NDArray[np.float64], gradients: Gradients) -> None:
+    def start(self, base: NDArray[np.float64], objective: Objective) -> None:
         self.raw = np.tile(base, (self.y.size, 1))
-        self.gradients = gradients
+        self.objective = objective
         self.committed = -1  # the last round whose trees are in the scores
 
     def replay(self, mapper: BinMapper, stages: list[list[Tree]]) -> None:
@@ -224,10 +239,19 @@ class PartsActor(ForestHolder):
 
     def start_round(self, keep: NDArray[np.bool_] | None) -> None:
         """The round's gradients and hessians at the current scores; ``keep`` its rows."""
-        gradient, hessian = self.gradients(self.y, self.raw)
-        self.gradient = np.asarray(gradient).reshape(self.y.size, -1)
-        self.hessian = np.asarray(hessian).reshape(self.y.size, -1)
-        del gradient, hessian
+        if self.raw.shape[1] == 1:
+            # Side by side, as a tree's channels lay them (Objective.pairs, the same values
+            # as its gradients): on unit weights the tree takes this array as its channels,
+            # where the gradients, the hessians and the channels were all held (32 bytes a
+            # row) at the round's start, the worker's peak.
+            self.pairs: NDArray[np.float64] | None = self.objective.pairs(self.target(), self.raw)
+            self.gradient, self.hessian = self.pairs[:, 0:1], self.pairs[:, 1:2]
+        else:
+            self.pairs = None
+            gradient, hessian = self.objective(self.target(), self.raw)
+            self.gradient = np.asarray(gradient).reshape(self.y.size, -1)
+            self.hessian = np.asarray(hessian).reshape(self.y.size, -1)
+            del gradient, hessian
         # The round's rows, and their weights unless every one is 1 (None).
         if self.w is None:
             self.weights = None
@@ -323,9 +347,9 @@ class PartsActor(ForestHolder):
         self.pending, self.growing = {}, {}
         self.gradient = self.hessian = np.zeros((0, 0))
         if self.all_learn:  # the same terms as from copies of every row, summed alike
-            return float(np.sum(metric(self.y, self.raw)))
+            return float(np.sum(metric(self.target(), self.raw)))
         learns = self.learns  # rows of weight 0 (a validation split) are not training rows
-        return float(np.sum(metric(self.y[learns], self.raw[learns])))
+        return float(np.sum(metric(self.target()[learns], self.raw[learns])))
 
 
 class _GrowingTree:
@@ -335,16 +359,24 @@ class _GrowingTree:
 
     def __init__(self, actor: PartsActor, k: int, features: NDArray[np.int64]) -> None:
         in_tree = actor.in_round
+        # Channels are read by row index, as the codes are, and only at the tree's rows.
+        # A single-output round's one tree takes the round's pairs as they are (their
+        # values at rows outside the tree are never read), weighted in place.
+        pairs, actor.pairs = actor.pairs, None
+        if pairs is not None:
+            if actor.weights is not None:  # w·g and w·h, row by row as below
+                np.multiply(pairs, actor.weights[:, None], out=pairs)
+            self.channels = pairs
         rows = np.flatnonzero(in_tree)
-        # Channels are read by row index, as the codes are: 0 on rows outside the tree.
-        self.channels = np.zeros((actor.y.size, 2))
-        if actor.weights is None:  # every weight 1: g·1 is g
-            self.channels[rows, 0] = actor.gradient[rows, k]
-            self.channels[rows, 1] = actor.hessian[rows, k]
-        else:
-            row_weights = actor.weights[rows]
-            self.channels[rows, 0] = actor.gradient[rows, k] * row_weights
-            self.channels[rows, 1] = actor.hessian[rows, k] * row_weights
+        if pairs is None:
+            self.channels = np.zeros((actor.y.size, 2))
+            if actor.weights is None:  # every weight 1: g·1 is g
+                self.channels[rows, 0] = actor.gradient[rows, k]
+                self.channels[rows, 1] = actor.hessian[rows, k]
+            else:
+                row_weights = actor.weights[rows]
+                self.channels[rows, 0] = actor.gradient[rows, k] * row_weights
+                self.channels[rows, 1] = actor.hessian[rows, k] * row_weights
         self.rows, self.slots = rows, np.zeros(rows.size, dtype=np.intp)
         self.out_rows = np.flatnonzero(~in_tree)
         self.out_slots = np.zeros(self.out_rows.size, dtype=np.intp)
@@ -482,7 +514,7 @@ class Replay:
     positive_scale: float
     mapper: BinMapper
     base: NDArray[np.float64] | None
-    gradients: Gradients | None
+    objective: Objective | None
     stages: list[list[Tree]]
     # Trees were dropped (an early stop keeping fewer rounds) after their leaves entered the
     # actors' scores: the scores are rebuilt from ``stages`` before they are evaluated.
@@ -660,7 +692,7 @@ class DaskPartitions(ShutsDownOnExit):
                     ).result()
                     actor.replay_forest(replay.mapper, forest.trees, forest.batch).result()
                 else:
-                    actor.start(replay.base, replay.gradients).result()
+                    actor.start(replay.base, replay.objective).result()
                     actor.replay(replay.mapper, replay.stages).result()
             except OSError as error:  # the new worker went too: the next call finds it
                 raise PartitionsLost([index]) from error

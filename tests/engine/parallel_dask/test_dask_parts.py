@@ -22,7 +22,7 @@ import numpy as np
 import pytest
 
 from engine import XGBoostClassifier, XGBoostRegressor, parallel_backend
-from engine.parallel import DataPart
+from engine.parallel import DataPart, KeptRows
 from engine.parallel._parts import deal_rows
 
 distributed = pytest.importorskip("distributed")
@@ -334,6 +334,27 @@ def _kill_at_levels_call(n: int) -> None:
         return levels(self, *args)
 
     PartsActor.levels = dying  # type: ignore[method-assign]
+
+
+def test_weighted_binary_rounds_equal_the_local_fit(client: Any, tmp_path: Path) -> None:
+    """A single-output round's gradient and hessian pairs become its tree's channels in
+    place, weighted there (weights other than 0 and 1): the local model, and a class index
+    kept in one byte a row."""
+    X, y = _table()
+    yc = (y > np.median(y)).astype(int)
+    w = np.random.default_rng(5).uniform(0.5, 2.0, size=y.size)
+    w[::13] = 0.0
+    parts = write_parts(tmp_path, X, yc.astype(float), SIZES, w=w)
+    local = XGBoostClassifier(**PARAMS).fit(X, yc, sample_weight=w)
+    keep = KeptRows([np.arange(0, 3000, 7)], evaluate=lambda calls: calls.each(_target_type))
+    with parallel_backend(client):
+        remote = XGBoostClassifier(**PARAMS).fit_parts(parts, read_part, keep=keep)
+    np.testing.assert_allclose(remote.predict_proba(X), local.predict_proba(X), rtol=0, atol=1e-12)
+    assert keep.evaluation == ["int8", "int8"]
+
+
+def _target_type(actor: Any) -> str:
+    return str(actor.y.dtype)
 
 
 @pytest.mark.parametrize(("at_round", "victim_index"), [(2, 0), (0, 0), (0, 1)])
