@@ -15,6 +15,10 @@ protocol, serialisation and the client's TLS settings), and reads the answers on
 event loop run by the calling thread: every actor's call is written before any answer is
 read, and no other thread of this process takes part.
 
+A call may ask to be run on the worker's event loop itself rather than handed to its actor
+thread and back (Dask's ``separate_thread=False``): two thread wake-ups fewer on the worker,
+for calls short enough not to hold up the worker's other messages.
+
 A call's outcome is its result, the method's exception, or :class:`ActorUnreachable` (an
 ``OSError``, as a proxy's "Unable to contact Actor's worker") when the connection fails or
 closes: the worker died or is dying. A worker this process cannot reach directly (behind the
@@ -33,8 +37,9 @@ from distributed.protocol import to_serialize
 
 __all__ = ["CONNECT_SECONDS", "ActorComms", "ActorUnreachable"]
 
-# One call: (worker address, actor key, method, args).
-Call = tuple[str, str, str, Sequence[Any]]
+# One call: (worker address, actor key, method, args), and optionally whether the worker runs
+# it on its event loop (a short call, see the module's docstring).
+Call = tuple[str, str, str, Sequence[Any]] | tuple[str, str, str, Sequence[Any], bool]
 T = TypeVar("T")
 
 # How long opening a connection to a worker may take: a live worker on the cluster's network
@@ -102,7 +107,9 @@ class ActorComms:
     async def _send(self, calls: Sequence[Call]) -> list[Comm | BaseException]:
         return list(await asyncio.gather(*(self._write(*call) for call in calls)))
 
-    async def _write(self, address: str, key: str, method: str, args: Sequence[Any]) -> Any:
+    async def _write(
+        self, address: str, key: str, method: str, args: Sequence[Any], inline: bool = False
+    ) -> Any:
         try:
             comm = await self._comm(address, key)
             await comm.write(
@@ -111,7 +118,8 @@ class ActorComms:
                     "actor": key,
                     "function": method,
                     "args": [to_serialize(arg) for arg in args],
-                    "kwargs": {},
+                    # Popped by the worker's handler, never passed to the method.
+                    "kwargs": {"separate_thread": False} if inline else {},
                     "reply": True,
                 }
             )

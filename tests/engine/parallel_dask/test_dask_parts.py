@@ -336,16 +336,21 @@ def _kill_at_levels_call(n: int) -> None:
     PartsActor.levels = dying  # type: ignore[method-assign]
 
 
-def test_weighted_binary_rounds_equal_the_local_fit(client: Any, tmp_path: Path) -> None:
+@pytest.mark.parametrize("inline_rows", [0, _dask_parts.INLINE_ROWS])
+def test_weighted_binary_rounds_equal_the_local_fit_whichever_thread_runs_a_peer(
+    client: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, inline_rows: int
+) -> None:
     """A single-output round's gradient and hessian pairs become its tree's channels in
-    place, weighted there (weights other than 0 and 1): the local model, and a class index
-    kept in one byte a row."""
+    place, weighted there (weights other than 0 and 1); the peers' calls run on their
+    worker's event loop (small ranges) or in its actor thread: the local model either way,
+    and a class index kept in one byte a row."""
     X, y = _table()
     yc = (y > np.median(y)).astype(int)
     w = np.random.default_rng(5).uniform(0.5, 2.0, size=y.size)
     w[::13] = 0.0
     parts = write_parts(tmp_path, X, yc.astype(float), SIZES, w=w)
     local = XGBoostClassifier(**PARAMS).fit(X, yc, sample_weight=w)
+    monkeypatch.setattr(_dask_parts.DaskPartitions, "inline_rows", inline_rows)
     keep = KeptRows([np.arange(0, 3000, 7)], evaluate=lambda calls: calls.each(_target_type))
     with parallel_backend(client):
         remote = XGBoostClassifier(**PARAMS).fit_parts(parts, read_part, keep=keep)
