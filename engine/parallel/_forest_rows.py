@@ -61,7 +61,9 @@ class ForestHolder:
         self.sampling, self.first_row = sampling, first_row
         if self.w is not None:
             self.learns = self.w > 0
-        self.positive_rows = np.flatnonzero(self.learns)
+        # Their count, not their indices (8 bytes a row for the whole fit): a tree's counts
+        # go to them through the mask, in the same ascending order.
+        self.n_positive = int(np.count_nonzero(self.learns))
         self.classification, self.n_outputs = classification, n_outputs
         self.classes_of_rows = self.y.astype(np.int64) if classification else None
         self.raw = np.zeros((self.y.size, n_outputs))  # the forest's sums, then its mean
@@ -135,12 +137,12 @@ class _ForestTree:
 
     def __init__(self, holder: ForestHolder, seed: int, totals: NDArray[np.int64]) -> None:
         n = holder.y.size
-        first, positive = holder.first_row, holder.positive_rows
+        first = holder.first_row
         # As the local fit forms them: sample weight × in-bag count (a count alone where
-        # every weight is 1: rows outside ``positive`` have none).
+        # every weight is 1: rows that do not learn have none).
         self.weights = np.zeros(n)
-        self.weights[positive] = counts_in_range(
-            seed, totals, holder.sampling, first, first + positive.size
+        self.weights[holder.learns] = counts_in_range(
+            seed, totals, holder.sampling, first, first + holder.n_positive
         )
         if holder.w is not None:
             self.weights *= holder.w
