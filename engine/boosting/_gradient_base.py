@@ -10,7 +10,13 @@ from numpy.typing import NDArray
 
 from engine._params import Constraint, Interval, NoneValue
 from engine._threads import kernel_threads
-from engine._validation import check_sample_weight, check_target, check_X, resolve_seed_sequence
+from engine._validation import (
+    check_sample_weight,
+    check_target,
+    check_X,
+    resolve_seed_sequence,
+    unit_weights,
+)
 from engine.base import BaseEstimator, check_is_fitted
 from engine.boosting._losses import Loss, get_loss
 from engine.boosting._packed_stages import PackedStagesMixin
@@ -92,7 +98,13 @@ class BaseGradientBoosting(PackedStagesMixin, BaseEstimator):
                 "the values themselves; fit on X rather than on Binned codes."
             )
         target = check_target(y, X.shape[0], numeric=not self._classification)
-        weights = check_sample_weight(sample_weight, X.shape[0])
+        # No weights given: a stride-0 view of 1.0 (engine._validation.unit_weights), not an
+        # array of ones held through every stage (12 MiB of 1.6 M rows).
+        weights = (
+            unit_weights(X.shape[0])
+            if sample_weight is None
+            else check_sample_weight(sample_weight, X.shape[0])
+        )
         codes, n_classes, classes = self._encode_target(target)
         loss = get_loss(self.loss, n_classes=n_classes, alpha=self.alpha)
         y_loss = self._loss_target(target, codes, loss)
@@ -130,6 +142,9 @@ class BaseGradientBoosting(PackedStagesMixin, BaseEstimator):
             if validation_rows is not None:
                 X_val, y_val, w_val = _rows(validation_rows, X, y_loss, weights)
                 validation = ValidationSet(mapper.encode_for_prediction(X_val), y_val, w_val)
+        # The class indices (8 bytes a row) served the holdout's stratification only; y_loss
+        # holds what the stages learn from.
+        del codes
 
         limits = resolve_limits(self, y_train.shape[0], float(w_train.sum()), X.shape[1])
         spec = TreeSpec(criterion="squared_error", random_splits=False, limits=limits, n_classes=0)
