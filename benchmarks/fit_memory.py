@@ -257,12 +257,14 @@ def main() -> None:
             f"sha256 {r['sha256'][:12]}"
         )
     if args.phases:
-        print("parts, by step (RSS growth, lowest to highest, MiB):")
+        print("parts, by step (RSS growth, lowest to highest, MiB; steps that grew it):")
+        highest = 0
         for name, low, high in results["parts"]["phases"]:
-            if high - low >= 2 * mib or high >= 0.8 * (
-                results["parts"]["peak"] - results["parts"]["baseline"]
-            ):
+            # A step that takes the RSS to a new height, or moves it by more than noise:
+            # the rounds' steady steps after the first tree are left out.
+            if high > highest + 2 * mib or high - low >= 2 * mib:
                 print(f"  {name:>22}: {low / mib:4.0f} .. {high / mib:4.0f}")
+            highest = max(highest, high)
     growth = results["parts"]["peak"] - results["parts"]["baseline"]
     bound = binned + largest["size"] + part_floats / largest["n_rows"] * (1 << 17)
     print(
