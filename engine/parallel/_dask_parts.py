@@ -106,6 +106,9 @@ class PartsActor(ForestHolder):
     # -- reading and binning ------------------------------------------------------------
 
     def _pieces(self) -> Any:
+        """Each piece's rows, read one at a time. A caller's loop drops the piece's floats
+        (``del X``) before asking for the next: a loop variable holds the last piece until
+        the next one is read, and two parts' floats (up to 128 MiB each) sat at the peak."""
         assert self.read is not None
         for piece in self.pieces:
             yield read_piece(self.read, piece)
@@ -113,25 +116,37 @@ class PartsActor(ForestHolder):
     def load(self, pieces: list[Piece], read: PartReader, classification: bool) -> dict[str, Any]:
         """Read the targets and weights of ``pieces``; what the driver needs to know of them."""
         self.pieces, self.read = pieces, read
-        targets, weights, tags, n_features = [], [], [], 0
+        targets, weights, tags, n_features, bad_weights = [], [], [], 0, 0
         for X, y, w, tagged in self._pieces():
             n_features = X.shape[1]
+            del X
             targets.append(y)
+            if w is not None:
+                bad_weights += int(np.count_nonzero(~np.isfinite(w) | (w < 0)))
+                # Weights of 0 and 1 alone (a service's split riding along) are kept as the
+                # one byte a row of ``learns``, piece by piece: w·g is g, to the bit, where
+                # w is 1.
+                if np.all((w == 0) | (w == 1)):
+                    w = w > 0
             weights.append(w)
             tags.append(tagged)
         self.y = np.concatenate(targets)
-        bad_weights = 0
-        if all(w is None for w in weights):
-            self.w, self.learns = None, np.ones(self.y.size, dtype=bool)
-        else:
-            w = np.concatenate(
-                [np.ones(y.size) if w is None else w for y, w in zip(targets, weights, strict=True)]
+        if all(w is None or w.dtype == np.bool_ for w in weights):
+            self.w = None
+            self.learns = np.concatenate(
+                [
+                    np.ones(y.size, bool) if w is None else w
+                    for y, w in zip(targets, weights, strict=True)
+                ]
             )
-            bad_weights = int(np.count_nonzero(~np.isfinite(w) | (w < 0)))
-            self.learns = w > 0
-            # Weights of 0 and 1 alone (a service's split riding along) are kept as the
-            # one byte a row of ``learns``: w·g is g, to the bit, where w is 1.
-            self.w = None if np.all(self.learns | (w == 0)) and np.all(w[self.learns] == 1) else w
+        else:
+            self.w = np.concatenate(
+                [
+                    np.ones(y.size) if w is None else w.astype(np.float64, copy=False)
+                    for y, w in zip(targets, weights, strict=True)
+                ]
+            )
+            self.learns = self.w > 0
         self.all_learn = bool(self.learns.all())
         del targets, weights
         # The caller's marks of the rows (KeptRows.evaluate reads them), if its reader gives any.
@@ -157,14 +172,18 @@ class PartsActor(ForestHolder):
             mine = rows[(rows >= start) & (rows < stop)]
             if mine.size:
                 blocks.append(X[mine - start])
+            del X
             start = stop
         if not blocks:
             return np.zeros((0, 0))
         return np.concatenate(blocks)
 
     def _piece_values(self) -> Iterator[NDArray[np.float64]]:
-        for X, _, _, _ in self._pieces():
+        for piece in self._pieces():
+            X = piece[0]
+            del piece
             yield X
+            del X  # before the next piece is read
 
     def bin(self, mapper: BinMapper) -> None:
         """Bin this range's rows with the fit's edges; keep the codes feature-major."""
@@ -179,6 +198,7 @@ class PartsActor(ForestHolder):
             self.codes[:, start : start + y.size] = codes.T
             self.row_missing[start : start + y.size] = (codes == missing_code(codes.dtype)).any(1)
             start += y.size
+            del X, codes
         # The parts' floats are gone and the rows' state comes next: hand the freed pages
         # back rather than keep them (up to 256 MiB, keep_freed_memory) beside that state.
         trim_freed_memory()
@@ -242,6 +262,7 @@ class PartsActor(ForestHolder):
                 for k, tree in enumerate(stage):
                     self.raw[start : start + y.size, k] += tree.predict(encoded)[:, 0]
             start += y.size
+            del X, encoded
         self.committed = len(stages) - 1
 
     def start_round(self, keep: NDArray[np.bool_] | None) -> None:

@@ -128,6 +128,7 @@ class ForestHolder:
             for tree in trees:
                 self.raw[start : start + X.shape[0]] += tree.predict(encoded)
             start += X.shape[0]
+            del X, encoded  # before the next piece is read
         self.forest_batch, self.n_trees = batch, len(trees)
         self.forest_trees, self.pending_leaves = {}, {}
 
