@@ -14,6 +14,7 @@ from numpy.typing import NDArray
 
 from engine.tree.grow.level_kernels import shuffle_rows
 from engine.tree.grow.limits import GrowthLimits
+from engine.tree.grow.node_keys import key_uniforms
 from engine.tree.split.context import Splits
 
 __all__ = ["FeatureSampler"]
@@ -95,6 +96,45 @@ class FeatureSampler:
                 pad = np.full((pending.size, per_round - features.shape[1]), -1)
                 features = np.concatenate([features, pad], axis=1)
             splits = search_round(pending, features)
+            result = splits if result is None else _merge(result, splits, pending)
+            pending = pending[~splits.found]
+            if pending.size == 0:
+                break
+        assert result is not None
+        return result
+
+    def draw_keyed_rounds(
+        self,
+        keys: NDArray[np.uint64],
+        depth: int,
+        search_round: Callable[[NDArray[np.intp], NDArray[np.int64], NDArray[np.float64]], Splits],
+    ) -> Splits:
+        """:meth:`draw_rounds` for random cuts whose draws come from each node's key
+        (:mod:`engine.tree.grow.node_keys`) instead of the tree's stream: the same rounds,
+        each node's candidates drawn by the Fisher–Yates steps of its own uniforms and
+        ``search_round(pending, features, uniforms)`` given the thresholds' uniforms,
+        ``uniforms[j · P + k]`` for pending node ``k``'s ``j``-th candidate of the round."""
+        pool = self.level_pool(depth)
+        n_slots, n_candidates = keys.size, pool.size
+        per_round = self.limits.max_features or n_candidates
+        if per_round >= n_candidates:
+            features = np.ascontiguousarray(np.broadcast_to(pool, (n_slots, n_candidates)))
+            uniforms = key_uniforms(keys, 2 * np.arange(n_candidates))
+            return search_round(np.arange(n_slots), features, uniforms.T.ravel())
+        order = np.tile(np.arange(n_candidates, dtype=np.intp), (n_slots, 1))
+        result: Splits | None = None
+        pending = np.arange(n_slots)
+        for start in range(0, n_candidates, per_round):
+            width = min(per_round, n_candidates - start)
+            positions = start + np.arange(per_round)
+            steps = key_uniforms(keys[pending], 2 * positions[:width] + 1)
+            shuffle_rows(order, pending, steps, start)
+            features = pool[order[pending, start : start + per_round]]
+            if features.shape[1] < per_round:
+                pad = np.full((pending.size, per_round - features.shape[1]), -1)
+                features = np.concatenate([features, pad], axis=1)
+            uniforms = key_uniforms(keys[pending], 2 * positions).T.ravel()
+            splits = search_round(pending, features, uniforms)
             result = splits if result is None else _merge(result, splits, pending)
             pending = pending[~splits.found]
             if pending.size == 0:

@@ -94,10 +94,15 @@ class Growth:
         return totals, counts, values, impurities
 
     def statistics(
-        self, totals: NDArray[np.float64], rows: NDArray[np.intp], slot_of_row: NDArray[np.intp]
+        self,
+        totals: NDArray[np.float64],
+        rows: NDArray[np.intp],
+        slot_of_row: NDArray[np.intp],
+        squared: NDArray[np.float64] | None = None,
     ) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
         """Values and impurities of a batch of nodes from their channel totals (regression
-        reads the rows again for exact variances)."""
+        reads the rows again for exact variances, unless their ``squared`` deviations are
+        given)."""
         criterion = self.ctx.criterion
         if isinstance(criterion, Newton):
             # Cover H is the node weight; this impurity makes H·impurity = −score, so the
@@ -114,9 +119,10 @@ class Growth:
             assert self.targets is not None
             weight = totals[:, 0]
             mean = totals[:, 1] / weight
-            squared = squared_deviations(
-                rows, slot_of_row, self.targets, self.ctx.channels[:, 0], mean
-            )
+            if squared is None:
+                squared = squared_deviations(
+                    rows, slot_of_row, self.targets, self.ctx.channels[:, 0], mean
+                )
             values = mean[:, None]
             impurities = squared / weight
         return values, impurities

@@ -37,18 +37,34 @@ class _NodeTable:
             self.columns.setdefault(name, []).append(np.asarray(column))
         return ids
 
-    def finish(self, n_features: int, split_columns: dict[str, NDArray[np.generic]]) -> Tree:
+    def finish(
+        self,
+        n_features: int,
+        split_columns: dict[str, NDArray[np.generic]],
+        order: NDArray[np.intp] | None = None,
+    ) -> Tree:
+        """The tree, its nodes in the order recorded (or node ``order[i]`` as node ``i``,
+        children renumbered)."""
         nodes = np.zeros(self.n_nodes, dtype=NODE_DTYPE)
         for name, parts in self.columns.items():
-            nodes[name] = np.concatenate(parts)
+            column = np.concatenate(parts)
+            nodes[name] = column if order is None else column[order]
         for name, column in split_columns.items():
-            nodes[name] = column
+            nodes[name] = column if order is None else column[order]
+        values = np.concatenate(self.values)
+        if order is not None:
+            values = values[order]
+            new_of_old = np.empty(self.n_nodes, dtype=np.int64)
+            new_of_old[order] = np.arange(self.n_nodes)
+            for name in ("left_child", "right_child"):
+                child = nodes[name]
+                nodes[name] = np.where(child >= 0, new_of_old[np.maximum(child, 0)], -1)
         bitsets = (
             np.concatenate(self.bitsets)
             if self.bitsets
             else np.zeros((0, BITSET_BYTES), dtype=BITSET_DTYPE)
         )
-        return Tree(nodes, np.concatenate(self.values), bitsets, n_features)
+        return Tree(nodes, values, bitsets, n_features)
 
 
 class NodeRecorder:
@@ -64,6 +80,7 @@ class NodeRecorder:
         self.split_threshold = np.zeros(size)
         self.split_missing_left = np.zeros(size, dtype=bool)
         self.split_category = np.full(size, -1, dtype=np.int64)
+        self.order: NDArray[np.intp] | None = None  # set by level_order
 
     def add(self, values: NDArray[np.float64], **columns: NDArray[np.generic]) -> NDArray[np.intp]:
         """Record new nodes (their values and node columns); return their ids."""
@@ -104,6 +121,45 @@ class NodeRecorder:
             self.split_category[ids[categorical]] = np.arange(start, self.table.n_bitsets)
         return left_ids
 
+    def set_numeric_splits(
+        self,
+        ids: NDArray[np.intp],
+        feature: NDArray[np.int64],
+        split_bin: NDArray[np.int64],
+        missing_left: NDArray[np.bool_],
+        left_ids: NDArray[np.intp],
+    ) -> None:
+        """Record numeric splits whose children are recorded already (``left_ids``, each
+        right child the next id), as :meth:`apply_splits` records a threshold."""
+        needed = int(ids.max()) + 1 if ids.size else 0
+        if needed > self.split_feature.size:
+            self._grow_split_arrays(needed)
+        self.split_feature[ids] = feature
+        self.split_left[ids] = left_ids
+        self.split_missing_left[ids] = missing_left
+        last_bin = self.ctx.missing_code - 1
+        self.split_threshold[ids] = self.thresholds[feature, np.minimum(split_bin, last_bin)]
+
+    def level_order(self) -> NDArray[np.intp]:
+        """Renumber the nodes level by level, each level's in its parents' order, left
+        before right (the order the level loop records them in); return each old node's new
+        number. :meth:`finish` then writes the tree in that order."""
+        n = self.table.n_nodes
+        if n > self.split_left.size:
+            self._grow_split_arrays(n)
+        left = self.split_left[:n]
+        order = [np.zeros(1, dtype=np.intp)]
+        level = order[0]
+        while level.size:
+            lefts = left[level]
+            lefts = lefts[lefts >= 0]
+            level = np.stack([lefts, lefts + 1], axis=1).ravel()
+            order.append(level)
+        self.order = np.concatenate(order)
+        new_of_old = np.empty(n, dtype=np.intp)
+        new_of_old[self.order] = np.arange(n)
+        return new_of_old
+
     def _grow_split_arrays(self, needed: int) -> None:
         size = max(needed, 2 * self.split_feature.size)
         for name, fill in (
@@ -129,7 +185,8 @@ class NodeRecorder:
 
     def finish(self) -> Tree:
         n = self.table.n_nodes
-        self._grow_split_arrays(n)
+        if n > self.split_left.size:
+            self._grow_split_arrays(n)
         left = self.split_left[:n]
         return self.table.finish(
             self.ctx.binned.shape[1],
@@ -141,4 +198,5 @@ class NodeRecorder:
                 "missing_left": self.split_missing_left[:n],
                 "category_split": self.split_category[:n],
             },
+            self.order,
         )

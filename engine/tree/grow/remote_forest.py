@@ -44,6 +44,7 @@ from engine.tree.grow.features import _merge
 from engine.tree.grow.growth import Growth, split_maps
 from engine.tree.grow.level_kernels import shuffle_rows
 from engine.tree.grow.limits import GrowthLimits
+from engine.tree.grow.node_keys import child_keys, key_uniforms, root_key
 from engine.tree.split import best_splits_in_histograms
 from engine.tree.split.context import SplitContext, Splits
 from engine.tree.split.random_vectorised import random_splits_in_histograms
@@ -51,6 +52,7 @@ from engine.tree.split.random_vectorised import random_splits_in_histograms
 __all__ = ["ForestRows", "forest_tree_steps", "grow_forest_together"]
 
 _NO_ROWS = np.zeros(0, dtype=np.intp)
+_NO_KEYS = np.zeros(0, dtype=np.uint64)
 
 # What a tree's steps ask of its rows (a tuple whose first item names the request) and what
 # they are sent back: the rows' summed answer.
@@ -102,6 +104,8 @@ def forest_tree_steps(
         raise ValueError("Rows held on workers take random cuts of numeric features only.")
     regression = ctx.criterion not in CLASSIFICATION_CRITERIA
     candidates = growth.features.candidates
+    # Random cuts draw from each node's key, as the local grower does.
+    keys = np.array([root_key(rng)], dtype=np.uint64) if ctx.random_splits else _NO_KEYS
     totals, counts, has_missing = yield ("start",)
     growth.ctx = replace(growth.ctx, has_missing=has_missing)
     n_slots, depth = 1, 0
@@ -114,7 +118,14 @@ def forest_tree_steps(
             yield ("level", node_ids, None)
             break
         splits = yield from _search(
-            growth, depth, slots, totals[slots], counts[slots], candidates, histogram_cells
+            growth,
+            depth,
+            slots,
+            keys[slots] if keys.size else keys,
+            totals[slots],
+            counts[slots],
+            candidates,
+            histogram_cells,
         )
         chosen = growth.accepted(splits)
         if not chosen.any():
@@ -124,6 +135,8 @@ def forest_tree_steps(
         split_of_slot, rank_of_slot, n_chosen = split_maps(n_slots, slots, chosen)
         splits_sent = (split_of_slot, rank_of_slot, splits.feature, splits.left_codes, n_chosen)
         totals, counts = yield ("level", node_ids, splits_sent)
+        if keys.size:
+            keys = child_keys(keys[slots[chosen]])
         n_slots = 2 * n_chosen
         depth += 1
     return growth.records.finish()
@@ -146,13 +159,15 @@ def _search(
     growth: Growth,
     depth: int,
     slots: NDArray[np.intp],
+    keys: NDArray[np.uint64],
     totals: NDArray[np.float64],
     counts: NDArray[np.int64],
     candidates: NDArray[np.int64],
     histogram_cells: int,
 ) -> Generator[tuple[Any, ...], Any, Splits]:
-    """:meth:`FeatureSampler.draw_rounds` with each round searched from histograms the
-    rows send: the same draws from the tree's stream, in the same order."""
+    """:meth:`FeatureSampler.draw_rounds` (random cuts: :meth:`~FeatureSampler.
+    draw_keyed_rounds`, from the nodes' ``keys``) with each round searched from histograms
+    the rows send: the same draws, in the same order."""
     sampler, rng = growth.features, growth.rng
     pool = sampler.level_pool(depth)
     n_candidates, n_slots = pool.size, slots.size
@@ -161,10 +176,14 @@ def _search(
     column_of[candidates] = np.arange(candidates.size)
 
     def search_round(
-        pending: NDArray[np.intp], features: NDArray[np.int64]
+        pending: NDArray[np.intp], features: NDArray[np.int64], first: int = 0
     ) -> Generator[tuple[Any, ...], Any, Splits]:
-        # Random cuts take their uniforms before the search, as random_level_splits does.
-        uniforms = rng.random(features.size) if growth.ctx.random_splits else None
+        # Random cuts: the thresholds' uniforms of the round's candidates, from the keys.
+        uniforms = (
+            key_uniforms(keys[pending], 2 * (first + np.arange(features.shape[1]))).T.ravel()
+            if growth.ctx.random_splits
+            else None
+        )
         cell_size = candidates.size * HISTOGRAM_CODES * (1 + growth.ctx.channels.shape[1])
         chunk = max(1, histogram_cells // cell_size)
         found: list[Splits] = []
@@ -196,12 +215,13 @@ def _search(
     for start in range(0, n_candidates, per_round):
         if sampler.random_cuts:
             width = min(per_round, n_candidates - start)
-            shuffle_rows(order, pending, rng.random((pending.size, width)), start)
+            steps = key_uniforms(keys[pending], 2 * (start + np.arange(width)) + 1)
+            shuffle_rows(order, pending, steps, start)
         features = pool[order[pending, start : start + per_round]]
         if features.shape[1] < per_round:
             pad = np.full((pending.size, per_round - features.shape[1]), -1)
             features = np.concatenate([features, pad], axis=1)
-        splits = yield from search_round(pending, features)
+        splits = yield from search_round(pending, features, start)
         result = splits if result is None else _merge(result, splits, pending)
         pending = pending[~splits.found]
         if pending.size == 0:

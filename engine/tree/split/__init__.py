@@ -151,7 +151,7 @@ def random_level_splits(
     level_classes: NDArray[np.int64],
     parent_channels: NDArray[np.float64],
     parent_counts: NDArray[np.int64],
-    rng: np.random.Generator,
+    uniforms: NDArray[np.float64],
     row_right: NDArray[np.bool_] | None = None,
 ) -> Splits:
     """Best random cut of a level's slots ``nodes`` (random cuts, numeric features).
@@ -159,12 +159,11 @@ def random_level_splits(
     The level keeps ``rows`` grouped by slot (slot ``s`` at ``node_start[s]:node_start[s +
     1]``) with their channels beside them in ``level_channels`` (and classes in
     ``level_classes``; see :func:`engine.tree.split.random_kernels.search_random_level`).
-    ``columns`` are ``ctx.binned`` feature-major. One uniform is drawn per (node,
-    candidate), in the order :func:`find_random_splits` draws them, so the kernel and its
-    twin grow the same trees. ``row_right`` (level-wide, optional) takes, for the rows of
+    ``columns`` are ``ctx.binned`` feature-major. ``uniforms[j · K + k]`` places the
+    threshold of node ``k``'s ``j``-th candidate (the order :func:`find_random_splits`
+    draws them in). ``row_right`` (level-wide, optional) takes, for the rows of
     each node a split was found for, whether it sends them right.
     """
-    uniforms = rng.random(features.size)
     return random_level_search(
         ctx,
         columns,

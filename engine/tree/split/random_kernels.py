@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from engine._kernels import kernel
+from engine._kernels import inline_kernel, kernel
 from engine.tree.split.random_cut_kernels import (
     _code_range,
     _cut_bin,
@@ -27,7 +27,7 @@ from engine.tree.split.random_cut_kernels import (
 )
 from engine.tree.split.scan_kernels import node_score
 
-__all__ = ["search_random_level", "search_random_rows"]
+__all__ = ["best_random_cut", "gather_codes", "search_random_level", "search_random_rows"]
 
 # A node whose rows span more than this many times its size among all rows is sparse: it
 # reads its codes row by row (see search_random_level's ``binned``).
@@ -35,6 +35,145 @@ SPARSE_SPAN = 2
 # Up to this many rows, a node's side sums compare each row's representative with the drawn
 # threshold instead of its code with the cut bin, which only the winning candidate looks up.
 SMALL_NODE = 128
+
+
+@inline_kernel
+def gather_codes(
+    columns: NDArray[Any],
+    binned: NDArray[Any],
+    node_rows: NDArray[np.intp],
+    features: NDArray[np.int64],
+    code_buffer: NDArray[Any],
+) -> None:
+    """Each candidate ``features[j]``'s codes of a node's rows into ``code_buffer[j]``
+    (−1 candidates skipped).
+
+    A node whose rows span more than :data:`SPARSE_SPAN` times its size among all rows reads
+    each row's candidates from its one record of ``binned`` (row-major; one cache miss a
+    row, not one a candidate), as scikit-learn's splitter reads its row-major ``X`` (Louppe
+    2014, §5.3); a dense node, or any node when ``binned`` is empty, reads each candidate's
+    column of ``columns`` (feature-major), in order.
+    """
+    size = node_rows.size
+    n_per_node = features.size
+    sparse = size > 0 and node_rows[size - 1] - node_rows[0] >= SPARSE_SPAN * size
+    if sparse and binned.shape[0] > 0:
+        for i in range(size):
+            record = binned[node_rows[i]]
+            for j in range(n_per_node):
+                if features[j] >= 0:
+                    code_buffer[j, i] = record[features[j]]
+    else:
+        for j in range(n_per_node):
+            if features[j] >= 0:
+                codes = columns[features[j]]
+                for i in range(size):
+                    code_buffer[j, i] = codes[node_rows[i]]
+
+
+@inline_kernel
+def best_random_cut(
+    code_buffer: NDArray[Any],
+    size: int,
+    features: NDArray[np.int64],
+    uniforms: NDArray[np.float64],
+    node_channels: NDArray[np.float64],
+    node_classes: NDArray[np.int64],
+    parent: NDArray[np.float64],
+    parent_count: float,
+    parent_score: float,
+    settings: NDArray[np.float64],
+    bin_values: NDArray[np.float64],
+    n_bins: NDArray[np.int32],
+    missing_code: int,
+    sides: NDArray[np.float64],
+    left: NDArray[np.float64],
+    right: NDArray[np.float64],
+) -> tuple[float, int, int, bool, int]:
+    """The best random cut of one node's candidates ``features`` (−1 skipped), their codes
+    gathered in ``code_buffer`` (:func:`gather_codes`), ``uniforms[j]`` placing candidate
+    ``j``'s threshold: gain (−inf if none is valid), feature, cut bin, whether missing rows
+    go left, and the winner's ``j``. ``sides``, ``left`` and ``right`` are scratch."""
+    n_channels = parent.size
+    criterion, l1, l2 = int(settings[0]), settings[1], settings[2]
+    min_samples_leaf, min_weight_leaf = settings[4], settings[5]
+    best_gain, best_feature, best_cut, best_missing_left = -np.inf, -1, 0, False
+    best_j, best_threshold, best_known = 0, 0.0, True
+    for j in range(features.size):
+        feature = features[j]
+        if feature < 0:
+            continue
+        node_codes = code_buffer[j, :size]
+        low, high, n_missing = _code_range(node_codes, missing_code)
+        if high < 0:
+            continue  # every row missing: no present value to cut between
+        low_value = bin_values[feature, min(low, missing_code - 1)]
+        high_value = bin_values[feature, high]
+        threshold = low_value + uniforms[j] * (high_value - low_value)
+        if (
+            size <= SMALL_NODE
+            and n_channels == 2
+            and n_missing == 0
+            and high > low
+            and threshold < high_value
+        ):
+            # A small node compares its rows' representatives with the threshold: the
+            # same rows go left as with the cut bin (the last representative ≤
+            # threshold lies in [low, high) here), and the cut's binary search, a
+            # chain of dependent loads, is left to the winner.
+            cut = -1
+            _two_channel_sums(
+                node_codes, 0, False, node_channels, sides[0], bin_values[feature], threshold
+            )
+            sides[2, 0] = 0.0
+        else:
+            # A cut at or past the largest present bin would leave no present value on
+            # the right: that happens only when the node's values are all equal.
+            cut = min(_cut_bin(bin_values[feature], n_bins[feature], threshold), high - 1)
+            if cut < low:
+                continue
+            _side_sums(node_codes, cut, missing_code, n_missing, node_channels, node_classes, sides)
+        cut_gain, left_weight, right_weight = _cut_gain(
+            sides,
+            False,
+            parent,
+            parent_count,
+            parent_score,
+            criterion,
+            l1,
+            l2,
+            min_samples_leaf,
+            min_weight_leaf,
+            left,
+            right,
+        )
+        has_missing = sides[2, 0] > 0
+        goes_left = left_weight >= right_weight  # no missing rows: the heavier child
+        if has_missing:
+            goes_left = False
+            with_missing, _, _ = _cut_gain(
+                sides,
+                True,
+                parent,
+                parent_count,
+                parent_score,
+                criterion,
+                l1,
+                l2,
+                min_samples_leaf,
+                min_weight_leaf,
+                left,
+                right,
+            )
+            if with_missing > cut_gain:
+                cut_gain, goes_left = with_missing, True
+        if cut_gain > best_gain:
+            best_gain, best_feature, best_cut = cut_gain, feature, max(cut, 0)
+            best_missing_left, best_j = goes_left, j
+            best_threshold, best_known = threshold, cut >= 0
+    if np.isfinite(best_gain) and not best_known:
+        best_cut = _cut_bin(bin_values[best_feature], n_bins[best_feature], best_threshold)
+    return best_gain, best_feature, best_cut, best_missing_left, best_j
 
 
 @kernel
@@ -166,10 +305,10 @@ def search_random_level(
     n_nodes, n_per_node = features.shape
     n_channels = parents.shape[1]
     criterion, l1, l2 = int(settings[0]), settings[1], settings[2]
-    min_samples_leaf, min_weight_leaf = settings[4], settings[5]
     sides = np.zeros((3, 1 + n_channels))  # left, (unused), missing: count then channel sums
     left = np.empty(n_channels)
     right = np.empty(n_channels)
+    node_uniforms = np.empty(n_per_node)
     # Each candidate's codes of a node, gathered into a contiguous buffer: the gather is the
     # one scattered read of a candidate, and the side sums then read the buffer in order, as
     # does the winner's row_right.
@@ -181,108 +320,36 @@ def search_random_level(
         slot = nodes[k]
         start, stop = node_start[slot], node_start[slot + 1]
         size = stop - start
-        node_channels = level_channels[start:stop]
         node_classes = level_classes[start:stop] if level_classes.size > 0 else level_classes
         parent = parents[k]
         parent_score = node_score(parent, criterion, l1, l2, 0.0, -np.inf, np.inf, False)
-        best_gain, best_feature, best_cut, best_missing_left = -np.inf, -1, 0, False
-        best_j, best_threshold, best_known = 0, 0.0, True
-        # Past one row in SPARSE_SPAN, a node's rows rarely share a column's cache line.
-        sparse = size > 0 and rows[stop - 1] - rows[start] >= SPARSE_SPAN * size
-        if sparse and binned.shape[0] > 0:
-            for i in range(size):
-                record = binned[rows[start + i]]
-                for j in range(n_per_node):
-                    if features[k, j] >= 0:
-                        code_buffer[j, i] = record[features[k, j]]
-        else:
-            for j in range(n_per_node):
-                if features[k, j] >= 0:
-                    codes = columns[features[k, j]]
-                    for i in range(size):
-                        code_buffer[j, i] = codes[rows[start + i]]
+        gather_codes(columns, binned, rows[start:stop], features[k], code_buffer)
         for j in range(n_per_node):
-            feature = features[k, j]
-            if feature < 0:
-                continue
-            node_codes = code_buffer[j, :size]
-            low, high, n_missing = _code_range(node_codes, missing_code)
-            if high < 0:
-                continue  # every row missing: no present value to cut between
-            low_value = bin_values[feature, min(low, missing_code - 1)]
-            high_value = bin_values[feature, high]
-            threshold = low_value + uniforms[j * n_nodes + k] * (high_value - low_value)
-            if (
-                size <= SMALL_NODE
-                and n_channels == 2
-                and n_missing == 0
-                and high > low
-                and threshold < high_value
-            ):
-                # A small node compares its rows' representatives with the threshold: the
-                # same rows go left as with the cut bin (the last representative ≤
-                # threshold lies in [low, high) here), and the cut's binary search, a
-                # chain of dependent loads, is left to the winner.
-                cut = -1
-                _two_channel_sums(
-                    node_codes, 0, False, node_channels, sides[0], bin_values[feature], threshold
-                )
-                sides[2, 0] = 0.0
-            else:
-                # A cut at or past the largest present bin would leave no present value on
-                # the right: that happens only when the node's values are all equal.
-                cut = min(_cut_bin(bin_values[feature], n_bins[feature], threshold), high - 1)
-                if cut < low:
-                    continue
-                _side_sums(
-                    node_codes, cut, missing_code, n_missing, node_channels, node_classes, sides
-                )
-            cut_gain, left_weight, right_weight = _cut_gain(
-                sides,
-                False,
-                parent,
-                parent_counts[k],
-                parent_score,
-                criterion,
-                l1,
-                l2,
-                min_samples_leaf,
-                min_weight_leaf,
-                left,
-                right,
-            )
-            has_missing = sides[2, 0] > 0
-            goes_left = left_weight >= right_weight  # no missing rows: the heavier child
-            if has_missing:
-                goes_left = False
-                with_missing, _, _ = _cut_gain(
-                    sides,
-                    True,
-                    parent,
-                    parent_counts[k],
-                    parent_score,
-                    criterion,
-                    l1,
-                    l2,
-                    min_samples_leaf,
-                    min_weight_leaf,
-                    left,
-                    right,
-                )
-                if with_missing > cut_gain:
-                    cut_gain, goes_left = with_missing, True
-            if cut_gain > best_gain:
-                best_gain, best_feature, best_cut = cut_gain, feature, max(cut, 0)
-                best_missing_left, best_j = goes_left, j
-                best_threshold, best_known = threshold, cut >= 0
+            node_uniforms[j] = uniforms[j * n_nodes + k]
+        best_gain, best_feature, best_cut, best_missing_left, best_j = best_random_cut(
+            code_buffer,
+            size,
+            features[k],
+            node_uniforms,
+            level_channels[start:stop],
+            node_classes,
+            parent,
+            parent_counts[k],
+            parent_score,
+            settings,
+            bin_values,
+            n_bins,
+            missing_code,
+            sides,
+            left,
+            right,
+        )
         found[k] = np.isfinite(best_gain)
         if not found[k]:
             gain[k], split_feature[k], split_bin[k] = 0.0, -1, 0
             missing_left[k] = False
             left_codes[k, :] = False
             continue
-        if not best_known:
-            best_cut = _cut_bin(bin_values[best_feature], n_bins[best_feature], best_threshold)
         gain[k] = max(best_gain, 0.0)
         split_feature[k], split_bin[k] = best_feature, best_cut
         missing_left[k] = best_missing_left

@@ -5,8 +5,8 @@ them with the rows (:func:`engine.tree.grow.partition_kernels.partition_ranges`)
 random cuts of Geurts et al. (2006) on the slots still open
 (:func:`engine.tree.split.random_level_splits`). Each is held bit for bit to its NumPy
 twin, to the kernels it stands in for (:func:`partition_rows` and :func:`node_totals`;
-:func:`find_random_splits` on the same rows and draws), and the trees it grows to those of the
-general level-wise grower.
+:func:`find_random_splits` on the same rows and draws), and the trees it grows with its small
+nodes finished depth first (:mod:`engine.tree.grow.subtree_kernels`) to those it grows alone.
 """
 
 from __future__ import annotations
@@ -19,9 +19,11 @@ import pytest
 
 import engine
 from engine.tree import split
-from engine.tree.grow import grower as _grower
 from engine.tree.grow import level_kernels as level
 from engine.tree.grow import partition_kernels as _partition_kernels
+from engine.tree.grow import random_levels
+from engine.tree.grow.build import BinnedData, TreeSpec, build_tree
+from engine.tree.grow.limits import GrowthLimits
 from engine.tree.split.compiled import compiled_random_level_splits
 from engine.tree.split.context import Splits
 from engine.tree.split.random_cut_kernels import ONE_HOT_CLASSES
@@ -149,7 +151,7 @@ def search(level_problem: dict[str, Any], seed: int) -> tuple[Splits, np.ndarray
         level_problem["level_classes"],
         problem.parent_channels[nodes],
         problem.parent_counts[nodes],
-        np.random.default_rng(seed),
+        np.random.default_rng(seed).random(problem.features[nodes].size),
         row_right,
     )
     return splits, row_right.view(np.uint8)
@@ -221,9 +223,11 @@ MODELS = [
 
 
 @pytest.mark.parametrize(("label", "make"), MODELS, ids=[label for label, _ in MODELS])
-def test_grows_the_trees_of_the_general_grower(
+def test_the_depth_first_finish_grows_the_level_loops_trees(
     label: str, make: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    """Small nodes grown depth first in one compiled call (the whole tree here, some of it,
+    none) give the level loop's trees, node for node: each node draws from its own key."""
     rng = np.random.default_rng(5)
     X = rng.normal(size=(600, 9))
     X[:, 4] = np.round(X[:, 4])  # few distinct values: constant in many nodes
@@ -236,14 +240,42 @@ def test_grows_the_trees_of_the_general_grower(
         n_classes = 14 if "fourteen" in label else 3 if "three" in label else 2
         y = np.digitize(signal, np.quantile(signal, np.linspace(0, 1, n_classes + 1)[1:-1]))
     weights = rng.uniform(0.2, 2.0, 600)
-    ours = fitted_trees(make(), X, y, sample_weight=weights)
-    monkeypatch.setattr(_grower, "grows_random_levels", lambda growth: False)
-    general = fitted_trees(make(), X, y, sample_weight=weights)
-    assert len(ours) == len(general)
-    for mine, theirs in zip(ours, general, strict=True):
-        assert theirs.dtype.names is not None
-        for name in theirs.dtype.names:
-            np.testing.assert_array_equal(mine[name], theirs[name], err_msg=f"{label}: {name}")
+    grown = {}
+    for subtree_rows in (4096, 40, 0):
+        monkeypatch.setattr(random_levels, "SUBTREE_ROWS", subtree_rows)
+        grown[subtree_rows] = fitted_trees(make(), X, y, sample_weight=weights)
+    level_loop = grown.pop(0)
+    for subtree_rows, trees in grown.items():
+        assert len(trees) == len(level_loop)
+        for mine, theirs in zip(trees, level_loop, strict=True):
+            assert theirs.dtype.names is not None
+            for name in theirs.dtype.names:
+                np.testing.assert_array_equal(
+                    mine[name], theirs[name], err_msg=f"{label}, {subtree_rows=}: {name}"
+                )
+
+
+def test_the_depth_first_finish_tells_each_row_its_leaf(monkeypatch: pytest.MonkeyPatch) -> None:
+    rng = np.random.default_rng(11)
+    X = rng.normal(size=(900, 6))
+    X[rng.random(X.shape) < 0.05] = np.nan
+    y = (np.nan_to_num(X[:, 0]) > 0).astype(np.int64)
+    mapper = engine.ExtraTreesClassifier(1, random_state=0).fit(X, y).bin_mapper_
+    data = BinnedData.from_mapper(mapper.transform(X), y, mapper)
+    spec = TreeSpec("gini", True, GrowthLimits(max_features=3), n_classes=2)
+    weights = np.random.default_rng(2).integers(0, 3, X.shape[0]).astype(np.float64)
+    leaves = {}
+    for subtree_rows in (0, 30, 4096):
+        monkeypatch.setattr(random_levels, "SUBTREE_ROWS", subtree_rows)
+        leaves[subtree_rows] = np.empty(X.shape[0], dtype=np.intp)
+        tree = build_tree(
+            data, weights, spec, np.random.default_rng(1), leaves=leaves[subtree_rows]
+        )
+        grown = leaves[subtree_rows][weights > 0]
+        assert (tree.nodes["left_child"][grown] < 0).all()
+        assert tree.node_count > 50
+    np.testing.assert_array_equal(leaves[30], leaves[0])
+    np.testing.assert_array_equal(leaves[4096], leaves[0])
 
 
 @pytest.mark.parametrize("seed", range(20))
