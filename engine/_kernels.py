@@ -192,8 +192,8 @@ def parallel_kernel(function: F) -> F:
     import numba
 
     _use_kernel_cache()
+    _load_tbb()  # also for a user's NUMBA_THREADING_LAYER=tbb
     if "NUMBA_THREADING_LAYER" not in os.environ:
-        _load_tbb()
         numba.config.THREADING_LAYER = "default"  # type: ignore[attr-defined]
         numba.config.THREADING_LAYER_PRIORITY = THREADING_LAYER_PRIORITY  # type: ignore[attr-defined]
     # Only explicit prange loops run in parallel: no array expression of the kernel becomes
