@@ -163,8 +163,12 @@ class TreeWorkspace:
 # PARALLEL_MIN_WORK is 512k since the serial kernels got faster (ordered gradients, four
 # features a pass): on a quiet machine a binary 80k x 40, 100-tree fit on two threads took 1.82 s at 128k, 1.61 s at 512k, 1.63 s at 2M and 1.64 s
 # with no step on the threads (medians of 3, the same model each time).
+# On oneTBB's pool (engine._kernels), whose wakes cost far less, 128k pays again: binary two
+# threads 1.31 / 1.35 s at 512k, 1.24 at 256k, 1.20 / 1.22 at 128k, 1.17 / 1.27 at 64k,
+# 1.21 at 32k; five classes 40k x 30 flat (1.59-1.62 s at every value); medians of 3, quiet
+# machine, the same model each time (/tmp probe at stop 33, interleaved by round).
 # Read at each call (tests lower it to put every step on the threads).
-PARALLEL_MIN_WORK = 512_000
+PARALLEL_MIN_WORK = 128_000
 _BIN_ADDS = 4
 _PARTITION_ADDS = 4
 
