@@ -178,9 +178,7 @@ def _fit_on(
     metric = model.eval_metric or _default_metric(objective.name, n_outputs)
     from engine.parallel._dask_parts import Replay
 
-    replay = Replay(
-        model._classification, classes, positive_scale, mapper, base, objective, []
-    )
+    replay = Replay(model._classification, classes, positive_scale, mapper, base, objective, [])
     trees = _rounds(
         model,
         table,
