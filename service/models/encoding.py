@@ -246,6 +246,10 @@ def encode_records(
     )
 
 
+# Up to this many cells a records body's infinities are searched in its list (_records_matrix).
+_LIST_SEARCH_CELLS = 4096
+
+
 def _records_matrix(
     known: Schema, records: Sequence[dict[str, Any]]
 ) -> npt.NDArray[np.float64] | None:
@@ -274,15 +278,19 @@ def _records_matrix(
                 cells[base + j] = lookup.get(value.strip(), math.nan)
             elif value is not None:
                 return None
-    # An infinity found by the list's own search (a C loop of comparisons), not by
-    # ``np.isinf(X).any()``: between requests the caches have let NumPy's reduction go, and
-    # that one call cost a one-row predict ~40 us. An int past float range fails below.
-    if math.inf in cells or -math.inf in cells:
+    # A few cells' infinity is found by the list's own search (a C loop of comparisons), not
+    # by ``np.isinf(X).any()``: between requests the caches have let NumPy's reduction go, and
+    # that one call cost a one-row predict ~40 us. Past a few thousand cells the reduction is
+    # the cheaper (20,000 x 40 cells: 0.4-0.9 ms against 12.6-15.7 ms for the two searches).
+    # An int past float range fails below.
+    few = len(cells) <= _LIST_SEARCH_CELLS
+    if few and (math.inf in cells or -math.inf in cells):
         return None
     try:
-        return np.array(cells, dtype=np.float64).reshape(len(records), width)
+        X = np.array(cells, dtype=np.float64).reshape(len(records), width)
     except OverflowError:
         return None
+    return X if few or not np.isinf(X).any() else None
 
 
 def encode_rows(

@@ -89,6 +89,18 @@ def test_a_bad_cell_in_a_numeric_column_is_named(
     assert raised.value.errors[0]["loc"] == ["body", "rows", 5, 1]
 
 
+# 2,000 rows of 3 cells are past the list search's 4,096 cells: there NumPy finds the infinity.
+@pytest.mark.parametrize("count", [50, 2000], ids=["few-cells", "many-cells"])
+@pytest.mark.parametrize("bad", [math.inf, -math.inf])
+def test_an_infinite_record_cell_is_named_whatever_the_body_size(count: int, bad: float) -> None:
+    rows = rows_of(count)
+    rows[5][1] = bad
+    records = [dict(zip(COLUMNS, row, strict=True)) for row in rows]
+    with pytest.raises(InvalidInput) as raised:
+        encode_records(MODEL, records)
+    assert "row 5, feature 'x' is infinite" in str(raised.value.detail).lower()
+
+
 def test_non_text_categories_take_the_cell_path() -> None:
     rows = [["red", 0.5, 1], [1, 0.5, 1], [True, 0.5, 1]]  # a number and a bool as categories
     X = encode_rows(MODEL, COLUMNS, rows)
