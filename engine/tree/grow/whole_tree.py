@@ -169,6 +169,22 @@ class TreeWorkspace:
 # machine, the same model each time (/tmp probe at stop 33, interleaved by round).
 # Read at each call (tests lower it to put every step on the threads).
 PARALLEL_MIN_WORK = 128_000
+# On Numba's workqueue pool (where oneTBB does not install) a step must be this many times
+# larger to repay its wakes: 512k, as measured above.
+WORKQUEUE_WORK_FACTOR = 4
+
+
+def _min_work() -> int:
+    # Called once the pool is launched (inside parallel_kernel_threads).
+    import numba
+
+    try:
+        layer = numba.threading_layer()
+    except ValueError:  # no parallel kernel has run in this process yet
+        return PARALLEL_MIN_WORK
+    return PARALLEL_MIN_WORK * (WORKQUEUE_WORK_FACTOR if layer == "workqueue" else 1)
+
+
 _BIN_ADDS = 4
 _PARTITION_ADDS = 4
 
@@ -515,7 +531,7 @@ def grow_whole(
             ctx.missing_code,
             settings,
             n_threads,
-            PARALLEL_MIN_WORK,
+            _min_work() if n_threads > 1 else PARALLEL_MIN_WORK,
             *(arrays[name] for name in _WORKSPACE_ORDER),
         )
     if leaves is not None and row_leaves is not leaves:

@@ -174,7 +174,8 @@ _LAYER_SCRIPT = """
 import numpy as np, numba, engine
 rng = np.random.default_rng(0); X = rng.normal(size=(500, 4)); y = (X[:, 0] > 0).astype(int)
 engine.XGBoostClassifier(n_estimators=2, n_jobs=2).fit(X, y)
-print(numba.threading_layer())
+from engine.tree.grow.whole_tree import _min_work
+print(numba.threading_layer(), _min_work())
 """
 
 
@@ -196,7 +197,24 @@ def test_the_pool_is_onetbb_although_pip_put_its_library_off_the_loader_path() -
         env=environment,
     )
     assert result.returncode == 0, result.stderr
-    assert result.stdout.split()[-1] == "tbb"
+    assert result.stdout.split()[-2:] == ["tbb", str(whole_tree.PARALLEL_MIN_WORK)]
+
+
+def test_on_numbas_workqueue_a_step_must_be_larger_to_go_to_the_threads() -> None:
+    """Workqueue's wakes cost more than oneTBB's (engine._kernels): where it runs (no tbb
+    wheel, or chosen by NUMBA_THREADING_LAYER), a step needs WORKQUEUE_WORK_FACTOR times
+    the work before it is shared."""
+    environment = {**os.environ, "NUMBA_THREADING_LAYER": "workqueue"}
+    result = subprocess.run(
+        [sys.executable, "-c", _LAYER_SCRIPT],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        env=environment,
+    )
+    assert result.returncode == 0, result.stderr
+    expected = whole_tree.PARALLEL_MIN_WORK * whole_tree.WORKQUEUE_WORK_FACTOR
+    assert result.stdout.split()[-2:] == ["workqueue", str(expected)]
 
 
 def test_row_arrays_are_int32_unless_the_rows_pass_its_range(
